@@ -1,0 +1,12 @@
+//! The pure logic of roster, an MCP gateway with a live tool registry and a skill catalog.
+//!
+//! Nothing in this crate does I/O or needs an async runtime. Time enters as an argument
+//! (`now: Instant`), so every rule (TTL, staleness, backoff, debounce) is tested without sleeping.
+//!
+//! The words used here are those of the design: a *server* offers tools, its *listing* is the
+//! result of paging `tools/list` to its end, the [`registry::ToolRegistry`] reconciles one
+//! server's listing at a time into a [`delta::Delta`], and skills name the tools they rely on.
+
+pub mod tool;
+
+pub use tool::{Tool, ToolLookup, ToolPresence};

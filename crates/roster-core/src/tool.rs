@@ -1,0 +1,115 @@
+//! The MCP `Tool` as a server sent it, and the one question skills ask about tools.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A tool definition exactly as a server listed it.
+///
+/// The known MCP fields are typed for convenience; every other field the server sent is kept in
+/// [`Tool::extra`] and serialized back unchanged, so a newer spec's fields pass through roster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// The server's own name for the tool (not the exposed name).
+    pub name: String,
+    /// A human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the tool's arguments.
+    #[serde(default = "empty_object_schema")]
+    pub input_schema: Value,
+    /// JSON Schema of the tool's structured result, when it declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Behaviour hints (`readOnlyHint`, `destructiveHint`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// Icons for display.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Value>,
+    /// The `_meta` object.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+    /// Every field this struct does not name, kept as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({ "type": "object" })
+}
+
+impl Tool {
+    /// A tool with a name and an empty object input schema; the rest unset.
+    pub fn new(name: impl Into<String>) -> Self {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema: empty_object_schema(),
+            output_schema: None,
+            annotations: None,
+            icons: None,
+            meta: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// The same tool with a description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The same tool with an input schema.
+    pub fn with_input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+}
+
+/// What is known about a tool reference (an exposed name) at this moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolPresence {
+    /// The tool is in the live registry.
+    Present,
+    /// Its server's listing is known and the tool is not in it.
+    Missing,
+    /// Nothing can be said yet: the owning server was never listed, or its listing failed.
+    Unknown,
+}
+
+/// The one question the skill catalog asks of the tools: does this exposed tool exist, and is
+/// its server's listing known? Implemented by the tool registry; skills only depend on this.
+pub trait ToolLookup {
+    /// Presence of the tool a skill refers to by `reference` (an exposed name).
+    fn presence(&self, reference: &str) -> ToolPresence;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip() {
+        let raw = serde_json::json!({
+            "name": "echo",
+            "description": "Echo",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+            "execution": {"taskSupport": "optional"},
+            "_meta": {"x": 1}
+        });
+        let tool: Tool = serde_json::from_value(raw.clone()).expect("valid tool");
+        assert_eq!(tool.extra.get("execution"), raw.get("execution"));
+        assert_eq!(serde_json::to_value(&tool).expect("serializes"), raw);
+    }
+
+    #[test]
+    fn missing_input_schema_defaults_to_empty_object() {
+        let tool: Tool = serde_json::from_value(serde_json::json!({"name": "t"})).expect("valid");
+        assert_eq!(tool.input_schema, serde_json::json!({"type": "object"}));
+    }
+}

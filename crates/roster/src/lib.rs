@@ -1,0 +1,5 @@
+//! roster: an MCP gateway with a live tool registry and a skill catalog.
+//!
+//! The pure rules live in [`roster_core`]; this crate wires them to processes and sockets.
+
+pub use roster_core as core;
