@@ -326,6 +326,8 @@ mod tests {
             err.to_string().contains("1000000000000000000000000000000"),
             "{err}"
         );
+        let d = Debouncer::from_secs_f64(-0.0).expect("negative zero is zero");
+        assert_eq!(d.window(), Duration::ZERO);
         let d = Debouncer::from_secs_f64(0.25).expect("a quarter second");
         assert_eq!(d.window(), ms(250));
     }

@@ -206,7 +206,7 @@ pub enum ListingState {
         error: String,
     },
     /// Failed `crash_loop_after` times without a stable period: parked, retried only at the
-    /// longest backoff.
+    /// longest backoff (a wait in `[max * (1 - jitter), max]`).
     CrashLoop {
         /// Consecutive failures so far.
         failures: u32,
@@ -941,6 +941,14 @@ mod tests {
             prop_assert!(s.needs_listing(next));
             let crash = failures >= 5;
             prop_assert_eq!(matches!(s.state(), ListingState::CrashLoop { .. }), crash);
+            let backoff = BackoffConfig::default();
+            let (low, high) = if crash {
+                (backoff.max.mul_f64(0.8), backoff.max)
+            } else {
+                backoff.bounds(failures)
+            };
+            let wait = next - t0;
+            prop_assert!(low <= wait && wait <= high, "{low:?} <= {wait:?} <= {high:?}");
         }
     }
 }
