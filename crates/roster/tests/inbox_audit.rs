@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use roster::inbox::{
-    AUDIT_BACKUP_FILE, AUDIT_FILE, ConfirmDecision, ConfirmRequest, EntryState, FsyncPolicy,
-    Inbox, InboxConfig, InboxError, render,
+    AUDIT_BACKUP_FILE, AUDIT_FILE, ConfirmDecision, ConfirmRequest, EntryState, FsyncPolicy, Inbox,
+    InboxConfig, InboxError, render,
 };
 use serde_json::{Value, json};
 
@@ -44,10 +44,32 @@ fn reopen_replays_entries_with_their_read_state() {
     let dir = tempfile::tempdir().expect("temp dir");
     {
         let inbox = open(dir.path());
-        assert_eq!(inbox.record("files", "notifications/message", message(1), false), 1);
-        assert_eq!(inbox.record("files", "notifications/tools/list_changed", Value::Null, true), 2);
-        assert_eq!(inbox.record("git", "notifications/message", message(3), false), 3);
-        assert_eq!(inbox.record("git", "notifications/resources/updated", json!({"uri": "file:///a"}), false), 4);
+        assert_eq!(
+            inbox.record("files", "notifications/message", message(1), false),
+            1
+        );
+        assert_eq!(
+            inbox.record(
+                "files",
+                "notifications/tools/list_changed",
+                Value::Null,
+                true
+            ),
+            2
+        );
+        assert_eq!(
+            inbox.record("git", "notifications/message", message(3), false),
+            3
+        );
+        assert_eq!(
+            inbox.record(
+                "git",
+                "notifications/resources/updated",
+                json!({"uri": "file:///a"}),
+                false
+            ),
+            4
+        );
         assert_eq!(inbox.ack(Some(3)), 2);
     }
     let inbox = open(dir.path());
@@ -56,16 +78,28 @@ fn reopen_replays_entries_with_their_read_state() {
     let states: Vec<EntryState> = listed.iter().map(|e| e.state).collect();
     assert_eq!(
         states,
-        [EntryState::Unread, EntryState::Read, EntryState::Handled, EntryState::Read]
+        [
+            EntryState::Unread,
+            EntryState::Read,
+            EntryState::Handled,
+            EntryState::Read
+        ]
     );
     assert_eq!(listed[0].params, json!({"uri": "file:///a"}));
     assert_eq!(listed[0].channel, "git");
-    assert!(humantime::parse_rfc3339(&listed[0].at).is_ok(), "at is RFC 3339: {}", listed[0].at);
+    assert!(
+        humantime::parse_rfc3339(&listed[0].at).is_ok(),
+        "at is RFC 3339: {}",
+        listed[0].at
+    );
     assert!(listed[0].at.ends_with('Z'), "at is UTC: {}", listed[0].at);
     assert_eq!(seqs(&inbox.unread()), [4]);
     assert_eq!(seqs(&inbox.list(Some("files"), 10)), [2, 1]);
     assert_eq!(seqs(&inbox.list(None, 2)), [4, 3]);
-    assert_eq!(inbox.record("files", "notifications/message", message(5), false), 5);
+    assert_eq!(
+        inbox.record("files", "notifications/message", message(5), false),
+        5
+    );
 }
 
 #[test]
@@ -89,7 +123,10 @@ fn seq_keeps_increasing_across_restarts_rotations_and_clears() {
         }
     }
     assert_eq!(last, 80);
-    assert!(dir.path().join(AUDIT_BACKUP_FILE).exists(), "rotation happened");
+    assert!(
+        dir.path().join(AUDIT_BACKUP_FILE).exists(),
+        "rotation happened"
+    );
     let inbox = Inbox::open(small(dir.path())).expect("the inbox opens");
     assert_eq!(inbox.last_seq(), 80);
     assert_eq!(inbox.record("files", "m", Value::Null, false), 81);
@@ -110,13 +147,28 @@ fn rotation_keeps_one_backup_and_replays_across_both_files() {
         }
         inbox.ack(Some(190));
     }
-    let active = fs::metadata(dir.path().join(AUDIT_FILE)).expect("active file").len();
-    let backup = fs::metadata(dir.path().join(AUDIT_BACKUP_FILE)).expect("backup file").len();
-    assert!(active <= 4096, "active file {active} bytes stays under the limit");
-    assert!(backup <= 4096, "backup {backup} bytes stays under the limit");
+    let active = fs::metadata(dir.path().join(AUDIT_FILE))
+        .expect("active file")
+        .len();
+    let backup = fs::metadata(dir.path().join(AUDIT_BACKUP_FILE))
+        .expect("backup file")
+        .len();
+    assert!(
+        active <= 4096,
+        "active file {active} bytes stays under the limit"
+    );
+    assert!(
+        backup <= 4096,
+        "backup {backup} bytes stays under the limit"
+    );
     let names: Vec<String> = fs::read_dir(dir.path())
         .expect("read dir")
-        .map(|e| e.expect("dir entry").file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            e.expect("dir entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|n| n.starts_with("audit"))
         .collect();
     assert_eq!(names.len(), 2, "exactly one backup: {names:?}");
@@ -129,7 +181,11 @@ fn rotation_keeps_one_backup_and_replays_across_both_files() {
 
     let inbox = Inbox::open(cfg).expect("the inbox reopens");
     let listed = inbox.list(None, 100);
-    assert_eq!(listed.len(), 30, "the ring is refilled to capacity from the tail");
+    assert_eq!(
+        listed.len(),
+        30,
+        "the ring is refilled to capacity from the tail"
+    );
     assert_eq!(listed[0].seq, 200);
     assert_eq!(listed[29].seq, 171);
     assert_eq!(seqs(&inbox.unread()), (191..=200).collect::<Vec<_>>());
@@ -140,13 +196,27 @@ fn handled_notifications_never_count_as_unread() {
     let dir = tempfile::tempdir().expect("temp dir");
     let inbox = open(dir.path());
     // Dynamic tools on: the re-list consumed the list_changed.
-    inbox.record("files", "notifications/tools/list_changed", Value::Null, true);
+    inbox.record(
+        "files",
+        "notifications/tools/list_changed",
+        Value::Null,
+        true,
+    );
     // Dynamic tools off: nothing consumed it, so it is news like any other.
-    inbox.record("git", "notifications/tools/list_changed", Value::Null, false);
+    inbox.record(
+        "git",
+        "notifications/tools/list_changed",
+        Value::Null,
+        false,
+    );
     inbox.record("git", "notifications/message", message(3), false);
     assert_eq!(seqs(&inbox.unread()), [2, 3]);
     assert_eq!(inbox.unread_count(), 2);
-    assert_eq!(inbox.list(None, 10).len(), 3, "handled entries are still listed");
+    assert_eq!(
+        inbox.list(None, 10).len(),
+        3,
+        "handled entries are still listed"
+    );
     assert_eq!(inbox.ack(None), 2);
     assert!(inbox.unread().is_empty());
     assert_eq!(inbox.list(None, 10)[2].state, EntryState::Handled);
@@ -165,7 +235,11 @@ fn ack_never_reaches_past_the_last_seq() {
     assert_eq!(inbox.ack(Some(1_000)), 2);
     assert_eq!(inbox.ack(Some(1_000)), 0, "nothing more to acknowledge");
     inbox.record("files", "m", Value::Null, false);
-    assert_eq!(seqs(&inbox.unread()), [3], "a later notification is not pre-acknowledged");
+    assert_eq!(
+        seqs(&inbox.unread()),
+        [3],
+        "a later notification is not pre-acknowledged"
+    );
 }
 
 #[test]
@@ -185,8 +259,16 @@ fn clear_empties_the_ring_and_a_restart_replays_the_trail_as_read() {
     }
     let inbox = open(dir.path());
     let listed = inbox.list(None, 10);
-    assert_eq!(seqs(&listed), [6, 5, 4, 3, 2, 1], "the audit trail stayed on disk");
-    assert_eq!(seqs(&inbox.unread()), [6], "clear acknowledged what it cleared");
+    assert_eq!(
+        seqs(&listed),
+        [6, 5, 4, 3, 2, 1],
+        "the audit trail stayed on disk"
+    );
+    assert_eq!(
+        seqs(&inbox.unread()),
+        [6],
+        "clear acknowledged what it cleared"
+    );
 }
 
 #[test]
@@ -207,16 +289,31 @@ fn clear_all_purges_so_a_restart_is_empty() {
         assert_eq!(report.cleared, 100);
         assert!(inbox.list(None, 10).is_empty());
     }
-    assert!(!dir.path().join(AUDIT_BACKUP_FILE).exists(), "the backup is gone");
+    assert!(
+        !dir.path().join(AUDIT_BACKUP_FILE).exists(),
+        "the backup is gone"
+    );
     let lines = audit_lines(dir.path(), AUDIT_FILE);
-    assert_eq!(lines.len(), 1, "only the purge checkpoint is left: {lines:?}");
+    assert_eq!(
+        lines.len(),
+        1,
+        "only the purge checkpoint is left: {lines:?}"
+    );
     assert_eq!(lines[0]["kind"], "checkpoint");
-    assert!(!fs::read_to_string(dir.path().join(AUDIT_FILE)).expect("read").contains("message 1"));
+    assert!(
+        !fs::read_to_string(dir.path().join(AUDIT_FILE))
+            .expect("read")
+            .contains("message 1")
+    );
 
     let inbox = Inbox::open(cfg).expect("the inbox reopens");
     assert!(inbox.list(None, 1000).is_empty(), "nothing came back");
     assert!(inbox.unread().is_empty());
-    assert_eq!(inbox.record("files", "m", Value::Null, false), 101, "seq still increases");
+    assert_eq!(
+        inbox.record("files", "m", Value::Null, false),
+        101,
+        "seq still increases"
+    );
 }
 
 #[test]
@@ -237,9 +334,16 @@ fn clear_all_with_an_unremovable_backup_warns_yet_drains_and_keeps_writing() {
     assert!(inbox.list(None, 10).is_empty(), "the ring is empty anyway");
     assert!(inbox.unread().is_empty());
 
-    assert_eq!(inbox.record("git", "notifications/message", message(4), false), 4);
+    assert_eq!(
+        inbox.record("git", "notifications/message", message(4), false),
+        4
+    );
     let lines = audit_lines(dir.path(), AUDIT_FILE);
-    assert_eq!(lines.last().map(|l| l["seq"].clone()), Some(json!(4)), "new entries still land");
+    assert_eq!(
+        lines.last().map(|l| l["seq"].clone()),
+        Some(json!(4)),
+        "new entries still land"
+    );
     assert!(lines.iter().all(|l| l["kind"] != "entry" || l["seq"] == 4));
     drop(inbox);
 
@@ -256,8 +360,12 @@ fn a_torn_last_line_is_skipped_and_cut_off() {
         inbox.record("files", "notifications/message", message(2), false);
     }
     let path = dir.path().join(AUDIT_FILE);
-    let mut file = fs::OpenOptions::new().append(true).open(&path).expect("open");
-    file.write_all(br#"{"kind":"entry","seq":3,"at":"2026-"#).expect("write a torn line");
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("open");
+    file.write_all(br#"{"kind":"entry","seq":3,"at":"2026-"#)
+        .expect("write a torn line");
     drop(file);
 
     let snapshot = Inbox::snapshot(dir.path(), 100).expect("snapshot");
@@ -265,10 +373,17 @@ fn a_torn_last_line_is_skipped_and_cut_off() {
 
     let inbox = open(dir.path());
     assert_eq!(seqs(&inbox.list(None, 10)), [2, 1]);
-    assert_eq!(inbox.record("files", "notifications/message", message(3), false), 3);
+    assert_eq!(
+        inbox.record("files", "notifications/message", message(3), false),
+        3
+    );
     drop(inbox);
     let lines = audit_lines(dir.path(), AUDIT_FILE);
-    assert_eq!(lines.len(), 3, "the torn bytes are gone and every line parses");
+    assert_eq!(
+        lines.len(),
+        3,
+        "the torn bytes are gone and every line parses"
+    );
     assert_eq!(lines[2]["seq"], 3);
 }
 
@@ -280,7 +395,10 @@ fn an_unreadable_line_in_the_middle_is_skipped() {
         inbox.record("files", "m", Value::Null, false);
     }
     let path = dir.path().join(AUDIT_FILE);
-    let mut file = fs::OpenOptions::new().append(true).open(&path).expect("open");
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("open");
     file.write_all(b"not json at all\n").expect("write");
     drop(file);
     let inbox = open(dir.path());
@@ -307,7 +425,12 @@ fn eight_threads_append_eighty_thousand_whole_lines() {
             std::thread::spawn(move || {
                 for n in 0..10_000 {
                     let params = json!({"thread": t, "n": n, "text": "x".repeat(n % 300)});
-                    inbox.record(&format!("server-{t}"), "notifications/message", params, false);
+                    inbox.record(
+                        &format!("server-{t}"),
+                        "notifications/message",
+                        params,
+                        false,
+                    );
                 }
             })
         })
@@ -394,14 +517,23 @@ fn confirm_answers_the_waiter() {
         std::thread::spawn(move || yes.blocking_decision()),
         std::thread::spawn(move || no.blocking_decision()),
     ];
-    assert_eq!(inbox.confirm(yes_id, true).expect("confirm"), ConfirmDecision::Confirmed);
-    assert_eq!(inbox.confirm(no_id, false).expect("decline"), ConfirmDecision::Declined);
+    assert_eq!(
+        inbox.confirm(yes_id, true).expect("confirm"),
+        ConfirmDecision::Confirmed
+    );
+    assert_eq!(
+        inbox.confirm(no_id, false).expect("decline"),
+        ConfirmDecision::Declined
+    );
     let [yes, no] = waiters;
     assert_eq!(yes.join().expect("waiter"), ConfirmDecision::Confirmed);
     assert_eq!(no.join().expect("waiter"), ConfirmDecision::Declined);
     assert!(matches!(
         inbox.confirm(yes_id, false),
-        Err(InboxError::ConfirmDecided { decision: ConfirmDecision::Confirmed, .. })
+        Err(InboxError::ConfirmDecided {
+            decision: ConfirmDecision::Confirmed,
+            ..
+        })
     ));
     assert!(matches!(
         inbox.confirm(roster::inbox::ConfirmId(999), true),
@@ -426,11 +558,17 @@ async fn expiry_answers_the_waiter_expired() {
     let id = pending.id;
     let waiter = tokio::spawn(pending.decision());
     assert_eq!(inbox.expire_confirms(SystemTime::now()), 0, "not due yet");
-    assert_eq!(inbox.expire_confirms(SystemTime::now() + Duration::from_secs(31)), 1);
+    assert_eq!(
+        inbox.expire_confirms(SystemTime::now() + Duration::from_secs(31)),
+        1
+    );
     assert_eq!(waiter.await.expect("waiter task"), ConfirmDecision::Expired);
     assert!(matches!(
         inbox.confirm(id, true),
-        Err(InboxError::ConfirmDecided { decision: ConfirmDecision::Expired, .. })
+        Err(InboxError::ConfirmDecided {
+            decision: ConfirmDecision::Expired,
+            ..
+        })
     ));
     assert!(inbox.pending_confirms().is_empty());
 }
@@ -455,7 +593,11 @@ fn a_confirm_left_pending_by_a_previous_process_expires_on_open() {
         id
     };
     let snapshot = Inbox::snapshot(dir.path(), 100).expect("snapshot");
-    assert_eq!(snapshot.pending_confirms().len(), 1, "on disk it is still pending");
+    assert_eq!(
+        snapshot.pending_confirms().len(),
+        1,
+        "on disk it is still pending"
+    );
     // The forgotten inbox still holds the lock in this process; a real crash would release it.
     let lock = dir.path().join(roster::inbox::LOCK_FILE);
     fs::remove_file(&lock).expect("drop the stale lock file");
@@ -463,7 +605,10 @@ fn a_confirm_left_pending_by_a_previous_process_expires_on_open() {
     assert!(inbox.pending_confirms().is_empty());
     assert!(matches!(
         inbox.confirm(id, true),
-        Err(InboxError::ConfirmDecided { decision: ConfirmDecision::Expired, .. })
+        Err(InboxError::ConfirmDecided {
+            decision: ConfirmDecision::Expired,
+            ..
+        })
     ));
 }
 
@@ -502,7 +647,10 @@ fn a_second_owner_of_the_same_state_dir_is_refused() {
 
 #[test]
 fn fsync_always_and_interval_keep_the_same_content() {
-    for fsync in [FsyncPolicy::Always, FsyncPolicy::Interval(Duration::from_millis(10))] {
+    for fsync in [
+        FsyncPolicy::Always,
+        FsyncPolicy::Interval(Duration::from_millis(10)),
+    ] {
         let dir = tempfile::tempdir().expect("temp dir");
         {
             let inbox = Inbox::open(InboxConfig {
