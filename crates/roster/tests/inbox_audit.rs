@@ -665,3 +665,62 @@ fn fsync_always_and_interval_keep_the_same_content() {
         assert_eq!(audit_lines(dir.path(), AUDIT_FILE).len(), 20, "{fsync}");
     }
 }
+
+#[test]
+fn a_rotation_that_cannot_move_the_file_keeps_every_entry_in_the_active_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let blocker = dir.path().join(AUDIT_BACKUP_FILE);
+    fs::create_dir(&blocker).expect("mkdir");
+    fs::write(blocker.join("keep"), b"x").expect("write");
+    let cfg = InboxConfig {
+        rotate_bytes: 1024,
+        ..config(dir.path())
+    };
+    {
+        let inbox = Inbox::open(cfg.clone()).expect("the inbox opens");
+        for n in 1..=100 {
+            inbox.record("files", "notifications/message", message(n), false);
+        }
+    }
+    let lines = audit_lines(dir.path(), AUDIT_FILE);
+    assert_eq!(lines.iter().filter(|l| l["kind"] == "entry").count(), 100);
+    let inbox = Inbox::open(cfg).expect("the inbox reopens");
+    assert_eq!(inbox.list(None, 1000).len(), 100);
+    assert_eq!(inbox.record("files", "m", Value::Null, false), 101);
+}
+
+#[test]
+fn a_pending_confirm_outlives_rotations_in_the_trail() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inbox = Inbox::open(InboxConfig {
+        rotate_bytes: 2048,
+        ..config(dir.path())
+    })
+    .expect("the inbox opens");
+    let pending = inbox.record_pending_confirm(
+        "files",
+        ConfirmRequest {
+            method: "elicitation/create".into(),
+            params: json!({"message": "go?"}),
+            ttl: Duration::from_secs(600),
+        },
+    );
+    // Enough traffic to rotate several times: the confirm's own line is long gone from disk.
+    for n in 1..=300 {
+        inbox.record("files", "notifications/message", message(n), false);
+    }
+    let snapshot = Inbox::snapshot(dir.path(), 1000).expect("snapshot");
+    let seen: Vec<_> = snapshot.pending_confirms().iter().map(|c| c.id).collect();
+    assert_eq!(seen, [pending.id]);
+    let listed = snapshot.list(None, 1000);
+    assert!(
+        listed.windows(2).all(|w| w[0].seq > w[1].seq),
+        "no entry appears twice"
+    );
+    assert_eq!(listed[0].seq, 301);
+
+    inbox.confirm(pending.id, true).expect("confirm");
+    assert_eq!(pending.blocking_decision(), ConfirmDecision::Confirmed);
+    let snapshot = Inbox::snapshot(dir.path(), 1000).expect("snapshot");
+    assert!(snapshot.pending_confirms().is_empty());
+}

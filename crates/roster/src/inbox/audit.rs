@@ -106,9 +106,10 @@ impl AuditFile {
         self.size > 0 && self.size + line_len as u64 > self.next_rotation_at.max(self.rotate_bytes)
     }
 
-    /// Moves the active file to the backup and starts a fresh one, whose first line is
-    /// `checkpoint` (so the fresh file alone still knows the seq and ack state).
-    pub(crate) fn rotate(&mut self, checkpoint: &AuditRecord) {
+    /// Moves the active file to the backup and starts a fresh one, whose first lines are
+    /// `head` (a checkpoint and what is still pending, so the fresh file alone still knows the
+    /// seq, the ack state and the open confirms).
+    pub(crate) fn rotate(&mut self, head: &[AuditRecord]) {
         if let Err(error) = self.file.sync_all() {
             tracing::warn!(path = %self.path.display(), %error, "fsync before rotation failed");
         }
@@ -128,7 +129,9 @@ impl AuditFile {
                 self.size = 0;
                 self.next_rotation_at = self.rotate_bytes;
                 self.dirty = false;
-                self.append(checkpoint);
+                for record in head {
+                    self.append(record);
+                }
             }
             Err(error) => {
                 // The handle we hold now points at the backup; writing on there keeps the
@@ -155,12 +158,12 @@ impl AuditFile {
         self.write_line(&line);
     }
 
-    /// Appends `record`, rotating first (with `checkpoint()` as the fresh file's head) when the
+    /// Appends `record`, rotating first (with `head()` as the fresh file's first lines) when the
     /// line would pass the size limit.
     pub(crate) fn append_rotating(
         &mut self,
         record: &AuditRecord,
-        checkpoint: impl FnOnce() -> AuditRecord,
+        head: impl FnOnce() -> Vec<AuditRecord>,
     ) {
         let line = match record.to_line() {
             Ok(line) => line,
@@ -170,7 +173,7 @@ impl AuditFile {
             }
         };
         if self.wants_rotation(line.len()) {
-            self.rotate(&checkpoint());
+            self.rotate(&head());
         }
         self.write_line(&line);
     }

@@ -109,6 +109,20 @@ impl fmt::Display for FsyncPolicy {
     }
 }
 
+impl Serialize for FsyncPolicy {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FsyncPolicy {
+    /// The words of [`FsyncPolicy::from_str`], so a config file says `fsync = "interval:500ms"`.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// The words [`FsyncPolicy::from_str`] did not understand.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -493,10 +507,12 @@ impl View {
                 params,
                 state,
             } => {
-                self.see_seq(seq);
-                if seq <= self.purged_through {
+                // Entries are written in seq order; one at or below a seq already seen is a
+                // stale copy (or purged) and must not appear twice.
+                if seq < self.next_seq || seq <= self.purged_through {
                     return;
                 }
+                self.see_seq(seq);
                 let state = match state {
                     RecordedState::Handled => EntryState::Handled,
                     RecordedState::Unread => EntryState::Unread,
@@ -522,7 +538,8 @@ impl View {
                 expires_at,
             } => {
                 self.see_seq(seq);
-                if seq <= self.purged_through {
+                // A fresh file repeats what was pending; a copy of one already decided is stale.
+                if seq <= self.purged_through || self.decided.iter().any(|c| c.id.0 == seq) {
                     return;
                 }
                 // An unreadable deadline is already past: the request cannot outlive it.
@@ -613,6 +630,21 @@ impl View {
         all
     }
 
+    /// The first lines of a fresh audit file: the checkpoint, then every confirm still
+    /// pending, so a reader of that file alone (a snapshot after the backup is gone) sees them.
+    fn fresh_file_head(&self) -> Vec<AuditRecord> {
+        let mut head = vec![self.checkpoint()];
+        head.extend(self.pending.values().map(|slot| AuditRecord::Confirm {
+            seq: slot.entry.id.0,
+            at: slot.entry.at.clone(),
+            channel: slot.entry.channel.clone(),
+            method: slot.entry.method.clone(),
+            params: slot.entry.params.clone(),
+            expires_at: slot.entry.expires_at.clone(),
+        }));
+        head
+    }
+
     fn checkpoint(&self) -> AuditRecord {
         AuditRecord::Checkpoint {
             at: now_rfc3339(),
@@ -684,7 +716,8 @@ struct Inner {
 impl Inner {
     fn append(&mut self, record: &AuditRecord) {
         let view = &self.view;
-        self.audit.append_rotating(record, || view.checkpoint());
+        self.audit
+            .append_rotating(record, || view.fresh_file_head());
     }
 
     fn decide(&mut self, seq: Seq, decision: ConfirmDecision, reason: &str) -> Option<bool> {
@@ -848,7 +881,6 @@ impl Inbox {
     pub fn record(&self, channel: &str, method: &str, params: Value, handled: bool) -> Seq {
         let mut inner = self.shared.lock();
         let seq = inner.view.next_seq;
-        inner.view.next_seq += 1;
         let (recorded, state) = if handled {
             (RecordedState::Handled, EntryState::Handled)
         } else {
@@ -870,6 +902,9 @@ impl Inbox {
             params: entry.params.clone(),
             state: recorded,
         });
+        // Only now: a rotation during the append writes a checkpoint whose next_seq must be
+        // this entry's seq, which follows it in the fresh file.
+        inner.view.next_seq = seq + 1;
         inner.view.push_entry(entry);
         seq
     }
@@ -883,7 +918,6 @@ impl Inbox {
         let expires = now.checked_add(request.ttl).unwrap_or(now);
         let mut inner = self.shared.lock();
         let seq = inner.view.next_seq;
-        inner.view.next_seq += 1;
         let entry = ConfirmEntry {
             id: ConfirmId(seq),
             at: rfc3339(now),
@@ -901,6 +935,7 @@ impl Inbox {
             params: entry.params.clone(),
             expires_at: entry.expires_at.clone(),
         });
+        inner.view.next_seq = seq + 1;
         inner
             .view
             .pending

@@ -148,3 +148,32 @@ fn records_are_single_lines_of_json() {
     let back: AuditRecord = serde_json::from_slice(&line).expect("the line decodes");
     assert_eq!(back, record);
 }
+
+#[test]
+fn fsync_policy_reads_from_config_text() {
+    let policy: FsyncPolicy = serde_json::from_value(json!("interval:500ms")).expect("parses");
+    assert_eq!(policy, FsyncPolicy::Interval(Duration::from_millis(500)));
+    assert_eq!(
+        serde_json::to_value(FsyncPolicy::Always).expect("encodes"),
+        json!("always")
+    );
+    assert!(serde_json::from_value::<FsyncPolicy>(json!("often")).is_err());
+}
+
+#[test]
+fn a_stale_copy_of_an_entry_is_not_replayed_twice() {
+    let mut view = View::new(10);
+    view.apply(entry_record(1, RecordedState::Unread));
+    view.apply(entry_record(2, RecordedState::Unread));
+    view.apply(entry_record(2, RecordedState::Unread));
+    view.apply(entry_record(1, RecordedState::Unread));
+    let seqs: Vec<Seq> = view.ring.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2]);
+}
+
+#[test]
+fn the_inbox_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Inbox>();
+    shareable::<PendingConfirm>();
+}
