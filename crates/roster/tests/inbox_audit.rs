@@ -724,3 +724,36 @@ fn a_pending_confirm_outlives_rotations_in_the_trail() {
     let snapshot = Inbox::snapshot(dir.path(), 1000).expect("snapshot");
     assert!(snapshot.pending_confirms().is_empty());
 }
+
+#[test]
+fn a_confirm_whose_server_stopped_waiting_leaves_the_pending_list() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inbox = open(dir.path());
+    let kept = inbox.record_pending_confirm(
+        "files",
+        ConfirmRequest {
+            method: "elicitation/create".into(),
+            params: json!({}),
+            ttl: Duration::from_secs(600),
+        },
+    );
+    let dropped = inbox.record_pending_confirm(
+        "git",
+        ConfirmRequest {
+            method: "elicitation/create".into(),
+            params: json!({}),
+            ttl: Duration::from_secs(600),
+        },
+    );
+    let dropped_id = dropped.id;
+    drop(dropped);
+    let pending: Vec<_> = inbox.pending_confirms().iter().map(|c| c.id).collect();
+    assert_eq!(pending, [kept.id]);
+    assert!(matches!(
+        inbox.confirm(dropped_id, true),
+        Err(InboxError::ConfirmDecided {
+            decision: ConfirmDecision::Expired,
+            ..
+        })
+    ));
+}

@@ -737,20 +737,25 @@ impl Inner {
         Some(delivered)
     }
 
+    /// Expires confirms past their deadline, and those whose server stopped waiting (the
+    /// [`PendingConfirm`] was dropped), so `pending` never offers a decision nobody receives.
     fn expire(&mut self, now: SystemTime) -> usize {
-        let due: Vec<Seq> = self
+        let due: Vec<(Seq, &'static str)> = self
             .view
             .pending
             .iter()
-            .filter(|(_, slot)| slot.expires <= now)
-            .map(|(&seq, _)| seq)
+            .filter_map(|(&seq, slot)| {
+                if slot.expires <= now {
+                    Some((seq, "nobody decided before the deadline"))
+                } else if self.waiters.get(&seq).is_none_or(|w| w.is_closed()) {
+                    Some((seq, "the server stopped waiting"))
+                } else {
+                    None
+                }
+            })
             .collect();
-        for &seq in &due {
-            self.decide(
-                seq,
-                ConfirmDecision::Expired,
-                "nobody decided before the deadline",
-            );
+        for &(seq, reason) in &due {
+            self.decide(seq, ConfirmDecision::Expired, reason);
         }
         due.len()
     }
@@ -973,15 +978,19 @@ impl Inbox {
         }
     }
 
-    /// Answers `Expired` to every pending confirm whose deadline is at or before `now`; returns
-    /// how many. The background thread calls this every second; call it to expire on your clock.
+    /// Answers `Expired` to every pending confirm whose deadline is at or before `now` (and
+    /// records as expired those whose waiter is gone); returns how many. The background thread
+    /// calls this every second; call it to expire on your own clock.
     pub fn expire_confirms(&self, now: SystemTime) -> usize {
         self.shared.lock().expire(now)
     }
 
-    /// Confirms waiting for a person, oldest first.
+    /// Confirms waiting for a person, oldest first (any past their deadline, or whose server
+    /// stopped waiting, are expired first).
     pub fn pending_confirms(&self) -> Vec<ConfirmEntry> {
-        self.shared.lock().view.pending_confirms()
+        let mut inner = self.shared.lock();
+        inner.expire(SystemTime::now());
+        inner.view.pending_confirms()
     }
 
     /// Pending and recently decided confirms, by id: the person's history.
