@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand, ValueEnum, ValueHint};
 use roster::inbox::{
-    ClearReport, ConfirmDecision, ConfirmEntry, ConfirmId, DEFAULT_CAPACITY, Entry, FsyncPolicy,
-    Inbox, InboxConfig, Seq, default_state_dir, render,
+    ClearReport, ConfirmDecision, ConfirmEntry, ConfirmId, DEFAULT_CAPACITY, DEFAULT_LIST_LIMIT,
+    Entry, FsyncPolicy, Inbox, InboxConfig, Seq, default_state_dir, render,
 };
 
 /// Options shared by every `roster inbox` command.
@@ -37,7 +37,7 @@ pub enum InboxCommand {
         #[arg(long, value_name = "SERVER")]
         channel: Option<String>,
         /// Show at most this many.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = DEFAULT_LIST_LIMIT)]
         limit: usize,
         /// One JSON object per line instead of text.
         #[arg(long)]

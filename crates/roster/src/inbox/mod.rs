@@ -49,7 +49,9 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 pub use audit::{AUDIT_BACKUP_FILE, AUDIT_FILE};
-pub use render::{MORE_PREFIX, render};
+pub use render::{
+    DEFAULT_LIST_LIMIT, DEFAULT_MAX_CHARS, LINE_MAX_CHARS, MORE_PREFIX, NO_ENTRIES, render,
+};
 
 use audit::{AuditFile, audit_path, backup_path, read_file};
 use record::{AuditRecord, RecordedState};

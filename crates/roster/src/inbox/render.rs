@@ -13,6 +13,12 @@ pub const MORE_PREFIX: &str = "… ";
 /// What [`render`] says for no entries.
 pub const NO_ENTRIES: &str = "(no entries)";
 
+/// How many entries `channels list` and `roster inbox list` show when not told.
+pub const DEFAULT_LIST_LIMIT: usize = 20;
+
+/// The character cap the model's `channels` tool applies when not told.
+pub const DEFAULT_MAX_CHARS: usize = 8_000;
+
 /// No single entry's line is longer than this (in characters), so one huge notification cannot
 /// crowd out the rest.
 pub const LINE_MAX_CHARS: usize = 400;
