@@ -24,9 +24,10 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
+use std::sync::LazyLock;
 
 use serde_json::Value;
-use xxhash_rust::xxh3::xxh3_64_with_seed;
+use xxhash_rust::xxh3::{Xxh3Default, xxh3_64_with_seed};
 
 use crate::delta::Delta;
 use crate::naming::{Collision, NATIVE_OWNER, NamingConfig, is_native};
@@ -43,19 +44,25 @@ pub struct Fingerprint(pub u64);
 impl Fingerprint {
     /// The fingerprint of a tool.
     pub fn of(tool: &Tool) -> Self {
-        let parts = [
-            tool.description
-                .as_deref()
-                .map_or(NONE, |d| str_hash(d, SEED_STR)),
-            value_hash(&tool.input_schema),
-            tool.output_schema.as_ref().map_or(NONE, value_hash),
-            tool.annotations.as_ref().map_or(NONE, value_hash),
-        ];
-        let mut bytes = [0u8; 32];
-        for (chunk, part) in bytes.chunks_exact_mut(8).zip(parts) {
-            chunk.copy_from_slice(&part.to_le_bytes());
+        let mut h = Xxh3Default::new();
+        match &tool.description {
+            Some(d) => {
+                h.update(&[1]);
+                hash_str(&mut h, d);
+            }
+            None => h.update(&[0]),
         }
-        Fingerprint(xxh3_64_with_seed(&bytes, SEED_TOOL))
+        hash_value(&mut h, &tool.input_schema);
+        for part in [&tool.output_schema, &tool.annotations] {
+            match part {
+                Some(v) => {
+                    h.update(&[1]);
+                    hash_value(&mut h, v);
+                }
+                None => h.update(&[0]),
+            }
+        }
+        Fingerprint(h.digest())
     }
 }
 
@@ -65,55 +72,124 @@ impl fmt::Display for Fingerprint {
     }
 }
 
-const NONE: u64 = 0x9e37_79b9_7f4a_7c15;
-const SEED_TOOL: u64 = 1;
-const SEED_NULL: u64 = 2;
-const SEED_BOOL: u64 = 3;
-const SEED_UINT: u64 = 4;
-const SEED_INT: u64 = 5;
-const SEED_FLOAT: u64 = 6;
-const SEED_STR: u64 = 7;
-const SEED_ARRAY: u64 = 8;
-const SEED_OBJECT: u64 = 9;
-const SEED_KEY: u64 = 10;
+/// Whether `serde_json::Map` iterates in key order. It does unless some crate in the build turns
+/// on serde_json's `preserve_order`, which makes it iterate in insertion order; fingerprints
+/// must not depend on which, so objects are then hashed with their keys sorted.
+static MAPS_ARE_SORTED: LazyLock<bool> = LazyLock::new(|| {
+    let mut map = serde_json::Map::new();
+    map.insert("b".into(), Value::Null);
+    map.insert("a".into(), Value::Null);
+    map.keys().next().is_some_and(|k| k == "a")
+});
 
-fn str_hash(s: &str, seed: u64) -> u64 {
-    xxh3_64_with_seed(s.as_bytes(), seed)
+fn hash_str(h: &mut Xxh3Default, s: &str) {
+    h.update(&(s.len() as u64).to_le_bytes());
+    h.update(s.as_bytes());
 }
 
-fn mix(value: u64, seed: u64) -> u64 {
-    xxh3_64_with_seed(&value.to_le_bytes(), seed)
+/// Feeds a canonical encoding of `value` to the hasher: a tag per type, lengths before
+/// contents (so no two values share an encoding), object keys in sorted order.
+fn hash_value(h: &mut Xxh3Default, value: &Value) {
+    hash_value_with(h, value, *MAPS_ARE_SORTED);
 }
 
-/// A Merkle-style hash of a JSON value. Objects combine their entries with a wrapping sum, so the
-/// result does not depend on key order even if serde_json's `preserve_order` is switched on by
-/// some other crate in the build.
-fn value_hash(value: &Value) -> u64 {
+/// [`hash_value`], told whether map iteration is already in key order.
+fn hash_value_with(h: &mut Xxh3Default, value: &Value, maps_are_sorted: bool) {
     match value {
-        Value::Null => mix(0, SEED_NULL),
-        Value::Bool(b) => mix(u64::from(*b), SEED_BOOL),
+        Value::Null => h.update(&[0]),
+        Value::Bool(false) => h.update(&[1]),
+        Value::Bool(true) => h.update(&[2]),
         Value::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                mix(u, SEED_UINT)
+            let (tag, bits) = if let Some(u) = n.as_u64() {
+                (3, u)
             } else if let Some(i) = n.as_i64() {
-                mix(i as u64, SEED_INT)
+                (4, i as u64)
             } else {
-                mix(n.as_f64().map_or(0, f64::to_bits), SEED_FLOAT)
+                (5, n.as_f64().map_or(0, f64::to_bits))
+            };
+            let mut bytes = [tag; 9];
+            bytes[1..].copy_from_slice(&bits.to_le_bytes());
+            h.update(&bytes);
+        }
+        Value::String(s) => {
+            h.update(&[6]);
+            hash_str(h, s);
+        }
+        Value::Array(items) => {
+            h.update(&[7]);
+            h.update(&(items.len() as u64).to_le_bytes());
+            for item in items {
+                hash_value_with(h, item, maps_are_sorted);
             }
         }
-        Value::String(s) => str_hash(s, SEED_STR),
-        Value::Array(items) => items
-            .iter()
-            .fold(mix(items.len() as u64, SEED_ARRAY), |acc, item| {
-                mix(value_hash(item), acc)
-            }),
         Value::Object(map) => {
-            let sum = map.iter().fold(0u64, |acc, (key, item)| {
-                acc.wrapping_add(mix(value_hash(item), str_hash(key, SEED_KEY)))
-            });
-            mix(sum, SEED_OBJECT ^ (map.len() as u64).rotate_left(32))
+            h.update(&[8]);
+            h.update(&(map.len() as u64).to_le_bytes());
+            if maps_are_sorted {
+                for (key, item) in map {
+                    hash_str(h, key);
+                    hash_value_with(h, item, maps_are_sorted);
+                }
+            } else {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                for (key, item) in entries {
+                    hash_str(h, key);
+                    hash_value_with(h, item, maps_are_sorted);
+                }
+            }
         }
     }
+}
+
+/// A `BuildHasher` for the registry's maps: xxh3 keyed with a per-map random seed (taken from
+/// the standard library's `RandomState`), several times faster than SipHash on short names.
+#[derive(Debug, Clone)]
+struct NameHasher {
+    seed: u64,
+}
+
+impl Default for NameHasher {
+    fn default() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        NameHasher {
+            seed: std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish(),
+        }
+    }
+}
+
+impl std::hash::BuildHasher for NameHasher {
+    type Hasher = NameHash;
+
+    fn build_hasher(&self) -> NameHash {
+        NameHash(self.seed)
+    }
+}
+
+/// The running state of one [`NameHasher`] hash.
+struct NameHash(u64);
+
+impl std::hash::Hasher for NameHash {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxh3_64_with_seed(bytes, self.0);
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type NameMap<V> = HashMap<Box<str>, V, NameHasher>;
+
+/// The fields a [`Fingerprint`] leaves out, compared, so a new title or `_meta` is still taken.
+fn same_unfingerprinted_fields(a: &Tool, b: &Tool) -> bool {
+    a.title == b.title && a.icons == b.icons && a.meta == b.meta && a.extra == b.extra
 }
 
 /// Where a call of an exposed tool goes.
@@ -168,7 +244,7 @@ struct ServerSlot {
     listed: bool,
     slots: Vec<Option<Entry>>,
     free: Vec<u32>,
-    by_name: HashMap<Box<str>, u32>,
+    by_name: NameMap<u32>,
     /// The server's own listing order, as slots.
     order: Vec<u32>,
 }
@@ -180,7 +256,7 @@ impl ServerSlot {
             listed: false,
             slots: Vec::new(),
             free: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: NameMap::default(),
             order: Vec::new(),
         }
     }
@@ -205,10 +281,10 @@ pub struct ToolRegistry {
     naming: NamingConfig,
     servers: Vec<ServerSlot>,
     server_index: HashMap<String, u32>,
-    holders: HashMap<Box<str>, PairRef>,
+    holders: NameMap<PairRef>,
     /// For a name, the pairs that would take it but for a pair ahead of them; it goes to the
     /// first of them when it frees up.
-    waiting: HashMap<Box<str>, Vec<PairRef>>,
+    waiting: NameMap<Vec<PairRef>>,
     /// Pairs not on the first candidate of their chain.
     bumped: BTreeSet<PairRef>,
     collisions: Vec<Collision>,
@@ -230,8 +306,8 @@ impl ToolRegistry {
             naming,
             servers: Vec::with_capacity(servers.len()),
             server_index: HashMap::with_capacity(servers.len()),
-            holders: HashMap::new(),
-            waiting: HashMap::new(),
+            holders: NameMap::default(),
+            waiting: NameMap::default(),
             bumped: BTreeSet::new(),
             collisions: Vec::new(),
             generation: 0,
@@ -378,8 +454,13 @@ impl ToolRegistry {
                 if entry.fingerprint != fingerprint {
                     entry.fingerprint = fingerprint;
                     changed.push(slot);
+                    entry.tool = tool;
+                } else if !same_unfingerprinted_fields(&entry.tool, &tool) {
+                    entry.tool = tool;
                 }
-                entry.tool = tool;
+                // Otherwise the listing's copy is dropped here, while hashing has just brought
+                // it into cache; dropping the old, long-cold copy instead costs several times
+                // more at 10,000 tools.
                 order.push(slot);
             } else {
                 let name: Box<str> = tool.name.as_str().into();
@@ -850,8 +931,7 @@ mod tests {
         let tool = Tool::new("t")
             .with_description("d")
             .with_input_schema(json!({"type": "object", "required": ["a"]}));
-        assert_eq!(Fingerprint::of(&tool), Fingerprint::of(&tool.clone()));
-        assert_eq!(Fingerprint::of(&tool).to_string().len(), 16);
+        assert_eq!(Fingerprint::of(&tool).to_string(), "8952a8260712dc49");
     }
 
     #[test]
@@ -1142,6 +1222,44 @@ mod tests {
                     .with_input_schema(json!({"type": "object", "properties": {}})),
             })
             .collect()
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            "[a-z]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[a-e]{1,2}", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn value_fingerprint(v: &Value, sorted: bool) -> u64 {
+        let mut h = Xxh3Default::new();
+        hash_value_with(&mut h, v, sorted);
+        h.digest()
+    }
+
+    proptest! {
+        /// The sorting fallback (for builds where serde_json keeps insertion order) hashes like
+        /// the sorted iteration, and the fingerprint tells values apart.
+        #[test]
+        fn fingerprint_paths_agree_and_separate(a in json_value(), b in json_value()) {
+            prop_assert!(*MAPS_ARE_SORTED, "this build's serde_json maps iterate sorted");
+            prop_assert_eq!(value_fingerprint(&a, true), value_fingerprint(&a, false));
+            if a != b {
+                prop_assert_ne!(value_fingerprint(&a, true), value_fingerprint(&b, true));
+            }
+        }
     }
 
     proptest! {
