@@ -116,19 +116,30 @@ fn reconcile_10k_unchanged(bencher: Bencher<'_, '_>) {
         });
 }
 
-/// One exposed-name lookup, cycling through all 10,100 names so caches are not flattered.
+/// One exposed-name lookup, cycling through all 10,100 names so the table is not all in L1.
+/// The names sit back to back in one buffer, as a request's name would be at hand in cache.
 #[divan::bench]
-fn route_lookup(bencher: Bencher<'_, '_>) {
+fn route_lookup_cycling(bencher: Bencher<'_, '_>) {
     let registry = loaded();
-    let names: Vec<String> = registry
-        .tools()
-        .map(|t| t.exposed_name.to_string())
-        .collect();
+    let mut buffer = String::new();
+    let mut spans = Vec::new();
+    for t in registry.tools() {
+        spans.push((buffer.len(), buffer.len() + t.exposed_name.len()));
+        buffer.push_str(t.exposed_name);
+    }
     let mut i = 0;
     bencher.bench_local(|| {
-        i = (i + 1) % names.len();
-        black_box(registry.route(black_box(&names[i])))
+        i = (i + 1) % spans.len();
+        let (start, end) = spans[i];
+        black_box(registry.route(black_box(&buffer[start..end])))
     });
+}
+
+/// The same name looked up again and again.
+#[divan::bench]
+fn route_lookup_same_name(bencher: Bencher<'_, '_>) {
+    let registry = loaded();
+    bencher.bench_local(|| black_box(registry.route(black_box("docs__search_5000"))));
 }
 
 /// A lookup of a name that does not route.
@@ -138,9 +149,49 @@ fn route_miss(bencher: Bencher<'_, '_>) {
     bencher.bench_local(|| black_box(registry.route(black_box("docs__no_such_tool"))));
 }
 
-/// The fingerprint of one tool shaped as above.
+/// The fingerprint of one tool shaped as above, in cache.
 #[divan::bench]
 fn fingerprint_one_tool(bencher: Bencher<'_, '_>) {
     let tool = tool("search_1", 0);
     bencher.bench_local(|| black_box(roster_core::Fingerprint::of(black_box(&tool))));
+}
+
+/// Part of every reconcile: fingerprinting a fresh 10,000-tool listing.
+#[divan::bench(sample_count = 30, sample_size = 1)]
+fn part_fingerprint_10k_listing(bencher: Bencher<'_, '_>) {
+    bencher
+        .with_inputs(|| listing("search", |_| 0))
+        .bench_local_refs(|listing| {
+            listing
+                .iter()
+                .fold(0u64, |acc, t| acc ^ roster_core::Fingerprint::of(t).0)
+        });
+}
+
+/// Part of every reconcile: freeing one 10,000-tool listing (the copy that is not kept).
+#[divan::bench(sample_count = 30, sample_size = 1)]
+fn part_drop_10k_listing(bencher: Bencher<'_, '_>) {
+    bencher
+        .with_inputs(|| listing("search", |_| 0))
+        .bench_local_values(drop);
+}
+
+/// The target case at a tenth of the size, where the listing fits in cache.
+#[divan::bench(sample_count = 30, sample_size = 1)]
+fn reconcile_1k_one_percent_changed(bencher: Bencher<'_, '_>) {
+    let small = |variant_of: fn(usize) -> usize| {
+        (0..TOOLS / 10)
+            .map(|i| tool(&format!("search_{i}"), variant_of(i)))
+            .collect::<Vec<_>>()
+    };
+    bencher
+        .with_inputs(|| {
+            let mut registry = ToolRegistry::new(vec!["docs".into()], NamingConfig::default());
+            registry.reconcile("docs", small(|_| 0));
+            (registry, small(|i| usize::from(i % 100 == 0)))
+        })
+        .bench_local_values(|(mut registry, listing)| {
+            let delta = registry.reconcile("docs", listing);
+            (registry, delta)
+        });
 }

@@ -30,7 +30,7 @@ use serde_json::Value;
 use xxhash_rust::xxh3::{Xxh3Default, xxh3_64_with_seed};
 
 use crate::delta::Delta;
-use crate::naming::{Collision, NATIVE_OWNER, NamingConfig, is_native};
+use crate::naming::{Collision, MAX_NAME_LEN, NATIVE_OWNER, NamingConfig, is_native};
 use crate::tool::{Tool, ToolLookup, ToolPresence};
 
 /// A stable hash of a tool's description, input schema, output schema and annotations.
@@ -187,6 +187,56 @@ impl std::hash::Hasher for NameHash {
 
 type NameMap<V> = HashMap<Box<str>, V, NameHasher>;
 
+/// An exposed name stored inline in the route table (exposed names are at most 64 bytes), so a
+/// lookup compares bytes inside the table instead of following a pointer per probe.
+#[derive(Clone, Copy)]
+struct InlineName {
+    len: u8,
+    bytes: [u8; MAX_NAME_LEN],
+}
+
+impl InlineName {
+    fn new(name: &str) -> Self {
+        let Ok(len) = u8::try_from(name.len()) else {
+            unreachable!("exposed names are at most {MAX_NAME_LEN} bytes");
+        };
+        let mut bytes = [0; MAX_NAME_LEN];
+        bytes[..name.len()].copy_from_slice(name.as_bytes());
+        InlineName { len, bytes }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl PartialEq for InlineName {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for InlineName {}
+
+impl std::hash::Hash for InlineName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // Must hash exactly like the `[u8]` it borrows as.
+        self.as_bytes().hash(state);
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for InlineName {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl fmt::Debug for InlineName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&String::from_utf8_lossy(self.as_bytes()), f)
+    }
+}
+
 /// The fields a [`Fingerprint`] leaves out, compared, so a new title or `_meta` is still taken.
 fn same_unfingerprinted_fields(a: &Tool, b: &Tool) -> bool {
     a.title == b.title && a.icons == b.icons && a.meta == b.meta && a.extra == b.extra
@@ -281,7 +331,7 @@ pub struct ToolRegistry {
     naming: NamingConfig,
     servers: Vec<ServerSlot>,
     server_index: HashMap<String, u32>,
-    holders: NameMap<PairRef>,
+    holders: HashMap<InlineName, PairRef, NameHasher>,
     /// For a name, the pairs that would take it but for a pair ahead of them; it goes to the
     /// first of them when it frees up.
     waiting: NameMap<Vec<PairRef>>,
@@ -306,7 +356,7 @@ impl ToolRegistry {
             naming,
             servers: Vec::with_capacity(servers.len()),
             server_index: HashMap::with_capacity(servers.len()),
-            holders: NameMap::default(),
+            holders: HashMap::default(),
             waiting: NameMap::default(),
             bumped: BTreeSet::new(),
             collisions: Vec::new(),
@@ -377,7 +427,7 @@ impl ToolRegistry {
 
     /// Where a call of `exposed_name` goes.
     pub fn route(&self, exposed_name: &str) -> Option<Route<'_>> {
-        let pair = *self.holders.get(exposed_name)?;
+        let pair = *self.holders.get(exposed_name.as_bytes())?;
         let server = &self.servers[pair.server as usize];
         let entry = server.slots[pair.slot as usize].as_ref()?;
         Some(Route {
@@ -629,7 +679,7 @@ impl ToolRegistry {
         let entry = self.entry_mut(pair);
         entry.exposed = name.clone();
         entry.rank = rank;
-        self.holders.insert(name, pair);
+        self.holders.insert(InlineName::new(&name), pair);
     }
 
     /// Gives `pair` (which holds no name) the first free candidate from `rank` on, bumping any
@@ -643,7 +693,7 @@ impl ToolRegistry {
                     k += 1;
                     continue;
                 }
-                match self.holders.get(name.as_str()).copied() {
+                match self.holders.get(name.as_bytes()).copied() {
                     None => {
                         self.set_name(pair, name.into(), k);
                         break;
@@ -672,7 +722,7 @@ impl ToolRegistry {
             let entry = self.entry(pair);
             (entry.exposed.clone(), entry.rank)
         };
-        self.holders.remove(&name);
+        self.holders.remove(name.as_bytes());
         self.bumped.remove(&pair);
         self.leave_waiting(pair, 0..rank);
         name
@@ -694,7 +744,7 @@ impl ToolRegistry {
     fn hand_over(&mut self, name: Box<str>, changes: &mut Changes) {
         let mut free = vec![name];
         while let Some(name) = free.pop() {
-            if self.holders.contains_key(&name) {
+            if self.holders.contains_key(name.as_bytes()) {
                 continue;
             }
             let Some(waiters) = self.waiting.get(&name) else {
@@ -714,7 +764,7 @@ impl ToolRegistry {
                 unreachable!("a waiting pair has the name it waits for in its chain");
             };
             self.note_rename(best, changes);
-            self.holders.remove(&old);
+            self.holders.remove(old.as_bytes());
             self.leave_waiting(best, k..old_rank);
             self.set_name(best, name, k);
             free.push(old);
@@ -728,7 +778,7 @@ impl ToolRegistry {
             let kept_by = if is_native(&wanted) {
                 NATIVE_OWNER.to_string()
             } else {
-                match self.holders.get(wanted.as_str()) {
+                match self.holders.get(wanted.as_bytes()) {
                     Some(holder) => self.servers[holder.server as usize].name.clone(),
                     None => continue,
                 }
@@ -777,7 +827,7 @@ impl ToolLookup for ToolRegistry {
     /// prefixes the reference, or, when tools are exposed bare, every server. Missing when the
     /// owners are all listed (or no configured server can own it), Unknown while one is not.
     fn presence(&self, reference: &str) -> ToolPresence {
-        if self.holders.contains_key(reference) {
+        if self.holders.contains_key(reference.as_bytes()) {
             return ToolPresence::Present;
         }
         let mut owners = self.prefixed_owners(reference).peekable();
