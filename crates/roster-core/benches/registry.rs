@@ -86,6 +86,18 @@ fn reconcile_10k_one_percent_changed(bencher: Bencher<'_, '_>) {
         });
 }
 
+/// The target case through `reconcile_deferring_drop`: what a runtime holding the registry
+/// behind a lock would hold it for; the superseded copies are freed after the timed section.
+#[divan::bench(sample_count = 30, sample_size = 1)]
+fn reconcile_10k_one_percent_changed_deferring_drop(bencher: Bencher<'_, '_>) {
+    bencher
+        .with_inputs(|| (loaded(), listing("search", |i| usize::from(i % 100 == 0))))
+        .bench_local_values(|(mut registry, listing)| {
+            let (delta, superseded) = registry.reconcile_deferring_drop("docs", listing);
+            (registry, delta, superseded)
+        });
+}
+
 /// 1% of the tools renamed: 100 removed, 100 added.
 #[divan::bench(sample_count = 30, sample_size = 1)]
 fn reconcile_10k_one_percent_renamed(bencher: Bencher<'_, '_>) {

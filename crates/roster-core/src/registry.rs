@@ -44,7 +44,7 @@ pub struct Fingerprint(pub u64);
 impl Fingerprint {
     /// The fingerprint of a tool.
     pub fn of(tool: &Tool) -> Self {
-        let mut h = Xxh3Default::new();
+        let mut h = Canon::new();
         match &tool.description {
             Some(d) => {
                 h.update(&[1]);
@@ -82,19 +82,60 @@ static MAPS_ARE_SORTED: LazyLock<bool> = LazyLock::new(|| {
     map.keys().next().is_some_and(|k| k == "a")
 });
 
-fn hash_str(h: &mut Xxh3Default, s: &str) {
+/// The canonical encoding on its way into xxh3, gathered in a stack buffer first: the encoding
+/// comes in pieces of a few bytes, and one streaming update per piece costs more than the
+/// hashing itself. Chunking does not change a streaming hash, so neither does the buffer.
+struct Canon {
+    hasher: Xxh3Default,
+    buf: [u8; CANON_BUF],
+    len: usize,
+}
+
+const CANON_BUF: usize = 512;
+
+impl Canon {
+    fn new() -> Self {
+        Canon {
+            hasher: Xxh3Default::new(),
+            buf: [0; CANON_BUF],
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn update(&mut self, bytes: &[u8]) {
+        if self.len + bytes.len() > CANON_BUF {
+            self.hasher.update(&self.buf[..self.len]);
+            self.len = 0;
+            if bytes.len() > CANON_BUF {
+                self.hasher.update(bytes);
+                return;
+            }
+        }
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn digest(mut self) -> u64 {
+        self.hasher.update(&self.buf[..self.len]);
+        self.len = 0;
+        self.hasher.digest()
+    }
+}
+
+fn hash_str(h: &mut Canon, s: &str) {
     h.update(&(s.len() as u64).to_le_bytes());
     h.update(s.as_bytes());
 }
 
 /// Feeds a canonical encoding of `value` to the hasher: a tag per type, lengths before
 /// contents (so no two values share an encoding), object keys in sorted order.
-fn hash_value(h: &mut Xxh3Default, value: &Value) {
+fn hash_value(h: &mut Canon, value: &Value) {
     hash_value_with(h, value, *MAPS_ARE_SORTED);
 }
 
 /// [`hash_value`], told whether map iteration is already in key order.
-fn hash_value_with(h: &mut Xxh3Default, value: &Value, maps_are_sorted: bool) {
+fn hash_value_with(h: &mut Canon, value: &Value, maps_are_sorted: bool) {
     match value {
         Value::Null => h.update(&[0]),
         Value::Bool(false) => h.update(&[1]),
@@ -264,6 +305,44 @@ pub struct ExposedTool<'a> {
     pub fingerprint: Fingerprint,
 }
 
+/// Tool copies a reconcile did not keep (unchanged tools' second copies, replaced and removed
+/// tools), from [`ToolRegistry::reconcile_deferring_drop`]: drop it where freeing memory does
+/// not hold anyone up.
+#[derive(Debug, Default)]
+pub struct Superseded {
+    keep: bool,
+    tools: Vec<Tool>,
+}
+
+impl Superseded {
+    fn dropping() -> Self {
+        Superseded::default()
+    }
+
+    fn keeping() -> Self {
+        Superseded {
+            keep: true,
+            tools: Vec::new(),
+        }
+    }
+
+    fn put(&mut self, tool: Tool) {
+        if self.keep {
+            self.tools.push(tool);
+        }
+    }
+
+    /// Number of tool copies held.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// True when nothing was superseded.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
 /// A (server, tool) pair: the server's index in config order and the tool's slot in it. Slots
 /// stay put while the tool is listed, so routes need no update when a listing is reordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -393,10 +472,32 @@ impl ToolRegistry {
     ///
     /// Only `server`'s entries are replaced; other servers keep theirs (though, see the module
     /// docs, another server's tool can be renamed, which the delta reports). A tool whose
-    /// fingerprint is unchanged is not in the delta, but its entry takes the listing's copy, so a
-    /// new title or `_meta` is served. A second tool of the same name in one listing is ignored.
-    /// A server not given to [`ToolRegistry::new`] is added after the configured ones.
+    /// fingerprint is unchanged is not in the delta, but a new title, icons or `_meta` are
+    /// still taken. A second tool of the same name in one listing is ignored. A server not given
+    /// to [`ToolRegistry::new`] is added after the configured ones.
     pub fn reconcile(&mut self, server: &str, listing: Vec<Tool>) -> Delta {
+        self.reconcile_into(server, listing, &mut Superseded::dropping())
+    }
+
+    /// [`ToolRegistry::reconcile`], handing back the tool copies it did not keep instead of
+    /// freeing them. At thousands of tools freeing them is most of a reconcile's time, so a
+    /// runtime that holds the registry behind a lock can drop them after unlocking.
+    pub fn reconcile_deferring_drop(
+        &mut self,
+        server: &str,
+        listing: Vec<Tool>,
+    ) -> (Delta, Superseded) {
+        let mut superseded = Superseded::keeping();
+        let delta = self.reconcile_into(server, listing, &mut superseded);
+        (delta, superseded)
+    }
+
+    fn reconcile_into(
+        &mut self,
+        server: &str,
+        listing: Vec<Tool>,
+        superseded: &mut Superseded,
+    ) -> Delta {
         let before = self.servers.len();
         let s = match self.server_index.get(server) {
             Some(&s) => s,
@@ -406,7 +507,7 @@ impl ToolRegistry {
         if self.naming.prefixes(before) != self.naming.prefixes(self.servers.len()) {
             self.rename_all(&mut changes);
         }
-        let mut delta = self.replace_listing(s, listing, &mut changes);
+        let mut delta = self.replace_listing(s, listing, &mut changes, superseded);
         self.servers[s as usize].listed = true;
         self.finish(&mut delta, changes);
         delta
@@ -419,7 +520,8 @@ impl ToolRegistry {
             return Delta::default();
         };
         let mut changes = Changes::default();
-        let mut delta = self.replace_listing(s, Vec::new(), &mut changes);
+        let mut superseded = Superseded::dropping();
+        let mut delta = self.replace_listing(s, Vec::new(), &mut changes, &mut superseded);
         self.servers[s as usize].listed = false;
         self.finish(&mut delta, changes);
         delta
@@ -484,7 +586,13 @@ impl ToolRegistry {
 
     // ---- reconcile internals ----
 
-    fn replace_listing(&mut self, s: u32, listing: Vec<Tool>, changes: &mut Changes) -> Delta {
+    fn replace_listing(
+        &mut self,
+        s: u32,
+        listing: Vec<Tool>,
+        changes: &mut Changes,
+        superseded: &mut Superseded,
+    ) -> Delta {
         self.generation += 1;
         let generation = self.generation;
         let mut delta = Delta::default();
@@ -495,22 +603,25 @@ impl ToolRegistry {
             let fingerprint = Fingerprint::of(&tool);
             if let Some(&slot) = server.by_name.get(tool.name.as_str()) {
                 let Some(entry) = server.slots[slot as usize].as_mut() else {
+                    superseded.put(tool);
                     continue;
                 };
                 if entry.seen == generation {
+                    superseded.put(tool);
                     continue;
                 }
                 entry.seen = generation;
                 if entry.fingerprint != fingerprint {
                     entry.fingerprint = fingerprint;
                     changed.push(slot);
-                    entry.tool = tool;
+                    superseded.put(std::mem::replace(&mut entry.tool, tool));
                 } else if !same_unfingerprinted_fields(&entry.tool, &tool) {
-                    entry.tool = tool;
+                    superseded.put(std::mem::replace(&mut entry.tool, tool));
+                } else {
+                    // Dropping the listing's copy now, while hashing has just brought it into
+                    // cache, costs several times less than dropping the long-cold old copy.
+                    superseded.put(tool);
                 }
-                // Otherwise the listing's copy is dropped here, while hashing has just brought
-                // it into cache; dropping the old, long-cold copy instead costs several times
-                // more at 10,000 tools.
                 order.push(slot);
             } else {
                 let name: Box<str> = tool.name.as_str().into();
@@ -542,6 +653,7 @@ impl ToolRegistry {
             let server = &mut self.servers[s as usize];
             if let Some(entry) = server.slots[slot as usize].take() {
                 server.by_name.remove(entry.tool.name.as_str());
+                superseded.put(entry.tool);
             }
             server.free.push(slot);
             self.len -= 1;
@@ -1000,6 +1112,24 @@ mod tests {
     }
 
     #[test]
+    fn deferring_drop_hands_back_every_copy_not_kept() {
+        let mut plain = registry(&["a"], NamingMode::Always);
+        let mut deferring = registry(&["a"], NamingMode::Always);
+        plain.reconcile("a", tools(&["x", "y", "z"]));
+        deferring.reconcile("a", tools(&["x", "y", "z"]));
+        let mut listing = tools(&["x", "y", "w", "w"]);
+        listing[1].description = Some("changed".into());
+        let expected = plain.reconcile("a", listing.clone());
+        let (delta, superseded) = deferring.reconcile_deferring_drop("a", listing);
+        assert_eq!(delta, expected);
+        // x's and y's second copies, the duplicate w, the removed z.
+        assert_eq!(superseded.len(), 4);
+        assert_eq!(exposed(&plain), exposed(&deferring));
+        let y = deferring.route("a__y").expect("routes").tool;
+        assert_eq!(y.description.as_deref(), Some("changed"));
+    }
+
+    #[test]
     fn duplicate_names_in_one_listing_keep_the_first() {
         let mut r = registry(&["a"], NamingMode::Always);
         let mut listing = tools(&["x", "x"]);
@@ -1294,7 +1424,7 @@ mod tests {
     }
 
     fn value_fingerprint(v: &Value, sorted: bool) -> u64 {
-        let mut h = Xxh3Default::new();
+        let mut h = Canon::new();
         hash_value_with(&mut h, v, sorted);
         h.digest()
     }
