@@ -14,5 +14,5 @@ pub mod tool;
 
 pub use delta::{Delta, DeltaQueue};
 pub use naming::{Collision, NATIVE_TOOLS, NamingConfig, NamingError, NamingMode};
-pub use registry::{ExposedTool, Fingerprint, Route, Superseded, ToolRegistry};
+pub use registry::{ExposedTool, Fingerprint, Listing, Route, Superseded, ToolRegistry};
 pub use tool::{Tool, ToolLookup, ToolPresence};

@@ -305,6 +305,56 @@ pub struct ExposedTool<'a> {
     pub fingerprint: Fingerprint,
 }
 
+/// A server's listing with each tool's fingerprint, built page by page as `tools/list`
+/// answers arrive, so the hashing happens while each page is fresh and outside any lock.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    tools: Vec<(Tool, Fingerprint)>,
+}
+
+impl Listing {
+    /// An empty listing.
+    pub fn new() -> Self {
+        Listing::default()
+    }
+
+    /// Adds the next tool of the listing.
+    pub fn push(&mut self, tool: Tool) {
+        let fingerprint = Fingerprint::of(&tool);
+        self.tools.push((tool, fingerprint));
+    }
+
+    /// Number of tools so far.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// True before the first tool.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+impl From<Vec<Tool>> for Listing {
+    fn from(tools: Vec<Tool>) -> Self {
+        tools.into_iter().collect()
+    }
+}
+
+impl FromIterator<Tool> for Listing {
+    fn from_iter<I: IntoIterator<Item = Tool>>(tools: I) -> Self {
+        let mut listing = Listing::new();
+        tools.into_iter().for_each(|tool| listing.push(tool));
+        listing
+    }
+}
+
+impl Extend<Tool> for Listing {
+    fn extend<I: IntoIterator<Item = Tool>>(&mut self, tools: I) {
+        tools.into_iter().for_each(|tool| self.push(tool));
+    }
+}
+
 /// Tool copies a reconcile did not keep (unchanged tools' second copies, replaced and removed
 /// tools), from [`ToolRegistry::reconcile_deferring_drop`]: drop it where freeing memory does
 /// not hold anyone up.
@@ -476,6 +526,10 @@ impl ToolRegistry {
     /// still taken. A second tool of the same name in one listing is ignored. A server not given
     /// to [`ToolRegistry::new`] is added after the configured ones.
     pub fn reconcile(&mut self, server: &str, listing: Vec<Tool>) -> Delta {
+        let listing = listing.into_iter().map(|tool| {
+            let fingerprint = Fingerprint::of(&tool);
+            (tool, fingerprint)
+        });
         self.reconcile_into(server, listing, &mut Superseded::dropping())
     }
 
@@ -487,15 +541,22 @@ impl ToolRegistry {
         server: &str,
         listing: Vec<Tool>,
     ) -> (Delta, Superseded) {
+        self.reconcile_listing(server, Listing::from(listing))
+    }
+
+    /// Reconciles a [`Listing`] whose fingerprints were taken as its pages arrived, and hands
+    /// back the superseded copies: the least work a reconcile can do while the registry is
+    /// locked.
+    pub fn reconcile_listing(&mut self, server: &str, listing: Listing) -> (Delta, Superseded) {
         let mut superseded = Superseded::keeping();
-        let delta = self.reconcile_into(server, listing, &mut superseded);
+        let delta = self.reconcile_into(server, listing.tools.into_iter(), &mut superseded);
         (delta, superseded)
     }
 
     fn reconcile_into(
         &mut self,
         server: &str,
-        listing: Vec<Tool>,
+        listing: impl ExactSizeIterator<Item = (Tool, Fingerprint)>,
         superseded: &mut Superseded,
     ) -> Delta {
         let before = self.servers.len();
@@ -521,7 +582,12 @@ impl ToolRegistry {
         };
         let mut changes = Changes::default();
         let mut superseded = Superseded::dropping();
-        let mut delta = self.replace_listing(s, Vec::new(), &mut changes, &mut superseded);
+        let mut delta = self.replace_listing(
+            s,
+            std::iter::empty::<(Tool, Fingerprint)>(),
+            &mut changes,
+            &mut superseded,
+        );
         self.servers[s as usize].listed = false;
         self.finish(&mut delta, changes);
         delta
@@ -589,7 +655,7 @@ impl ToolRegistry {
     fn replace_listing(
         &mut self,
         s: u32,
-        listing: Vec<Tool>,
+        listing: impl ExactSizeIterator<Item = (Tool, Fingerprint)>,
         changes: &mut Changes,
         superseded: &mut Superseded,
     ) -> Delta {
@@ -599,8 +665,7 @@ impl ToolRegistry {
         let mut changed = Vec::new();
         let server = &mut self.servers[s as usize];
         let mut order = Vec::with_capacity(listing.len());
-        for tool in listing {
-            let fingerprint = Fingerprint::of(&tool);
+        for (tool, fingerprint) in listing {
             if let Some(&slot) = server.by_name.get(tool.name.as_str()) {
                 let Some(entry) = server.slots[slot as usize].as_mut() else {
                     superseded.put(tool);
@@ -1127,6 +1192,21 @@ mod tests {
         assert_eq!(exposed(&plain), exposed(&deferring));
         let y = deferring.route("a__y").expect("routes").tool;
         assert_eq!(y.description.as_deref(), Some("changed"));
+
+        // A listing built page by page reconciles like the whole Vec.
+        let mut paged = registry(&["a"], NamingMode::Always);
+        paged.reconcile("a", tools(&["x", "y", "z"]));
+        let mut listing = Listing::new();
+        listing.extend(tools(&["x"]));
+        listing.extend(tools(&["y", "w"]).into_iter().map(|mut t| {
+            if t.name == "y" {
+                t.description = Some("changed".into());
+            }
+            t
+        }));
+        assert_eq!(listing.len(), 3);
+        let (delta, _) = paged.reconcile_listing("a", listing);
+        assert_eq!(delta, expected);
     }
 
     #[test]
