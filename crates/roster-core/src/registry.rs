@@ -369,10 +369,10 @@ impl Superseded {
         Superseded::default()
     }
 
-    fn keeping() -> Self {
+    fn keeping(capacity: usize) -> Self {
         Superseded {
             keep: true,
-            tools: Vec::new(),
+            tools: Vec::with_capacity(capacity),
         }
     }
 
@@ -421,7 +421,8 @@ struct Entry {
 struct ServerSlot {
     name: String,
     listed: bool,
-    slots: Vec<Option<Entry>>,
+    /// Boxed so a route resolves from this dense array of pointers without reading the entry.
+    slots: Vec<Option<Box<Entry>>>,
     free: Vec<u32>,
     by_name: NameMap<u32>,
     /// The server's own listing order, as slots.
@@ -443,11 +444,11 @@ impl ServerSlot {
     fn alloc(&mut self, entry: Entry) -> u32 {
         match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Some(entry);
+                self.slots[slot as usize] = Some(Box::new(entry));
                 slot
             }
             None => {
-                self.slots.push(Some(entry));
+                self.slots.push(Some(Box::new(entry)));
                 (self.slots.len() - 1) as u32
             }
         }
@@ -548,7 +549,8 @@ impl ToolRegistry {
     /// back the superseded copies: the least work a reconcile can do while the registry is
     /// locked.
     pub fn reconcile_listing(&mut self, server: &str, listing: Listing) -> (Delta, Superseded) {
-        let mut superseded = Superseded::keeping();
+        // Nearly every tool of a relisting supersedes one copy; growing the Vec costs more.
+        let mut superseded = Superseded::keeping(listing.len());
         let delta = self.reconcile_into(server, listing.tools.into_iter(), &mut superseded);
         (delta, superseded)
     }
