@@ -20,7 +20,17 @@
 //! delta as the old name removed and the new name added, so every session learns of it. A name
 //! that leaves one tool and goes to another in the same reconcile is reported as changed.
 //!
-//! The assignment is maintained incrementally: only pairs whose names are contested are revisited.
+//! Chains never end (hashed variants with a growing salt), so two pairs never share a name even
+//! if a hash suffix happens to spell another pair's name. The assignment is maintained
+//! incrementally: only pairs whose names are contested are revisited. The one exception is
+//! `conditional` mode when a server that was not configured reconciles and so makes the count
+//! cross one: every tool is renamed, and the delta says so.
+//!
+//! # Cost
+//! A reconcile hashes every tool of the listing and frees one of the two copies of each tool it
+//! already had; at 10,000 tools both dwarf the bookkeeping (see `bench/core.md`). A runtime that
+//! holds the registry behind a lock can fingerprint each page as it arrives ([`Listing`]) and
+//! free the superseded copies after unlocking ([`ToolRegistry::reconcile_listing`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
