@@ -1534,6 +1534,47 @@ mod tests {
         }
     }
 
+    fn any_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z0-9_]{0,8}",
+            "\\PC{0,12}",
+            "[A-Za-z0-9_.-]{60,80}",
+            "\\PC{60,100}",
+            "[ _/]{1,3}",
+        ]
+    }
+
+    proptest! {
+        /// Whatever the servers and tools are called, every exposed name is valid, unique, routes
+        /// to its own tool, and a fresh registry fed the same listings agrees on every name.
+        #[test]
+        fn arbitrary_names_expose_valid_unique_names(
+            naming in mode(),
+            servers in prop::collection::vec(any_text(), 1..4),
+            listings in prop::collection::vec(prop::collection::vec(any_text(), 0..6), 4),
+        ) {
+            let mut unique = HashSet::new();
+            let servers: Vec<String> = servers.into_iter().filter(|s| unique.insert(s.clone())).collect();
+            let mut r = ToolRegistry::new(servers.clone(), naming.clone());
+            for (server, names) in servers.iter().zip(&listings).rev() {
+                r.reconcile(server, names.iter().map(|n| Tool::new(n.clone())).collect());
+            }
+            let mut seen = HashSet::new();
+            for t in r.tools() {
+                prop_assert!(crate::naming::is_valid_exposed_name(t.exposed_name), "{:?}", t.exposed_name);
+                prop_assert!(seen.insert(t.exposed_name.to_string()), "{:?} twice", t.exposed_name);
+                let route = r.route(t.exposed_name).expect("routes");
+                prop_assert_eq!((route.server, &route.tool.name), (t.server, &t.tool.name));
+            }
+            let mut forward = ToolRegistry::new(servers.clone(), naming);
+            for (server, names) in servers.iter().zip(&listings) {
+                forward.reconcile(server, names.iter().map(|n| Tool::new(n.clone())).collect());
+            }
+            let names = |r: &ToolRegistry| r.tools().map(|t| (t.server.to_string(), t.tool.name.clone(), t.exposed_name.to_string())).collect::<Vec<_>>();
+            prop_assert_eq!(names(&r), names(&forward));
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
 
