@@ -189,24 +189,14 @@ impl ToolFilter {
     }
 }
 
-/// How exposed names are built (`[gateway] naming`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Naming {
-    /// Always `server__tool`.
-    #[default]
-    Always,
-    /// The bare tool name unless two servers offer it.
-    Conditional,
-    /// Always the bare tool name.
-    Never,
-}
+pub use roster_core::NamingMode;
+use roster_core::{BackoffConfig, NamingConfig, ScheduleConfig};
 
 /// The `[gateway]` table.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
     /// How exposed names are built.
-    pub naming: Naming,
+    pub naming: NamingMode,
     /// Between server name and tool name in an exposed name.
     pub separator: String,
     /// How long a listing is trusted (a server's shorter `ttlMs` wins).
@@ -231,13 +221,40 @@ pub struct GatewayConfig {
     pub stable_period: Duration,
     /// Failures without a stable period that make a crash loop.
     pub crash_loop_after: u32,
+    /// How long `Roster::start` waits for the servers' first connection attempts
+    /// (`0s` = not at all).
+    pub startup_wait: Duration,
+}
+
+impl GatewayConfig {
+    /// The naming rules for the tool registry.
+    pub fn naming_config(&self) -> NamingConfig {
+        NamingConfig {
+            mode: self.naming,
+            separator: self.separator.clone(),
+        }
+    }
+
+    /// The listing schedule settings.
+    pub fn schedule_config(&self) -> ScheduleConfig {
+        ScheduleConfig {
+            refresh_interval: self.refresh_interval,
+            backoff: BackoffConfig {
+                initial: self.backoff_initial,
+                max: self.backoff_max,
+                ..BackoffConfig::default()
+            },
+            stable_period: self.stable_period,
+            crash_loop_after: self.crash_loop_after,
+        }
+    }
 }
 
 impl GatewayConfig {
     /// The defaults, with `state_dir` from the given environment.
     pub fn defaults(env: EnvLookup<'_>) -> Self {
         GatewayConfig {
-            naming: Naming::Always,
+            naming: NamingMode::Always,
             separator: "__".to_owned(),
             refresh_interval: Duration::from_secs(3600),
             debounce: Duration::from_millis(500),
@@ -250,6 +267,7 @@ impl GatewayConfig {
             backoff_max: Duration::from_secs(300),
             stable_period: Duration::from_secs(60),
             crash_loop_after: 5,
+            startup_wait: Duration::from_secs(10),
         }
     }
 }
@@ -324,7 +342,7 @@ struct RawToolFilter {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawGateway {
-    naming: Option<Naming>,
+    naming: Option<NamingMode>,
     separator: Option<String>,
     refresh_interval: Option<RawDuration>,
     debounce: Option<RawDuration>,
@@ -337,6 +355,7 @@ struct RawGateway {
     backoff_max: Option<RawDuration>,
     stable_period: Option<RawDuration>,
     crash_loop_after: Option<u32>,
+    startup_wait: Option<RawDuration>,
 }
 
 #[derive(Deserialize, Default)]
@@ -664,6 +683,11 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
         &raw.stable_period,
         &mut g.stable_period,
     )?;
+    dur(
+        "gateway.startup_wait",
+        &raw.startup_wait,
+        &mut g.startup_wait,
+    )?;
     if let Some(ping) = &raw.ping_interval {
         let d = ctx.duration("gateway.ping_interval", ping)?;
         g.ping_interval = (!d.is_zero()).then_some(d);
@@ -874,7 +898,7 @@ mod tests {
             "#,
         )
         .expect("valid config");
-        assert_eq!(config.gateway.naming, Naming::Conditional);
+        assert_eq!(config.gateway.naming, NamingMode::Conditional);
         assert_eq!(config.gateway.separator, ".");
         assert_eq!(config.gateway.refresh_interval, Duration::from_secs(7200));
         assert_eq!(config.gateway.debounce, Duration::from_millis(250));

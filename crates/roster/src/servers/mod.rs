@@ -2,6 +2,7 @@
 //! notification fan-out, the debounced re-list on `list_changed`, and supervision.
 
 mod connection;
+mod refresh;
 mod sse;
 mod stdio;
 mod wire;
@@ -10,6 +11,7 @@ pub use connection::{
     CallOptions, ConnectError, Connection, ListenerId, Negotiated, NotificationListener,
     Notifications, ProgressListener, RequestError, ToolListing,
 };
+pub use refresh::{RefreshHook, RefreshHookError, Relist, TOOLS_LIST_CHANGED};
 pub use sse::{SseError, SseGuard};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
 pub use wire::WireError;
