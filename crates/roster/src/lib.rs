@@ -5,4 +5,8 @@
 pub use roster_core as core;
 
 pub mod config;
+mod roster;
 pub mod servers;
+
+pub use config::Config;
+pub use roster::{CallError, Roster, RosterOptions, Session, StartError, ToolEntry, Turn};
