@@ -13,7 +13,7 @@ Usage: dynamic.py [--name NAME] [--fail-first-listing] [--garbage] [--exit-at-st
 from __future__ import annotations
 
 import argparse
-import asyncio
+import anyio
 import os
 import sys
 
@@ -131,12 +131,26 @@ def garbage() -> str:
     return "wrote garbage"
 
 
+CANCELLED = 0
+
+
 @mcp.tool()
 async def slow(seconds: float, ctx: Context) -> str:
-    """Report progress, then sleep."""
+    """Report progress, then sleep; counts the calls cancelled while sleeping."""
+    global CANCELLED
     await ctx.report_progress(1, 2, "halfway")
-    await asyncio.sleep(seconds)
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        CANCELLED += 1
+        raise
     return "done"
+
+
+@mcp.tool()
+def cancelled_count() -> int:
+    """How many `slow` calls were cancelled by the client."""
+    return CANCELLED
 
 
 if args.transport == "stdio":
