@@ -478,3 +478,82 @@ async fn ttl_ms_of_zero_lists_every_turn_once() {
     );
     assert_eq!(listing_count(&roster, "eager").await, before + 3);
 }
+
+#[tokio::test]
+async fn unanswered_ping_fails_the_connection_and_restarts_it() {
+    common::init_tracing();
+    let server = format!(
+        "{}ping_interval = \"300ms\"\n",
+        dynamic_server_toml("frozen", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&server, ""))
+        .await
+        .expect("starts");
+    let pid = roster.status()[0].pid.expect("pid");
+    // A stopped process keeps its pipes open but answers nothing: only the ping notices.
+    let stopped = std::process::Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(stopped.success());
+    eventually("the frozen server is replaced", || {
+        let status = &roster.status()[0];
+        status.restarts >= 1 && status.pid.is_some_and(|p| p != pid) && status.tools > 0
+    })
+    .await;
+    let status = &roster.status()[0];
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("ping")),
+        "{status:?}"
+    );
+    let result = roster
+        .call("frozen__echo", args(json!({"text": "thawed"})))
+        .await
+        .expect("the new process answers");
+    assert_eq!(text_of(&result), "frozen: thawed");
+    // The stopped process was killed, not left behind.
+    let alive = std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run kill");
+    let zombie_or_gone = !alive.success()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true);
+    assert!(zombie_or_gone, "the stopped server {pid} is still running");
+}
+
+#[tokio::test]
+async fn modern_server_restart_listens_again() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(&dynamic_server_toml("dyn", "auto", &[]), ""))
+        .await
+        .expect("starts");
+    let pid = roster.status()[0].pid.expect("pid");
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    eventually("restarted", || {
+        let status = &roster.status()[0];
+        status.pid.is_some_and(|p| p != pid) && status.tools > 0
+    })
+    .await;
+    assert_eq!(
+        roster.status()[0].protocol_version.as_deref(),
+        Some("2026-07-28")
+    );
+    // list_changed still arrives: the new connection opened subscriptions/listen again.
+    roster
+        .call("dyn__add_tool", args(json!({"name": "after_restart"})))
+        .await
+        .expect("add_tool answers");
+    eventually("the tool added after the restart appears", || {
+        has_tool(&roster, "dyn__after_restart")
+    })
+    .await;
+}
