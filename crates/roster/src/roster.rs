@@ -18,13 +18,13 @@
 //! queued deltas. [`Roster::call`] does not start a turn by itself: the host decides when its
 //! turns begin.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
-use roster_core::{Delta, DeltaQueue, NamingError, ScheduleConfigError, Tool, ToolRegistry};
+use roster_core::{Delta, NamingError, ScheduleConfigError, Tool, ToolRegistry};
 use serde_json::{Map, Value};
 
 use crate::config::Config;
-use crate::servers::supervisor::{ReconcileHook, Relisting, Runtime};
+use crate::servers::supervisor::{ReconcileHook, Relisting, Runtime, SessionQueue};
 use crate::servers::{
     CallOptions, LogSink, NotificationSink, Notifications, RefreshHookError, RelistError,
     RequestError, ServerStatus,
@@ -159,7 +159,7 @@ impl std::fmt::Debug for Roster {
 #[derive(Clone)]
 pub struct Session {
     rt: Arc<Runtime>,
-    queue: Arc<Mutex<DeltaQueue>>,
+    queue: Arc<SessionQueue>,
 }
 
 impl std::fmt::Debug for Session {
@@ -182,6 +182,7 @@ impl Session {
     pub fn drain(&self) -> Turn {
         let delta = self
             .queue
+            .deltas
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .drain();
@@ -193,9 +194,23 @@ impl Session {
     pub fn has_pending(&self) -> bool {
         !self
             .queue
+            .deltas
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .is_empty()
+    }
+
+    /// Resolves once a delta is waiting for this session (at once if one already is). The
+    /// gateway waits on this to send `notifications/tools/list_changed` upstream; the delta
+    /// itself stays queued until the session's next turn drains it.
+    pub async fn delta_arrived(&self) {
+        loop {
+            let arrived = self.queue.arrived.notified();
+            if self.has_pending() {
+                return;
+            }
+            arrived.await;
+        }
     }
 }
 
@@ -215,6 +230,7 @@ impl Roster {
         let rt = Runtime::new(
             config.gateway,
             &config.servers,
+            &config.server_order,
             options.sink,
             options.on_reconcile,
         );

@@ -263,10 +263,10 @@ async fn session_sees_removal_when_a_server_dies() {
         .args(["-9", &pid.to_string()])
         .status()
         .expect("run kill");
-    eventually("the removal is queued for the session", || {
-        session.has_pending()
-    })
-    .await;
+    tokio::time::timeout(Duration::from_secs(30), session.delta_arrived())
+        .await
+        .expect("the removal is queued for the session");
+    assert!(session.has_pending());
     let first = session.drain();
     let delta = first.delta.expect("a delta");
     assert!(
@@ -556,4 +556,46 @@ async fn modern_server_restart_listens_again() {
         has_tool(&roster, "dyn__after_restart")
     })
     .await;
+}
+
+#[tokio::test]
+async fn naming_never_gives_the_bare_name_to_the_first_server_in_the_file() {
+    common::init_tracing();
+    // `zeta` comes first in the file though it sorts last.
+    let servers = format!(
+        "{}{}",
+        dynamic_server_toml("zeta", "legacy", &[]),
+        dynamic_server_toml("alpha", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&servers, "naming = \"never\""))
+        .await
+        .expect("starts");
+    let echo = roster
+        .tools()
+        .into_iter()
+        .find(|t| t.exposed_name == "echo")
+        .expect("a bare echo");
+    assert_eq!(echo.server, "zeta");
+    let collisions = roster.with_registry(|r| r.collisions().to_vec());
+    assert!(
+        collisions
+            .iter()
+            .any(|c| c.name == "echo" && c.kept_by == "zeta" && c.server == "alpha"),
+        "{collisions:?}"
+    );
+    let alpha_echo = collisions
+        .iter()
+        .find(|c| c.name == "echo")
+        .map(|c| c.exposed_as.clone())
+        .expect("alpha's echo is exposed under another name");
+    let result = roster
+        .call(&alpha_echo, args(json!({"text": "x"})))
+        .await
+        .expect("alpha's echo is callable");
+    assert_eq!(text_of(&result), "alpha: x");
+    let result = roster
+        .call("echo", args(json!({"text": "x"})))
+        .await
+        .expect("bare echo");
+    assert_eq!(text_of(&result), "zeta: x");
 }

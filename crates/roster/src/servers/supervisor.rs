@@ -156,6 +156,13 @@ pub enum RelistError {
     Unknown(String),
 }
 
+/// One session's queue of deltas and the signal that one arrived.
+#[derive(Default)]
+pub(crate) struct SessionQueue {
+    pub(crate) deltas: Mutex<DeltaQueue>,
+    pub(crate) arrived: tokio::sync::Notify,
+}
+
 pub(crate) struct State {
     pub(crate) registry: ToolRegistry,
     pub(crate) schedule: Schedule,
@@ -165,7 +172,7 @@ pub(crate) struct Runtime {
     pub(crate) gateway: GatewayConfig,
     pub(crate) state: Mutex<State>,
     pub(crate) slots: BTreeMap<String, Arc<Slot>>,
-    sessions: Mutex<Vec<Weak<Mutex<DeltaQueue>>>>,
+    sessions: Mutex<Vec<Weak<SessionQueue>>>,
     sink: Arc<dyn NotificationSink>,
     reconcile_hook: RwLock<Option<ReconcileHook>>,
     pub(crate) shutdown: CancellationToken,
@@ -175,13 +182,18 @@ impl Runtime {
     pub(crate) fn new(
         gateway: GatewayConfig,
         servers: &BTreeMap<String, ServerConfig>,
+        order: &[String],
         sink: Arc<dyn NotificationSink>,
         reconcile_hook: Option<ReconcileHook>,
     ) -> Arc<Runtime> {
-        let enabled: Vec<String> = servers
-            .iter()
-            .filter(|(_, c)| c.enabled)
-            .map(|(n, _)| n.clone())
+        // Config order first; any server the order misses (a hand-built Config) by name.
+        let mut ordered: Vec<&String> = order.iter().filter(|n| servers.contains_key(*n)).collect();
+        ordered.extend(servers.keys().filter(|n| !order.contains(n)));
+        ordered.dedup();
+        let enabled: Vec<String> = ordered
+            .into_iter()
+            .filter(|name| servers.get(*name).is_some_and(|c| c.enabled))
+            .cloned()
             .collect();
         let registry = ToolRegistry::new(enabled.clone(), gateway.naming_config());
         let schedule = Schedule::new(enabled, gateway.schedule_config());
@@ -278,8 +290,8 @@ impl Runtime {
         let _ = tokio::time::timeout(limit, futures::future::join_all(waits)).await;
     }
 
-    pub(crate) fn new_session(&self) -> Arc<Mutex<DeltaQueue>> {
-        let queue = Arc::new(Mutex::new(DeltaQueue::new()));
+    pub(crate) fn new_session(&self) -> Arc<SessionQueue> {
+        let queue = Arc::new(SessionQueue::default());
         let mut sessions = lock(&self.sessions);
         sessions.retain(|s| s.strong_count() > 0);
         sessions.push(Arc::downgrade(&queue));
@@ -300,7 +312,8 @@ impl Runtime {
         let mut sessions = lock(&self.sessions);
         sessions.retain(|weak| match weak.upgrade() {
             Some(queue) => {
-                lock(&queue).push(delta.clone());
+                lock(&queue.deltas).push(delta.clone());
+                queue.arrived.notify_one();
                 true
             }
             None => false,
