@@ -74,6 +74,22 @@ pub struct Config {
     pub gateway: GatewayConfig,
     /// The `[skills]` table.
     pub skills: SkillsConfig,
+    /// The `[[clients]]` entries: who may connect over HTTP, with which subscriptions.
+    pub clients: Vec<ClientConfig>,
+}
+
+/// One `[[clients]]` entry. The token is named, never written: `token_env` (a variable read at
+/// start) or `token_sha256` (the token's hex SHA-256).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// A name for logs and for the client's session.
+    pub name: String,
+    /// Environment variable holding the bearer token.
+    pub token_env: Option<String>,
+    /// Hex SHA-256 of the bearer token.
+    pub token_sha256: Option<String>,
+    /// Subscriptions this client holds.
+    pub subscriptions: Vec<String>,
 }
 
 /// One `[servers.NAME]` table.
@@ -227,6 +243,16 @@ pub struct GatewayConfig {
     /// How long `Roster::start` waits for the servers' first connection attempts
     /// (`0s` = not at all).
     pub startup_wait: Duration,
+    /// Address for `roster serve --http` when none is given on the command line.
+    pub listen: String,
+    /// Whether a tool result after a change carries a note naming what changed.
+    pub delta_notes: bool,
+    /// Extra `Host` values accepted over HTTP besides loopback.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted over HTTP.
+    pub allowed_origins: Vec<String>,
+    /// Page size for the gateway's `tools/list` and other list results.
+    pub page_size: usize,
 }
 
 impl GatewayConfig {
@@ -271,6 +297,11 @@ impl GatewayConfig {
             stable_period: Duration::from_secs(60),
             crash_loop_after: 5,
             startup_wait: Duration::from_secs(10),
+            listen: "127.0.0.1:8931".to_owned(),
+            delta_notes: true,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            page_size: 200,
         }
     }
 }
@@ -310,6 +341,8 @@ struct RawToml {
     gateway: RawGateway,
     #[serde(default)]
     skills: RawSkills,
+    #[serde(default)]
+    clients: Vec<RawClient>,
 }
 
 #[derive(Deserialize, Default)]
@@ -359,6 +392,21 @@ struct RawGateway {
     stable_period: Option<RawDuration>,
     crash_loop_after: Option<u32>,
     startup_wait: Option<RawDuration>,
+    listen: Option<String>,
+    delta_notes: Option<bool>,
+    allowed_hosts: Option<Vec<String>>,
+    allowed_origins: Option<Vec<String>>,
+    page_size: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClient {
+    name: String,
+    token_env: Option<String>,
+    token_sha256: Option<String>,
+    #[serde(default)]
+    subscriptions: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -581,12 +629,28 @@ impl Config {
         if server_order.len() != servers.len() {
             server_order = servers.keys().cloned().collect();
         }
+        let mut clients = Vec::with_capacity(raw.clients.len());
+        for (i, c) in raw.clients.into_iter().enumerate() {
+            if c.token_env.is_none() && c.token_sha256.is_none() {
+                return Err(ctx.invalid(
+                    format!("clients[{i}]"),
+                    format!("`token_env` or `token_sha256` for client \"{}\"", c.name),
+                ));
+            }
+            clients.push(ClientConfig {
+                name: c.name,
+                token_env: c.token_env,
+                token_sha256: c.token_sha256,
+                subscriptions: c.subscriptions,
+            });
+        }
         Ok(Config {
             source: Some(path.to_owned()),
             server_order,
             servers,
             gateway,
             skills,
+            clients,
         })
     }
 
@@ -642,6 +706,7 @@ impl Config {
             servers,
             gateway,
             skills: SkillsConfig::default(),
+            clients: Vec::new(),
         })
     }
 
@@ -653,6 +718,7 @@ impl Config {
             servers,
             gateway: GatewayConfig::defaults(&process_env),
             skills: SkillsConfig::default(),
+            clients: Vec::new(),
         }
     }
 }
@@ -734,6 +800,24 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
     }
     if let Some(subs) = raw.subscriptions {
         g.subscriptions = subs;
+    }
+    if let Some(listen) = raw.listen {
+        g.listen = listen;
+    }
+    if let Some(notes) = raw.delta_notes {
+        g.delta_notes = notes;
+    }
+    if let Some(hosts) = raw.allowed_hosts {
+        g.allowed_hosts = hosts;
+    }
+    if let Some(origins) = raw.allowed_origins {
+        g.allowed_origins = origins;
+    }
+    if let Some(size) = raw.page_size {
+        if size == 0 {
+            return Err(ctx.invalid("gateway.page_size", "a page size above 0"));
+        }
+        g.page_size = size;
     }
     if (ctx.env)("ROSTER_STATE_DIR").is_none_or(|d| d.is_empty())
         && let Some(dir) = raw.state_dir
@@ -953,6 +1037,31 @@ mod tests {
             TransportConfig::Sse { .. }
         ));
         assert!(!config.servers["old"].enabled);
+    }
+
+    #[test]
+    fn gateway_serving_keys_and_clients_parse() {
+        let config = parse(
+            r#"
+            [gateway]
+            listen = "127.0.0.1:9000"
+            delta_notes = false
+            page_size = 50
+
+            [[clients]]
+            name = "ide"
+            token_env = "IDE_TOKEN"
+            subscriptions = ["eng"]
+            "#,
+        )
+        .expect("valid");
+        assert_eq!(config.gateway.listen, "127.0.0.1:9000");
+        assert!(!config.gateway.delta_notes);
+        assert_eq!(config.gateway.page_size, 50);
+        assert_eq!(config.clients.len(), 1);
+        assert_eq!(config.clients[0].token_env.as_deref(), Some("IDE_TOKEN"));
+        let err = parse("[[clients]]\nname = \"x\"\n").expect_err("no token");
+        assert!(err.to_string().contains("clients[0]"), "{err}");
     }
 
     #[test]

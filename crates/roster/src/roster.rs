@@ -320,9 +320,12 @@ impl Roster {
     }
 
     /// Marks every server stale. Dials nothing: the next turn lists each server once, however
-    /// often this was called before it.
-    pub fn refresh(&self) {
-        self.rt.state().schedule.mark_all_stale();
+    /// often this was called before it. Returns how many servers are scheduled (the enabled
+    /// ones); a failed or crash-looping server keeps its backoff.
+    pub fn refresh(&self) -> usize {
+        let mut state = self.rt.state();
+        state.schedule.mark_all_stale();
+        state.schedule.iter().count()
     }
 
     /// Starts a turn for the default session (see [`Session::begin_turn`]).
@@ -341,6 +344,13 @@ impl Roster {
     /// Every configured server's state, in name order.
     pub fn status(&self) -> Vec<ServerStatus> {
         self.rt.status()
+    }
+
+    /// [`Roster::status`] as JSON (`{"servers": [...]}`), for `roster status` and health checks.
+    pub fn status_json(&self) -> Value {
+        let now = std::time::Instant::now();
+        let servers: Vec<Value> = self.status().iter().map(|s| s.to_json(now)).collect();
+        serde_json::json!({ "servers": servers })
     }
 
     /// Lists one server now, whatever its schedule says.

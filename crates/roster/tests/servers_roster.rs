@@ -243,6 +243,16 @@ async fn killed_server_restarts_and_crash_loop_stays_contained() {
     assert_eq!(doomed.tools, 0);
     assert!(doomed.last_error.is_some());
     assert_eq!(doomed.state.to_string(), "crash-loop");
+    let json = roster.status_json();
+    let doomed_json = json["servers"]
+        .as_array()
+        .expect("servers array")
+        .iter()
+        .find(|s| s["name"] == "doomed")
+        .cloned()
+        .expect("doomed in JSON");
+    assert_eq!(doomed_json["state"], "crash-loop");
+    assert_eq!(doomed_json["listing"]["state"], "crash-loop");
     let result = roster
         .call("live__echo", args(json!({"text": "unhurt"})))
         .await
@@ -328,7 +338,7 @@ async fn repeated_refresh_costs_one_listing_per_server() {
     roster.begin_turn().await;
     assert_eq!(listing_count(&roster, "a").await, a0);
     for _ in 0..10 {
-        roster.refresh();
+        assert_eq!(roster.refresh(), 2);
     }
     let (one, two) = tokio::join!(roster.begin_turn(), roster.begin_turn());
     assert_eq!(one.delta, None);

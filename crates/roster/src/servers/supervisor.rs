@@ -90,6 +90,54 @@ pub struct ServerStatus {
     pub refresh_count: u64,
 }
 
+impl ServerStatus {
+    /// A JSON view: instants become "in N ms" / "N ms ago" relative to `now`.
+    pub fn to_json(&self, now: Instant) -> serde_json::Value {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let listing = match &self.listing {
+            None => serde_json::json!(null),
+            Some(ListingState::NeverListed) => serde_json::json!({"state": "never-listed"}),
+            Some(ListingState::Listed { at, valid_until }) => serde_json::json!({
+                "state": "listed",
+                "listed_ms_ago": ms(now.saturating_duration_since(*at)),
+                "valid_for_ms": ms(valid_until.saturating_duration_since(now)),
+            }),
+            Some(ListingState::Stale { .. }) => serde_json::json!({"state": "stale"}),
+            Some(ListingState::Failed {
+                attempt,
+                next_try,
+                error,
+            }) => serde_json::json!({
+                "state": "failed",
+                "attempt": attempt,
+                "next_try_in_ms": ms(next_try.saturating_duration_since(now)),
+                "error": error,
+            }),
+            Some(ListingState::CrashLoop {
+                failures,
+                next_try,
+                error,
+            }) => serde_json::json!({
+                "state": "crash-loop",
+                "failures": failures,
+                "next_try_in_ms": ms(next_try.saturating_duration_since(now)),
+                "error": error,
+            }),
+        };
+        serde_json::json!({
+            "name": self.name,
+            "state": self.state.as_str(),
+            "listing": listing,
+            "tools": self.tools,
+            "protocol_version": self.protocol_version,
+            "restarts": self.restarts,
+            "last_error": self.last_error,
+            "pid": self.pid,
+            "refresh_count": self.refresh_count,
+        })
+    }
+}
+
 #[derive(Debug)]
 struct Live {
     state: ServerState,
