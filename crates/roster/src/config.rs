@@ -103,6 +103,10 @@ pub struct ServerConfig {
     pub tools: ToolFilter,
     /// How long a `tools/call` may take before roster cancels it.
     pub call_timeout: Duration,
+    /// How long connecting (spawn or open, then the handshake) may take.
+    pub connect_timeout: Duration,
+    /// How long one `tools/list` page may take before the listing counts as failed.
+    pub list_timeout: Duration,
     /// How often a legacy-era connection is pinged; `None` turns pings off.
     pub ping_interval: Option<Duration>,
     /// Which protocol lifecycle to use (`protocol = "auto" | "legacy" | "modern"`).
@@ -230,6 +234,13 @@ pub struct GatewayConfig {
     pub state_dir: PathBuf,
     /// Default per-call timeout for `tools/call`.
     pub call_timeout: Duration,
+    /// Default bound on connecting to a server (spawn/open plus handshake).
+    pub connect_timeout: Duration,
+    /// Default bound on one `tools/list` page.
+    pub list_timeout: Duration,
+    /// How long a turn waits for its listings; slower ones finish in the background and their
+    /// deltas reach the next turn.
+    pub turn_wait: Duration,
     /// Default ping interval for legacy-era connections; `None` = off.
     pub ping_interval: Option<Duration>,
     /// First restart / re-list delay after a failure.
@@ -291,6 +302,9 @@ impl GatewayConfig {
             subscriptions: Vec::new(),
             state_dir: default_state_dir(env),
             call_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(30),
+            list_timeout: Duration::from_secs(30),
+            turn_wait: Duration::from_secs(10),
             ping_interval: Some(Duration::from_secs(30)),
             backoff_initial: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
@@ -362,6 +376,8 @@ struct RawServer {
     #[serde(default)]
     tools: RawToolFilter,
     call_timeout: Option<RawDuration>,
+    connect_timeout: Option<RawDuration>,
+    list_timeout: Option<RawDuration>,
     ping_interval: Option<RawDuration>,
     protocol: Option<Era>,
 }
@@ -386,6 +402,9 @@ struct RawGateway {
     subscriptions: Option<Vec<String>>,
     state_dir: Option<String>,
     call_timeout: Option<RawDuration>,
+    connect_timeout: Option<RawDuration>,
+    list_timeout: Option<RawDuration>,
+    turn_wait: Option<RawDuration>,
     ping_interval: Option<RawDuration>,
     backoff_initial: Option<RawDuration>,
     backoff_max: Option<RawDuration>,
@@ -778,8 +797,25 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
         let d = ctx.duration("gateway.ping_interval", ping)?;
         g.ping_interval = (!d.is_zero()).then_some(d);
     }
-    if g.call_timeout.is_zero() {
-        return Err(ctx.invalid("gateway.call_timeout", "a duration above zero"));
+    dur(
+        "gateway.connect_timeout",
+        &raw.connect_timeout,
+        &mut g.connect_timeout,
+    )?;
+    dur(
+        "gateway.list_timeout",
+        &raw.list_timeout,
+        &mut g.list_timeout,
+    )?;
+    dur("gateway.turn_wait", &raw.turn_wait, &mut g.turn_wait)?;
+    for (key, value) in [
+        ("gateway.call_timeout", g.call_timeout),
+        ("gateway.connect_timeout", g.connect_timeout),
+        ("gateway.list_timeout", g.list_timeout),
+    ] {
+        if value.is_zero() {
+            return Err(ctx.invalid(key, "a duration above zero"));
+        }
     }
     if g.backoff_max < g.backoff_initial {
         return Err(ctx.invalid(
@@ -908,13 +944,23 @@ fn build_server_keyed(
     };
     let tools = ToolFilter::new(raw.tools.allow, raw.tools.deny)
         .map_err(|e| ctx.invalid(format!("{key}.tools"), format!("glob patterns ({e})")))?;
-    let call_timeout = match &raw.call_timeout {
-        Some(d) => ctx.duration(&format!("{key}.call_timeout"), d)?,
-        None => gateway.call_timeout,
+    let timeout = |name: &str, raw: &Option<RawDuration>, default: Duration| {
+        let value = match raw {
+            Some(d) => ctx.duration(&format!("{key}.{name}"), d)?,
+            None => default,
+        };
+        if value.is_zero() {
+            return Err(ctx.invalid(format!("{key}.{name}"), "a duration above zero"));
+        }
+        Ok(value)
     };
-    if call_timeout.is_zero() {
-        return Err(ctx.invalid(format!("{key}.call_timeout"), "a duration above zero"));
-    }
+    let call_timeout = timeout("call_timeout", &raw.call_timeout, gateway.call_timeout)?;
+    let connect_timeout = timeout(
+        "connect_timeout",
+        &raw.connect_timeout,
+        gateway.connect_timeout,
+    )?;
+    let list_timeout = timeout("list_timeout", &raw.list_timeout, gateway.list_timeout)?;
     let ping_interval = match &raw.ping_interval {
         Some(d) => {
             let d = ctx.duration(&format!("{key}.ping_interval"), d)?;
@@ -927,6 +973,8 @@ fn build_server_keyed(
         enabled: raw.enabled.unwrap_or(true),
         tools,
         call_timeout,
+        connect_timeout,
+        list_timeout,
         ping_interval,
         era: raw.protocol.unwrap_or_default(),
     })
@@ -945,6 +993,8 @@ impl ServerConfig {
             enabled: true,
             tools: ToolFilter::default(),
             call_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(30),
+            list_timeout: Duration::from_secs(30),
             ping_interval: Some(Duration::from_secs(30)),
             era: Era::Auto,
         }

@@ -609,3 +609,50 @@ async fn naming_never_gives_the_bare_name_to_the_first_server_in_the_file() {
         .expect("bare echo");
     assert_eq!(text_of(&result), "zeta: x");
 }
+
+#[tokio::test]
+async fn a_hanging_listing_times_out_and_delays_no_one_else() {
+    common::init_tracing();
+    let servers = format!(
+        "{}list_timeout = \"500ms\"\n{}",
+        dynamic_server_toml("stuck", "legacy", &["--hang-listing-after", "1"]),
+        dynamic_server_toml("fine", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&servers, ""))
+        .await
+        .expect("starts");
+    assert!(has_tool(&roster, "stuck__echo") && has_tool(&roster, "fine__echo"));
+    roster.refresh();
+    roster
+        .call("fine__add_tool", args(json!({"name": "extra"})))
+        .await
+        .expect("add_tool answers");
+    eventually("fine's new tool is picked up", || {
+        has_tool(&roster, "fine__extra")
+    })
+    .await;
+    roster.begin_turn().await;
+    let stuck = roster
+        .status()
+        .into_iter()
+        .find(|s| s.name == "stuck")
+        .expect("stuck");
+    assert!(
+        matches!(
+            stuck.listing,
+            Some(roster_core::ListingState::Failed { .. })
+        ),
+        "{stuck:?}"
+    );
+    assert!(
+        stuck
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("did not answer")),
+        "{stuck:?}"
+    );
+    // The earlier listing's tools stay while the connection is alive; the server keeps being
+    // retried at the turns its backoff allows.
+    assert!(has_tool(&roster, "stuck__echo"));
+    assert_eq!(stuck.state, ServerState::Connected);
+}

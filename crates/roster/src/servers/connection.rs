@@ -309,6 +309,7 @@ pub struct Connection {
     raw: RawResults,
     negotiated: Negotiated,
     listing: tokio::sync::Mutex<()>,
+    list_timeout: Duration,
     _guard: Guard,
 }
 
@@ -491,6 +492,7 @@ impl Connection {
             raw,
             negotiated,
             listing: tokio::sync::Mutex::new(()),
+            list_timeout: config.list_timeout,
             _guard: guard,
         })
     }
@@ -556,7 +558,8 @@ impl Connection {
         Ok(())
     }
 
-    /// Pages `tools/list` to its end. One listing at a time per connection.
+    /// Pages `tools/list` to its end. One listing at a time per connection; each page must
+    /// come within the server's `list_timeout` (else `notifications/cancelled` is sent).
     pub async fn list_tools(&self) -> Result<ToolListing, RequestError> {
         const MAX_PAGES: usize = 1000;
         let _one_at_a_time = self.listing.lock().await;
@@ -575,7 +578,10 @@ impl Connection {
             let request = client_request(json!({"method": "tools/list", "params": params}))?;
             let handle = self
                 .peer
-                .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+                .send_cancellable_request(
+                    request,
+                    rmcp::service::PeerRequestOptions::with_timeout(self.list_timeout),
+                )
                 .await?;
             let id = handle.id.clone();
             let answer = handle.await_response().await;

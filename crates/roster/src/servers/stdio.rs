@@ -103,19 +103,23 @@ pub(crate) fn spawn(
 
     let name = server.clone();
     tokio::spawn(async move {
-        let mut lines = BufReader::new(stdout).lines();
+        let mut reader = BufReader::new(stdout);
+        let mut line = Vec::new();
         loop {
-            match lines.next_line().await {
-                Ok(Some(line)) => {
-                    if let Some(value) = parse_line(&name, &line)
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) => break,
+                Ok(_) => {
+                    // Bytes, not `lines()`: a line of invalid UTF-8 is garbage to drop, not
+                    // the end of the stream.
+                    let text = String::from_utf8_lossy(&line);
+                    if let Some(value) = parse_line(&name, &text)
                         && in_tx.send(value).await.is_err()
                     {
                         break;
                     }
                 }
-                Ok(None) => break,
                 Err(error) => {
-                    // Invalid UTF-8 ends `lines()`; nothing sane can follow on that pipe.
                     tracing::warn!(server = %name, %error, "stopped reading the server's stdout");
                     break;
                 }

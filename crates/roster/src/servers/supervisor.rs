@@ -455,23 +455,40 @@ impl Runtime {
         };
     }
 
-    /// Re-lists every server that is due and connected, concurrently.
-    pub(crate) async fn list_due(&self) {
+    /// Re-lists every server that is due and connected, concurrently, waiting at most
+    /// `turn_wait`: a slower listing goes on in the background and its delta reaches the
+    /// session at a later turn.
+    pub(crate) async fn list_due(self: &Arc<Self>) {
         let turn_started = Instant::now();
         let due: Vec<Arc<Slot>> = {
             let state = self.state();
             state
                 .schedule
-                .due(Instant::now())
+                .due(turn_started)
                 .into_iter()
                 .filter_map(|name| self.slots.get(name).cloned())
                 .collect()
         };
-        let due = due.into_iter().filter(|slot| slot.connection().is_some());
-        let listings = due.map(|slot| async move {
-            let _ = self.relist(&slot, Relisting::IfDue { turn_started }).await;
-        });
-        futures::future::join_all(listings).await;
+        let listings: Vec<_> = due
+            .into_iter()
+            .filter(|slot| slot.connection().is_some())
+            .map(|slot| {
+                let rt = self.clone();
+                tokio::spawn(async move {
+                    let _ = rt.relist(&slot, Relisting::IfDue { turn_started }).await;
+                })
+            })
+            .collect();
+        if listings.is_empty() {
+            return;
+        }
+        let all = futures::future::join_all(listings);
+        if tokio::time::timeout(self.gateway.turn_wait, all)
+            .await
+            .is_err()
+        {
+            tracing::info!("a listing outlasted the turn wait; it finishes in the background");
+        }
     }
 
     pub(crate) fn status(&self) -> Vec<ServerStatus> {
@@ -534,10 +551,20 @@ async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         if lock(&slot.live).state != ServerState::CrashLoop {
             slot.set_state(ServerState::Connecting);
         }
+        let connect = tokio::time::timeout(
+            slot.config.connect_timeout,
+            Connection::connect(&slot.name, &slot.config, slot.notifications.clone()),
+        );
         let attempt = tokio::select! {
-            attempt = Connection::connect(&slot.name, &slot.config, slot.notifications.clone()) => attempt,
+            attempt = connect => attempt,
             _ = rt.shutdown.cancelled() => return,
         };
+        let attempt = attempt.unwrap_or_else(|_| {
+            Err(super::ConnectError::Handshake(format!(
+                "no answer within {:?}",
+                slot.config.connect_timeout
+            )))
+        });
         let connection = match attempt {
             Ok(connection) => Arc::new(connection),
             Err(error) => {
