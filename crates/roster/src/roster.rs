@@ -18,6 +18,7 @@
 //! queued deltas. [`Roster::call`] does not start a turn by itself: the host decides when its
 //! turns begin.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
 use roster_core::{Delta, NamingError, ScheduleConfigError, Tool, ToolRegistry};
@@ -160,6 +161,7 @@ impl std::fmt::Debug for Roster {
 pub struct Session {
     rt: Arc<Runtime>,
     queue: Arc<SessionQueue>,
+    seen: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Session {
@@ -171,6 +173,13 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    fn new(rt: Arc<Runtime>) -> Session {
+        let queue = rt.new_session();
+        // Deltas queued before the session existed are not news to it.
+        let seen = Arc::new(AtomicU64::new(*queue.generation.borrow()));
+        Session { rt, queue, seen }
+    }
+
     /// Starts a turn: lists the servers that are stale or due, then drains this session's
     /// deltas.
     pub async fn begin_turn(&self) -> Turn {
@@ -200,16 +209,34 @@ impl Session {
             .is_empty()
     }
 
+    /// Resolves once per burst of deltas queued for this session since it last resolved (a
+    /// delta queued while nobody waited makes the next call resolve at once). Edge-triggered,
+    /// unlike [`Session::delta_arrived`]: a watcher can loop on it without spinning.
+    pub async fn changed(&self) {
+        let mut generation = self.queue.generation.subscribe();
+        loop {
+            let now = *generation.borrow_and_update();
+            if self.seen.fetch_max(now, Ordering::SeqCst) < now {
+                return;
+            }
+            if generation.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+
     /// Resolves once a delta is waiting for this session (at once if one already is). The
     /// gateway waits on this to send `notifications/tools/list_changed` upstream; the delta
     /// itself stays queued until the session's next turn drains it.
     pub async fn delta_arrived(&self) {
+        let mut generation = self.queue.generation.subscribe();
         loop {
-            let arrived = self.queue.arrived.notified();
             if self.has_pending() {
                 return;
             }
-            arrived.await;
+            if generation.changed().await.is_err() {
+                return std::future::pending().await;
+            }
         }
     }
 }
@@ -239,10 +266,7 @@ impl Roster {
         if !startup_wait.is_zero() {
             rt.wait_first_attempts(startup_wait).await;
         }
-        let default_session = Session {
-            queue: rt.new_session(),
-            rt: rt.clone(),
-        };
+        let default_session = Session::new(rt.clone());
         Ok(Roster {
             rt,
             default_session,
@@ -335,10 +359,7 @@ impl Roster {
 
     /// A new client session with its own delta queue (it sees deltas from now on).
     pub fn subscribe_session(&self) -> Session {
-        Session {
-            queue: self.rt.new_session(),
-            rt: self.rt.clone(),
-        }
+        Session::new(self.rt.clone())
     }
 
     /// Every configured server's state, in name order.

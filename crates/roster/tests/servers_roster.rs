@@ -268,6 +268,8 @@ async fn session_sees_removal_when_a_server_dies() {
         .await
         .expect("starts");
     let session = roster.subscribe_session();
+    let watcher = session.clone();
+    let changed = tokio::spawn(async move { watcher.changed().await });
     let pid = roster.status()[0].pid.expect("pid");
     std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
@@ -277,6 +279,10 @@ async fn session_sees_removal_when_a_server_dies() {
         .await
         .expect("the removal is queued for the session");
     assert!(session.has_pending());
+    tokio::time::timeout(Duration::from_secs(30), changed)
+        .await
+        .expect("changed() resolves")
+        .expect("watcher task");
     let first = session.drain();
     let delta = first.delta.expect("a delta");
     assert!(

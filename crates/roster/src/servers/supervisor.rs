@@ -204,11 +204,19 @@ pub enum RelistError {
     Unknown(String),
 }
 
-/// One session's queue of deltas and the signal that one arrived.
-#[derive(Default)]
+/// One session's queue of deltas and a counter of deltas queued, to wait on.
 pub(crate) struct SessionQueue {
     pub(crate) deltas: Mutex<DeltaQueue>,
-    pub(crate) arrived: tokio::sync::Notify,
+    pub(crate) generation: watch::Sender<u64>,
+}
+
+impl Default for SessionQueue {
+    fn default() -> Self {
+        SessionQueue {
+            deltas: Mutex::new(DeltaQueue::new()),
+            generation: watch::channel(0).0,
+        }
+    }
 }
 
 pub(crate) struct State {
@@ -361,7 +369,7 @@ impl Runtime {
         sessions.retain(|weak| match weak.upgrade() {
             Some(queue) => {
                 lock(&queue.deltas).push(delta.clone());
-                queue.arrived.notify_one();
+                queue.generation.send_modify(|g| *g += 1);
                 true
             }
             None => false,
