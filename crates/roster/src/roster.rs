@@ -156,7 +156,8 @@ impl std::fmt::Debug for Roster {
     }
 }
 
-/// One client session: its own delta queue, drained at its turns.
+/// One client session: its own delta queue, drained at its turns. It works while the
+/// [`Roster`] it came from is alive (dropping the last `Roster` stops the servers).
 #[derive(Clone)]
 pub struct Session {
     rt: Arc<Runtime>,

@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -222,6 +223,10 @@ async fn killed_server_restarts_and_crash_loop_stays_contained() {
     let live = status.iter().find(|s| s.name == "live").expect("live");
     assert!(live.restarts >= 1, "{live:?}");
     assert_ne!(live.pid, Some(pid));
+    eventually("the killed process is reaped", || {
+        !Path::new(&format!("/proc/{pid}")).exists()
+    })
+    .await;
     let result = roster
         .call("live__echo", args(json!({"text": "back"})))
         .await
@@ -530,17 +535,11 @@ async fn unanswered_ping_fails_the_connection_and_restarts_it() {
         .await
         .expect("the new process answers");
     assert_eq!(text_of(&result), "frozen: thawed");
-    // The stopped process was killed, not left behind.
-    let alive = std::process::Command::new("kill")
-        .args(["-0", &pid.to_string()])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("run kill");
-    let zombie_or_gone = !alive.success()
-        || std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(true);
-    assert!(zombie_or_gone, "the stopped server {pid} is still running");
+    // The stopped process was killed and reaped: no zombie left behind.
+    eventually("the frozen process is killed and reaped", || {
+        !Path::new(&format!("/proc/{pid}")).exists()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -661,4 +660,19 @@ async fn a_hanging_listing_times_out_and_delays_no_one_else() {
     // retried at the turns its backoff allows.
     assert!(has_tool(&roster, "stuck__echo"));
     assert_eq!(stuck.state, ServerState::Connected);
+}
+
+#[tokio::test]
+async fn dropping_the_roster_kills_and_reaps_its_servers() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(&dynamic_server_toml("dyn", "legacy", &[]), ""))
+        .await
+        .expect("starts");
+    let pid = roster.status()[0].pid.expect("pid");
+    assert!(Path::new(&format!("/proc/{pid}")).exists());
+    drop(roster);
+    eventually("the server process is gone", || {
+        !Path::new(&format!("/proc/{pid}")).exists()
+    })
+    .await;
 }
