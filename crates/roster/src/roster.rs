@@ -21,7 +21,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
-use roster_core::{Delta, NamingError, ScheduleConfigError, Tool, ToolRegistry};
+use roster_core::{
+    Delta, NamingError, ScheduleConfigError, Tool, ToolLookup, ToolPresence, ToolRegistry,
+};
 use serde_json::{Map, Value};
 
 use crate::config::Config;
@@ -109,8 +111,8 @@ pub struct Turn {
 pub struct RosterOptions {
     /// Where every server notification is recorded (the inbox). Default: [`LogSink`].
     pub sink: Arc<dyn NotificationSink>,
-    /// Called with the registry after every reconcile that changed something (plug
-    /// `SkillRegistry::refresh_all` in here).
+    /// Called with `(server, delta)` after every non-empty delta (plug
+    /// `SkillRegistry::refresh_all` in here, with [`Roster::tool_lookup`] as its lookup).
     pub on_reconcile: Option<ReconcileHook>,
 }
 
@@ -128,6 +130,17 @@ impl std::fmt::Debug for RosterOptions {
         f.debug_struct("RosterOptions")
             .field("on_reconcile", &self.on_reconcile.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+struct LiveTools(std::sync::Weak<Runtime>);
+
+impl ToolLookup for LiveTools {
+    fn presence(&self, reference: &str) -> ToolPresence {
+        match self.0.upgrade() {
+            Some(rt) => rt.state().registry.presence(reference),
+            None => ToolPresence::Unknown,
+        }
     }
 }
 
@@ -291,7 +304,14 @@ impl Roster {
         tools
     }
 
-    /// Reads the registry (for the skill catalog's `ToolLookup`, collisions, counts).
+    /// A live [`ToolLookup`] over the registry for the skill catalog: each question reads the
+    /// registry as it is at that moment. It holds the roster weakly (everything reports
+    /// `Unknown` once the roster is gone).
+    pub fn tool_lookup(&self) -> Arc<dyn ToolLookup + Send + Sync> {
+        Arc::new(LiveTools(Arc::downgrade(&self.rt)))
+    }
+
+    /// Reads the registry (collisions, counts, exposed names).
     pub fn with_registry<R>(&self, read: impl FnOnce(&ToolRegistry) -> R) -> R {
         read(&self.rt.state().registry)
     }

@@ -676,3 +676,48 @@ async fn dropping_the_roster_kills_and_reaps_its_servers() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn reconcile_hook_sees_every_delta_and_can_read_live_tools() {
+    common::init_tracing();
+    type Seen = Arc<Mutex<Vec<(String, Vec<String>, roster_core::ToolPresence)>>>;
+    let seen: Seen = Arc::default();
+    let roster = Roster::start(test_config(&dynamic_server_toml("dyn", "legacy", &[]), ""))
+        .await
+        .expect("starts");
+    let lookup = roster.tool_lookup();
+    let sink = seen.clone();
+    roster.set_reconcile_hook(Some(Arc::new(move |server, delta| {
+        // The hook may read the registry: no roster lock is held while it runs.
+        let presence = lookup.presence("dyn__fresh");
+        sink.lock()
+            .expect("lock")
+            .push((server.to_owned(), delta.added.clone(), presence));
+    })));
+    let lookup = roster.tool_lookup();
+    assert_eq!(
+        lookup.presence("dyn__echo"),
+        roster_core::ToolPresence::Present
+    );
+    assert_eq!(
+        lookup.presence("dyn__fresh"),
+        roster_core::ToolPresence::Missing
+    );
+    roster
+        .call("dyn__add_tool", args(json!({"name": "fresh"})))
+        .await
+        .expect("add_tool answers");
+    eventually("the hook saw the new tool", || {
+        !seen.lock().expect("lock").is_empty()
+    })
+    .await;
+    let seen = seen.lock().expect("lock").clone();
+    assert_eq!(
+        seen,
+        vec![(
+            "dyn".to_owned(),
+            vec!["dyn__fresh".to_owned()],
+            roster_core::ToolPresence::Present
+        )]
+    );
+}

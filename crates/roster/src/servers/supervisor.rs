@@ -29,9 +29,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Called with the registry after every reconcile that changed something (the skill catalog
-/// plugs `SkillRegistry::refresh_all` in here). Runs under the registry lock: keep it quick.
-pub type ReconcileHook = Arc<dyn Fn(&ToolRegistry) + Send + Sync>;
+/// Called with `(server, delta)` after every non-empty delta (a reconcile, or a server's tools
+/// removed when it went down), once the delta is queued for the sessions. The skill catalog
+/// plugs `SkillRegistry::refresh_all` in here, reading tools through
+/// [`crate::Roster::tool_lookup`]. No roster lock is held while it runs.
+pub type ReconcileHook = Arc<dyn Fn(&str, &Delta) + Send + Sync>;
 
 /// A server's connection state, as status shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,8 +367,7 @@ impl Runtime {
             removed = delta.removed.len(),
             "tools changed"
         );
-        let mut sessions = lock(&self.sessions);
-        sessions.retain(|weak| match weak.upgrade() {
+        lock(&self.sessions).retain(|weak| match weak.upgrade() {
             Some(queue) => {
                 lock(&queue.deltas).push(delta.clone());
                 queue.generation.send_modify(|g| *g += 1);
@@ -374,16 +375,13 @@ impl Runtime {
             }
             None => false,
         });
-    }
-
-    fn reconciled(&self, registry: &ToolRegistry) {
         let hook = self
             .reconcile_hook
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         if let Some(hook) = hook {
-            hook(registry);
+            hook(server, delta);
         }
     }
 
@@ -418,11 +416,7 @@ impl Runtime {
                     if let Some(schedule) = state.schedule.server_mut(&slot.name) {
                         schedule.listed(Instant::now(), listing.ttl);
                     }
-                    let delta = state.registry.reconcile(&slot.name, tools);
-                    if !delta.is_empty() {
-                        self.reconciled(&state.registry);
-                    }
-                    delta
+                    state.registry.reconcile(&slot.name, tools)
                 };
                 self.publish(&slot.name, &delta);
                 Ok(delta)
