@@ -9,6 +9,7 @@
 pub use roster_core as core;
 
 pub mod config;
+pub mod inbox;
 mod roster;
 pub mod servers;
 

@@ -721,3 +721,43 @@ async fn reconcile_hook_sees_every_delta_and_can_read_live_tools() {
         )]
     );
 }
+
+#[tokio::test]
+async fn notifications_land_in_the_inbox_and_its_audit_trail() {
+    use roster::inbox::{EntryState, Inbox, InboxConfig};
+    common::init_tracing();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inbox = Arc::new(Inbox::open(InboxConfig::new(dir.path())).expect("inbox opens"));
+    let roster = Roster::start_with(
+        test_config(&dynamic_server_toml("on", "legacy", &[]), ""),
+        RosterOptions {
+            sink: inbox.clone(),
+            ..RosterOptions::default()
+        },
+    )
+    .await
+    .expect("starts");
+    roster
+        .call("on__add_tool", args(json!({"name": "fresh"})))
+        .await
+        .expect("add_tool answers");
+    eventually("the list_changed is in the inbox", || {
+        inbox
+            .list(Some("on"), 100)
+            .iter()
+            .any(|e| e.method == "notifications/tools/list_changed")
+    })
+    .await;
+    let entry = inbox
+        .list(Some("on"), 100)
+        .into_iter()
+        .find(|e| e.method == "notifications/tools/list_changed")
+        .expect("entry");
+    assert_eq!(entry.state, EntryState::Handled);
+    inbox.sync();
+    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("audit trail");
+    assert!(
+        audit.contains("notifications/tools/list_changed"),
+        "{audit}"
+    );
+}

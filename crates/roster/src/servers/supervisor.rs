@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use roster_core::{Delta, DeltaQueue, ListingState, Schedule, Tool, ToolRegistry};
+use roster_core::{Delta, DeltaQueue, Listing, ListingState, Schedule, ToolRegistry};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -406,18 +406,21 @@ impl Runtime {
         };
         match connection.list_tools().await {
             Ok(listing) => {
-                let tools: Vec<Tool> = listing
+                // Fingerprints are computed here, outside the lock; the copies the reconcile
+                // does not keep are freed after the lock is released.
+                let tools: Listing = listing
                     .tools
                     .into_iter()
                     .filter(|t| slot.config.tools.permits(&t.name))
                     .collect();
-                let delta = {
+                let (delta, superseded) = {
                     let mut state = self.state();
                     if let Some(schedule) = state.schedule.server_mut(&slot.name) {
                         schedule.listed(Instant::now(), listing.ttl);
                     }
-                    state.registry.reconcile(&slot.name, tools)
+                    state.registry.reconcile_listing(&slot.name, tools)
                 };
+                drop(superseded);
                 self.publish(&slot.name, &delta);
                 Ok(delta)
             }
