@@ -761,3 +761,31 @@ async fn notifications_land_in_the_inbox_and_its_audit_trail() {
         "{audit}"
     );
 }
+
+#[tokio::test]
+async fn progress_passes_through_a_roster_call() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(&dynamic_server_toml("dyn", "auto", &[]), ""))
+        .await
+        .expect("starts");
+    let progress = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let sink = progress.clone();
+    let result = roster
+        .call_with(
+            "dyn__slow",
+            args(json!({"seconds": 0.2})),
+            roster::servers::CallOptions {
+                progress: Some(Arc::new(move |p: &Value| {
+                    sink.lock().expect("lock").push(p.clone())
+                })),
+                ..roster::servers::CallOptions::default()
+            },
+        )
+        .await
+        .expect("slow answers");
+    assert_eq!(text_of(&result), "done");
+    let progress = progress.lock().expect("lock").clone();
+    assert_eq!(progress.len(), 1, "{progress:?}");
+    assert_eq!(progress[0]["message"], "halfway");
+    assert_eq!(progress[0]["total"], json!(2.0));
+}
