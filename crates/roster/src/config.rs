@@ -1,11 +1,59 @@
 //! roster's configuration: `roster.toml`, or the `mcpServers` JSON of Claude Desktop, Cursor
-//! and VS Code read as it is.
+//! and VS Code read as it is (any `.json` file given to [`Config::load`]).
 //!
 //! Parsing happens in two steps: serde reads the file into `Raw*` structs (TOML with
 //! `deny_unknown_fields`, so a misspelt key is an error, not a silently ignored line), then
 //! [`Config`] is built from them, checking what serde cannot (one of `command`/`url`, URL
 //! syntax, durations, `${VAR}` expansion). Every error names the file, the key and what was
 //! expected.
+//!
+//! ```toml
+//! [gateway]
+//! naming = "always"            # always | conditional | never
+//! separator = "__"
+//! refresh_interval = "1h"      # a listing is held this long (or the server's shorter ttlMs)
+//! debounce = "500ms"           # list_changed trailing edge; negative is an error
+//! dynamic_tools = true         # ROSTER_DYNAMIC_TOOLS=0 turns re-listing on list_changed off
+//! subscriptions = ["eng"]      # default subscriptions of stdio clients
+//! state_dir = "state"          # default: $ROSTER_STATE_DIR, else $XDG_STATE_HOME/roster
+//! call_timeout = "60s"         # per tools/call; notifications/cancelled on expiry
+//! connect_timeout = "30s"      # spawn/open + handshake
+//! list_timeout = "30s"         # per tools/list page
+//! turn_wait = "10s"            # a turn waits this long for its listings
+//! ping_interval = "30s"        # legacy-era health ping; "0s" = off
+//! backoff_initial = "1s"       # restart / re-list backoff after a failure
+//! backoff_max = "5m"           # also the retry period of a crash loop
+//! stable_period = "60s"        # up this long = failures forgotten
+//! crash_loop_after = 5         # failures without a stable period → crash-loop
+//! startup_wait = "10s"         # Roster::start waits this long for first connections
+//! listen = "127.0.0.1:8931"    # the gateway's serving keys, kept here for it:
+//! delta_notes = true           #   listen, delta_notes, allowed_hosts, allowed_origins,
+//! page_size = 200              #   page_size
+//!
+//! [skills]
+//! paths = ["skills"]           # relative to this file
+//!
+//! [servers.fs]                 # a stdio server
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+//! env = { TOKEN = "${FS_TOKEN}" }   # ${VAR} from the environment; a missing one is an error
+//! cwd = "work"
+//! enabled = true
+//! protocol = "auto"            # auto | legacy (initialize only) | modern (server/discover only)
+//! tools.allow = ["read_*"]     # globs on the server's own tool names, applied to every listing
+//! tools.deny = ["*_secret"]
+//! # call_timeout, connect_timeout, list_timeout, ping_interval override [gateway] per server
+//!
+//! [servers.web]                # an HTTP server
+//! url = "https://example.com/mcp"
+//! transport = "streamable-http"   # or "sse" (legacy HTTP+SSE)
+//! headers = { Authorization = "Bearer ${WEB_TOKEN}" }
+//!
+//! [[clients]]                  # who may connect to the gateway over HTTP
+//! name = "ide"
+//! token_env = "IDE_TOKEN"      # or token_sha256 = "…"
+//! subscriptions = ["eng"]
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -1112,6 +1160,27 @@ mod tests {
         assert_eq!(config.clients[0].token_env.as_deref(), Some("IDE_TOKEN"));
         let err = parse("[[clients]]\nname = \"x\"\n").expect_err("no token");
         assert!(err.to_string().contains("clients[0]"), "{err}");
+    }
+
+    #[test]
+    fn the_documented_example_parses() {
+        let source = include_str!("config.rs");
+        let start = source.find("//! ```toml\n").expect("example start") + "//! ```toml\n".len();
+        let end = start + source[start..].find("//! ```\n").expect("example end");
+        let example: String = source[start..end]
+            .lines()
+            .map(|l| {
+                l.strip_prefix("//! ")
+                    .unwrap_or(l.trim_start_matches("//!"))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let env = env_of(&[("FS_TOKEN", "a"), ("WEB_TOKEN", "b"), ("HOME", "/h")]);
+        let config =
+            Config::from_toml(&example, Path::new("/c/roster.toml"), &env).expect("example valid");
+        assert_eq!(config.server_order, vec!["fs", "web"]);
+        assert_eq!(config.clients.len(), 1);
+        assert!(!config.servers["fs"].tools.permits("write_file"));
     }
 
     #[test]
