@@ -7,6 +7,15 @@
 //! result of paging `tools/list` to its end, the [`registry::ToolRegistry`] reconciles one
 //! server's listing at a time into a [`delta::Delta`], and skills name the tools they rely on.
 
+pub mod catalog;
+pub mod flow;
+pub mod skills;
 pub mod tool;
 
+pub use catalog::{Catalog, ListFilter, SearchHit, SkillEntry, SkillPage, Subscriptions};
+pub use flow::{FlowError, FlowTemplate, FlowTemplates, ResolvedStep};
+pub use skills::{
+    Availability, InvalidSkill, LoadReport, ResolveError, Skill, SkillError, SkillFileError,
+    SkillKind, SkillRefreshResult, SkillRegistry, SkillSource, Step,
+};
 pub use tool::{Tool, ToolLookup, ToolPresence};

@@ -1,0 +1,2 @@
+//! Catalog benches (written next).
+fn main() {}
