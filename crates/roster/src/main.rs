@@ -1,13 +1,28 @@
 //! The `roster` binary: a thin shell over the `roster` library.
 
-use clap::Parser;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 
 /// roster — an MCP gateway with a live tool registry and a skill catalog.
 #[derive(Debug, Parser)]
 #[command(name = "roster", version, about, long_about = None)]
-struct Cli {}
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
 
-fn main() -> anyhow::Result<()> {
-    let _cli = Cli::parse();
-    Ok(())
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Work with skill directories.
+    #[command(subcommand)]
+    Skills(roster::cli::skills::SkillsCommand),
+}
+
+fn main() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Skills(command)) => roster::cli::skills::run(command),
+        None => Ok(ExitCode::SUCCESS),
+    }
 }

@@ -1,0 +1,2 @@
+//! Store benches (written next).
+fn main() {}
