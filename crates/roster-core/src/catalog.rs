@@ -10,7 +10,7 @@
 //! final `e`) applied to documents and queries alike. A query equal to a skill's name or id
 //! (case-insensitive, spaces read as `-`) ranks that skill first. Scores of a term in a document
 //! do not depend on the query, so they are computed once at build time; a query only adds up
-//! the postings of its terms.
+//! the postings of its terms. Equal scores rank in load order.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -142,14 +142,16 @@ impl Catalog {
     pub fn new(skills: Vec<Skill>, flows: FlowTemplates) -> Self {
         let registry = SkillRegistry::new(skills);
         let index = SearchIndex::build(registry.iter().map(|(skill, _)| skill));
-        let mut by_id: Vec<u32> = (0..registry.len() as u32).collect();
-        by_id.sort_unstable_by(|&a, &b| {
-            registry
-                .at(a as usize)
-                .0
-                .id
-                .cmp(&registry.at(b as usize).0.id)
-        });
+        let mut order: Vec<(&str, u32)> = registry
+            .iter()
+            .enumerate()
+            .map(|(at, (skill, _))| (skill.id.as_str(), at as u32))
+            .collect();
+        // Stores hand sources over ordered by directory; sort only when they were not.
+        if !order.is_sorted() {
+            order.sort_unstable();
+        }
+        let by_id = order.into_iter().map(|(_, at)| at).collect();
         Catalog {
             registry,
             flows,
@@ -252,12 +254,9 @@ impl Catalog {
         limit: usize,
     ) -> Vec<SearchHit> {
         self.index
-            .search(
-                query,
-                limit,
-                |at| self.registry.at(at).0.is_visible_to(subscriptions),
-                |at| &self.registry.at(at).0.id,
-            )
+            .search(query, limit, |at| {
+                self.registry.at(at).0.is_visible_to(subscriptions)
+            })
             .into_iter()
             .map(|(at, score)| {
                 let (skill, availability) = self.registry.at(at);
@@ -301,10 +300,34 @@ const BOOST: [f32; FIELDS] = [4.0, 3.0, 2.0, 1.0];
 const B: [f32; FIELDS] = [0.3, 0.3, 0.75, 0.75];
 const K1: f32 = 1.2;
 
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "if", "in", "into", "is", "it",
-    "of", "on", "or", "that", "the", "this", "to", "with",
-];
+/// Words too common to say anything about a skill.
+fn is_stop_word(word: &str) -> bool {
+    matches!(
+        word,
+        "a" | "an"
+            | "and"
+            | "are"
+            | "as"
+            | "at"
+            | "be"
+            | "by"
+            | "for"
+            | "from"
+            | "if"
+            | "in"
+            | "into"
+            | "is"
+            | "it"
+            | "of"
+            | "on"
+            | "or"
+            | "that"
+            | "the"
+            | "this"
+            | "to"
+            | "with"
+    )
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Posting {
@@ -312,14 +335,47 @@ struct Posting {
     impact: f32,
 }
 
+type FastMap<K, V> = HashMap<K, V, xxhash_rust::xxh3::Xxh3DefaultBuilder>;
+
 /// An inverted index with precomputed BM25F impacts.
 #[derive(Debug, Default)]
 struct SearchIndex {
-    terms: HashMap<Box<str>, u32>,
+    terms: FastMap<Box<str>, u32>,
+    /// Per term, in document order.
     postings: Vec<Box<[Posting]>>,
     /// Lower-cased names and ids, for the exact-name rule.
-    exact: HashMap<Box<str>, Vec<u32>>,
+    exact: FastMap<Box<str>, Vec<u32>>,
+    /// Per document: visible to everyone. Kept here, dense, so ranking does not touch the
+    /// skills themselves for the common case.
+    public: Vec<bool>,
     docs: usize,
+}
+
+/// A candidate in ranking order: higher score first, then earlier document.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    score: f32,
+    doc: u32,
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+impl Eq for Ranked {}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked {
+    /// Greater is better.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then(other.doc.cmp(&self.doc))
+    }
 }
 
 thread_local! {
@@ -334,7 +390,10 @@ impl SearchIndex {
         // document frequencies, known only at the end.
         let mut raw: Vec<Vec<(u32, [u16; FIELDS])>> = Vec::new();
         let mut lengths: Vec<[u32; FIELDS]> = Vec::new();
-        let mut doc_terms: HashMap<u32, [u16; FIELDS]> = HashMap::new();
+        // Per term: the last document it was seen in, and where in `doc_terms` it sits.
+        let mut last_doc: Vec<u32> = Vec::new();
+        let mut slot: Vec<u32> = Vec::new();
+        let mut doc_terms: Vec<(u32, [u16; FIELDS])> = Vec::new();
         let mut buffer = String::new();
         for (doc, skill) in skills.enumerate() {
             let doc = doc as u32;
@@ -342,16 +401,24 @@ impl SearchIndex {
             let mut length = [0u32; FIELDS];
             let mut add = |field: usize, text: &str| {
                 analyze(text, &mut buffer, |term| {
-                    let next = index.terms.len() as u32;
                     let id = match index.terms.get(term) {
                         Some(&id) => id,
                         None => {
-                            index.terms.insert(term.into(), next);
+                            let id = index.terms.len() as u32;
+                            index.terms.insert(term.into(), id);
                             raw.push(Vec::new());
-                            next
+                            last_doc.push(u32::MAX);
+                            slot.push(0);
+                            id
                         }
                     };
-                    let tf = doc_terms.entry(id).or_insert([0; FIELDS]);
+                    let t = id as usize;
+                    if last_doc[t] != doc {
+                        last_doc[t] = doc;
+                        slot[t] = doc_terms.len() as u32;
+                        doc_terms.push((id, [0; FIELDS]));
+                    }
+                    let tf = &mut doc_terms[slot[t] as usize].1;
                     tf[field] = tf[field].saturating_add(1);
                     length[field] += 1;
                 });
@@ -365,10 +432,11 @@ impl SearchIndex {
             }
             add(DESCRIPTION, &skill.description);
             add(CONTENT, &skill.content);
-            for (&term, &tf) in &doc_terms {
+            for &(term, tf) in &doc_terms {
                 raw[term as usize].push((doc, tf));
             }
             lengths.push(length);
+            index.public.push(skill.visibility.is_empty());
             index
                 .exact
                 .entry(skill.name.to_lowercase().into())
@@ -390,10 +458,10 @@ impl SearchIndex {
                 average[field] += length[field] as f32 / n;
             }
         }
+        // Documents were visited in order, so every list is already in document order.
         index.postings = raw
             .into_iter()
-            .map(|mut list| {
-                list.sort_unstable_by_key(|&(doc, _)| doc);
+            .map(|list| {
                 let df = list.len() as f32;
                 let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
                 list.into_iter()
@@ -419,16 +487,17 @@ impl SearchIndex {
     }
 
     /// Best `limit` documents for `query` among those `visible`, as (position, score).
-    fn search<'a>(
+    /// `visible` is asked only about documents that are not public.
+    fn search(
         &self,
         query: &str,
         limit: usize,
         visible: impl Fn(usize) -> bool,
-        id: impl Fn(usize) -> &'a str,
     ) -> Vec<(usize, f32)> {
         if limit == 0 || self.docs == 0 {
             return Vec::new();
         }
+        let can_see = |doc: u32| self.public[doc as usize] || visible(doc as usize);
         let mut terms = Vec::new();
         let mut buffer = String::new();
         analyze(query, &mut buffer, |term| {
@@ -467,37 +536,44 @@ impl SearchIndex {
                     *score += posting.impact;
                 }
             }
-            // (exact-name tier, score, position)
-            let mut hits: Vec<(bool, f32, usize)> = touched
+            // The exact-name tier first, then the best of the rest through a bounded min-heap.
+            let mut first: Vec<Ranked> = exact
                 .iter()
-                .map(|&doc| (false, scores[doc as usize], doc as usize))
-                .chain(
-                    exact
-                        .iter()
-                        .map(|&doc| (true, scores[doc as usize], doc as usize)),
-                )
-                .filter(|&(_, _, doc)| visible(doc))
+                .filter(|&&doc| can_see(doc))
+                .map(|&doc| Ranked {
+                    score: scores[doc as usize],
+                    doc,
+                })
                 .collect();
+            first.sort_unstable_by(|a, b| b.cmp(a));
+            first.truncate(limit);
+            let room = limit - first.len();
+            let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<Ranked>> =
+                std::collections::BinaryHeap::with_capacity(room + 1);
             for &doc in &touched {
+                let candidate = Ranked {
+                    score: scores[doc as usize],
+                    doc,
+                };
                 scores[doc as usize] = 0.0;
+                if room == 0
+                    || heap.len() == room && heap.peek().is_some_and(|worst| candidate <= worst.0)
+                {
+                    continue;
+                }
+                if !can_see(doc) || exact.contains(&doc) {
+                    continue;
+                }
+                heap.push(std::cmp::Reverse(candidate));
+                if heap.len() > room {
+                    heap.pop();
+                }
             }
-            let better = |a: &(bool, f32, usize), b: &(bool, f32, usize)| {
-                b.0.cmp(&a.0)
-                    .then(b.1.total_cmp(&a.1))
-                    .then_with(|| id(a.2).cmp(id(b.2)))
-            };
-            // Exact matches are also ordinary hits; keep only their exact-tier entry.
-            let exact_docs: Vec<usize> = hits.iter().filter(|h| h.0).map(|h| h.2).collect();
-            if !exact_docs.is_empty() {
-                hits.retain(|h| h.0 || !exact_docs.contains(&h.2));
-            }
-            if hits.len() > limit {
-                hits.select_nth_unstable_by(limit - 1, better);
-                hits.truncate(limit);
-            }
-            hits.sort_unstable_by(better);
-            hits.into_iter()
-                .map(|(_, score, doc)| (doc, score))
+            let rest = heap.into_sorted_vec().into_iter().map(|r| r.0);
+            first
+                .into_iter()
+                .chain(rest)
+                .map(|r| (r.doc as usize, r.score))
                 .collect()
         })
     }
@@ -511,10 +587,15 @@ fn analyze(text: &str, buffer: &mut String, mut emit: impl FnMut(&str)) {
             continue;
         }
         buffer.clear();
-        for c in word.chars() {
-            buffer.extend(c.to_lowercase());
+        if word.is_ascii() {
+            buffer.push_str(word);
+            buffer.make_ascii_lowercase();
+        } else {
+            for c in word.chars() {
+                buffer.extend(c.to_lowercase());
+            }
         }
-        if STOP_WORDS.contains(&buffer.as_str()) {
+        if is_stop_word(buffer) {
             continue;
         }
         stem(buffer);
