@@ -8,10 +8,12 @@
 
 pub use roster_core as core;
 
+pub mod cli;
 pub mod config;
 pub mod inbox;
 mod roster;
 pub mod servers;
+pub mod store;
 
 pub use config::Config;
 pub use roster::{CallError, Roster, RosterOptions, Session, StartError, ToolEntry, Turn};

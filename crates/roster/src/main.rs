@@ -1,8 +1,9 @@
 //! The `roster` binary: a thin shell over the `roster` library.
 
-mod cli;
+use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
+use roster::cli;
 
 /// roster — an MCP gateway with a live tool registry and a skill catalog.
 #[derive(Debug, Parser)]
@@ -16,6 +17,9 @@ struct Cli {
 enum Command {
     /// Notifications servers pushed, and requests waiting for your decision.
     Inbox(cli::inbox::InboxArgs),
+    /// Work with skill directories.
+    #[command(subcommand)]
+    Skills(cli::skills::SkillsCommand),
     /// Print a shell completion script (bash, zsh or fish).
     Completions(cli::completions::CompletionsArgs),
     /// Candidates for the completion scripts (not for people).
@@ -23,12 +27,17 @@ enum Command {
     Complete(cli::completions::CompleteArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Inbox(args)) => cli::inbox::run(args),
-        Some(Command::Completions(args)) => cli::completions::run(args, Cli::command()),
-        Some(Command::Complete(args)) => cli::completions::complete(args),
-        None => Ok(()),
+        Some(Command::Inbox(args)) => cli::inbox::run(args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Skills(command)) => cli::skills::run(command),
+        Some(Command::Completions(args)) => {
+            cli::completions::run(args, Cli::command()).map(|()| ExitCode::SUCCESS)
+        }
+        Some(Command::Complete(args)) => {
+            cli::completions::complete(args).map(|()| ExitCode::SUCCESS)
+        }
+        None => Ok(ExitCode::SUCCESS),
     }
 }

@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::PathBuf;
 
+use crate::inbox::{DEFAULT_CAPACITY, Inbox};
 use clap::{Args, ValueEnum, ValueHint};
 use clap_complete::Shell;
-use roster::inbox::{DEFAULT_CAPACITY, Inbox};
 
 use super::inbox::resolve_state_dir;
 

@@ -8,12 +8,12 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, bail};
-use clap::{Args, Subcommand, ValueEnum, ValueHint};
-use roster::inbox::{
+use crate::inbox::{
     ClearReport, ConfirmDecision, ConfirmEntry, ConfirmId, DEFAULT_CAPACITY, DEFAULT_LIST_LIMIT,
     Entry, FsyncPolicy, Inbox, InboxConfig, Seq, default_state_dir, render,
 };
+use anyhow::{Context as _, bail};
+use clap::{Args, Subcommand, ValueEnum, ValueHint};
 
 /// Options shared by every `roster inbox` command.
 #[derive(Debug, Args)]
@@ -114,7 +114,7 @@ impl DirectBackend {
         DirectBackend { dir: dir.into() }
     }
 
-    fn snapshot(&self) -> anyhow::Result<roster::inbox::InboxSnapshot> {
+    fn snapshot(&self) -> anyhow::Result<crate::inbox::InboxSnapshot> {
         Ok(Inbox::snapshot(&self.dir, DEFAULT_CAPACITY)?)
     }
 

@@ -1,4 +1,6 @@
-//! The `roster` binary's subcommands, one module each.
+//! The `roster` subcommands' logic, one module each; `main.rs` only parses arguments and
+//! dispatches here.
 
 pub mod completions;
 pub mod inbox;
+pub mod skills;
