@@ -3,3 +3,5 @@
 //! The pure rules live in [`roster_core`]; this crate wires them to processes and sockets.
 
 pub use roster_core as core;
+
+pub mod demo;
