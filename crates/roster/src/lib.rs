@@ -5,3 +5,4 @@
 pub use roster_core as core;
 
 pub mod demo;
+pub mod gateway;
