@@ -4,5 +4,7 @@
 
 pub use roster_core as core;
 
+pub mod config;
 pub mod demo;
 pub mod gateway;
+pub mod servers;

@@ -1,0 +1,1093 @@
+//! roster's configuration: `roster.toml`, or the `mcpServers` JSON of Claude Desktop, Cursor
+//! and VS Code read as it is.
+//!
+//! Parsing happens in two steps: serde reads the file into `Raw*` structs (TOML with
+//! `deny_unknown_fields`, so a misspelt key is an error, not a silently ignored line), then
+//! [`Config`] is built from them, checking what serde cannot (one of `command`/`url`, URL
+//! syntax, durations, `${VAR}` expansion). Every error names the file, the key and what was
+//! expected.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
+/// Where an environment variable's value comes from; the process environment in production,
+/// a map in tests.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// A configuration file that could not be read or does not say what roster needs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML/JSON or has a key roster does not know.
+    #[error("{path}: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (it names the key and the line).
+        message: String,
+    },
+    /// A key holds a value roster cannot use.
+    #[error("{path}: `{key}`: expected {expected}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key, e.g. `servers.github.url`.
+        key: String,
+        /// What the key must hold.
+        expected: String,
+    },
+    /// `${VAR}` names an environment variable that is not set.
+    #[error("{path}: `{key}` refers to ${{{var}}}, but the environment variable {var} is not set")]
+    MissingVariable {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key holding the reference.
+        key: String,
+        /// The variable's name.
+        var: String,
+    },
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it was read from (`None` when built in code).
+    pub source: Option<PathBuf>,
+    /// The configured servers by name, disabled ones included.
+    pub servers: BTreeMap<String, ServerConfig>,
+    /// The `[gateway]` table.
+    pub gateway: GatewayConfig,
+    /// The `[skills]` table.
+    pub skills: SkillsConfig,
+}
+
+/// One `[servers.NAME]` table.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// How roster reaches the server.
+    pub transport: TransportConfig,
+    /// `false` keeps the server configured but unstarted.
+    pub enabled: bool,
+    /// Which of the server's tools roster takes, by the server's own names.
+    pub tools: ToolFilter,
+    /// How long a `tools/call` may take before roster cancels it.
+    pub call_timeout: Duration,
+    /// How often a legacy-era connection is pinged; `None` turns pings off.
+    pub ping_interval: Option<Duration>,
+    /// Which protocol lifecycle to use (`protocol = "auto" | "legacy" | "modern"`).
+    pub era: Era,
+}
+
+/// Which MCP lifecycle roster uses with a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Era {
+    /// Try `server/discover` (2026-07-28); fall back to `initialize` when the server is older.
+    #[default]
+    Auto,
+    /// Only `initialize` (2025-11-25 and older).
+    Legacy,
+    /// Only `server/discover` (2026-07-28).
+    Modern,
+}
+
+/// How roster reaches a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportConfig {
+    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables, `${VAR}` already expanded.
+        env: BTreeMap<String, String>,
+        /// Working directory (relative paths are resolved against the config file's folder).
+        cwd: Option<PathBuf>,
+    },
+    /// A URL speaking MCP streamable HTTP.
+    StreamableHttp {
+        /// The MCP endpoint.
+        url: String,
+        /// Extra request headers, `${VAR}` already expanded.
+        headers: BTreeMap<String, String>,
+    },
+    /// A URL speaking the legacy HTTP+SSE transport (`GET` the SSE stream, `POST` messages).
+    Sse {
+        /// The SSE endpoint.
+        url: String,
+        /// Extra request headers, `${VAR}` already expanded.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// `tools.allow` / `tools.deny`: glob patterns on a server's own tool names.
+///
+/// Applied to every listing, so a tool renamed by its server is judged by its new name.
+#[derive(Debug, Clone, Default)]
+pub struct ToolFilter {
+    allow: Vec<String>,
+    deny: Vec<String>,
+    allow_set: Option<GlobSet>,
+    deny_set: Option<GlobSet>,
+}
+
+impl ToolFilter {
+    /// A filter from allow and deny patterns; an empty allow list allows everything.
+    pub fn new(allow: Vec<String>, deny: Vec<String>) -> Result<Self, globset::Error> {
+        let build = |patterns: &[String]| -> Result<Option<GlobSet>, globset::Error> {
+            if patterns.is_empty() {
+                return Ok(None);
+            }
+            let mut builder = GlobSetBuilder::new();
+            for pattern in patterns {
+                builder.add(Glob::new(pattern)?);
+            }
+            builder.build().map(Some)
+        };
+        Ok(ToolFilter {
+            allow_set: build(&allow)?,
+            deny_set: build(&deny)?,
+            allow,
+            deny,
+        })
+    }
+
+    /// Whether a tool with this (server-side) name is taken.
+    pub fn permits(&self, tool_name: &str) -> bool {
+        let allowed = self
+            .allow_set
+            .as_ref()
+            .is_none_or(|set| set.is_match(tool_name));
+        let denied = self
+            .deny_set
+            .as_ref()
+            .is_some_and(|set| set.is_match(tool_name));
+        allowed && !denied
+    }
+
+    /// The allow patterns as written.
+    pub fn allow(&self) -> &[String] {
+        &self.allow
+    }
+
+    /// The deny patterns as written.
+    pub fn deny(&self) -> &[String] {
+        &self.deny
+    }
+}
+
+pub use roster_core::NamingMode;
+use roster_core::{BackoffConfig, NamingConfig, ScheduleConfig};
+
+/// The `[gateway]` table.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// How exposed names are built.
+    pub naming: NamingMode,
+    /// Between server name and tool name in an exposed name.
+    pub separator: String,
+    /// How long a listing is trusted (a server's shorter `ttlMs` wins).
+    pub refresh_interval: Duration,
+    /// Trailing-edge window for `notifications/tools/list_changed`.
+    pub debounce: Duration,
+    /// Re-list on `list_changed` (`ROSTER_DYNAMIC_TOOLS=0` turns it off).
+    pub dynamic_tools: bool,
+    /// Subscriptions for stdio clients.
+    pub subscriptions: Vec<String>,
+    /// Audit trail, catalog database, admin socket.
+    pub state_dir: PathBuf,
+    /// Default per-call timeout for `tools/call`.
+    pub call_timeout: Duration,
+    /// Default ping interval for legacy-era connections; `None` = off.
+    pub ping_interval: Option<Duration>,
+    /// First restart / re-list delay after a failure.
+    pub backoff_initial: Duration,
+    /// Longest restart / re-list delay; also the retry period of a crash loop.
+    pub backoff_max: Duration,
+    /// A server that stayed up this long is stable again.
+    pub stable_period: Duration,
+    /// Failures without a stable period that make a crash loop.
+    pub crash_loop_after: u32,
+    /// How long `Roster::start` waits for the servers' first connection attempts
+    /// (`0s` = not at all).
+    pub startup_wait: Duration,
+}
+
+impl GatewayConfig {
+    /// The naming rules for the tool registry.
+    pub fn naming_config(&self) -> NamingConfig {
+        NamingConfig {
+            mode: self.naming,
+            separator: self.separator.clone(),
+        }
+    }
+
+    /// The listing schedule settings.
+    pub fn schedule_config(&self) -> ScheduleConfig {
+        ScheduleConfig {
+            refresh_interval: self.refresh_interval,
+            backoff: BackoffConfig {
+                initial: self.backoff_initial,
+                max: self.backoff_max,
+                ..BackoffConfig::default()
+            },
+            stable_period: self.stable_period,
+            crash_loop_after: self.crash_loop_after,
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// The defaults, with `state_dir` from the given environment.
+    pub fn defaults(env: EnvLookup<'_>) -> Self {
+        GatewayConfig {
+            naming: NamingMode::Always,
+            separator: "__".to_owned(),
+            refresh_interval: Duration::from_secs(3600),
+            debounce: Duration::from_millis(500),
+            dynamic_tools: env("ROSTER_DYNAMIC_TOOLS").as_deref() != Some("0"),
+            subscriptions: Vec::new(),
+            state_dir: default_state_dir(env),
+            call_timeout: Duration::from_secs(60),
+            ping_interval: Some(Duration::from_secs(30)),
+            backoff_initial: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(300),
+            stable_period: Duration::from_secs(60),
+            crash_loop_after: 5,
+            startup_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The `[skills]` table.
+#[derive(Debug, Clone, Default)]
+pub struct SkillsConfig {
+    /// Skill roots, resolved against the config file's folder.
+    pub paths: Vec<PathBuf>,
+}
+
+fn default_state_dir(env: EnvLookup<'_>) -> PathBuf {
+    if let Some(dir) = env("ROSTER_STATE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = env("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("roster");
+    }
+    match env("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/state/roster"),
+        None => PathBuf::from(".roster-state"),
+    }
+}
+
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+// ---- raw, as serde reads it ------------------------------------------------------------
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawToml {
+    #[serde(default)]
+    servers: BTreeMap<String, RawServer>,
+    #[serde(default)]
+    gateway: RawGateway,
+    #[serde(default)]
+    skills: RawSkills,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    url: Option<String>,
+    transport: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    enabled: Option<bool>,
+    #[serde(default)]
+    tools: RawToolFilter,
+    call_timeout: Option<RawDuration>,
+    ping_interval: Option<RawDuration>,
+    protocol: Option<Era>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawToolFilter {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawGateway {
+    naming: Option<NamingMode>,
+    separator: Option<String>,
+    refresh_interval: Option<RawDuration>,
+    debounce: Option<RawDuration>,
+    dynamic_tools: Option<bool>,
+    subscriptions: Option<Vec<String>>,
+    state_dir: Option<String>,
+    call_timeout: Option<RawDuration>,
+    ping_interval: Option<RawDuration>,
+    backoff_initial: Option<RawDuration>,
+    backoff_max: Option<RawDuration>,
+    stable_period: Option<RawDuration>,
+    crash_loop_after: Option<u32>,
+    startup_wait: Option<RawDuration>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSkills {
+    #[serde(default)]
+    paths: Vec<String>,
+}
+
+/// A duration as written: `"500ms"`, `"30s"`, `"2m"`, `"1h"`, or a number of seconds.
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum RawDuration {
+    Text(String),
+    Seconds(f64),
+}
+
+/// The `mcpServers` (Claude Desktop, Cursor) or `servers` (VS Code) JSON file.
+#[derive(Deserialize)]
+struct RawJson {
+    #[serde(rename = "mcpServers", alias = "servers", default)]
+    servers: BTreeMap<String, RawJsonServer>,
+}
+
+#[derive(Deserialize)]
+struct RawJsonServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    url: Option<String>,
+    #[serde(rename = "type", alias = "transport")]
+    kind: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    disabled: bool,
+}
+
+// ---- building ---------------------------------------------------------------------------
+
+struct Ctx<'a> {
+    path: PathBuf,
+    base: PathBuf,
+    env: EnvLookup<'a>,
+}
+
+impl Ctx<'_> {
+    fn invalid(&self, key: impl Into<String>, expected: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.clone(),
+            key: key.into(),
+            expected: expected.into(),
+        }
+    }
+
+    fn resolve(&self, p: &str) -> PathBuf {
+        let p = PathBuf::from(p);
+        if p.is_absolute() {
+            p
+        } else {
+            self.base.join(p)
+        }
+    }
+
+    fn duration(&self, key: &str, raw: &RawDuration) -> Result<Duration, ConfigError> {
+        parse_duration(raw).map_err(|why| {
+            self.invalid(
+                key,
+                format!("a non-negative duration such as \"500ms\", \"30s\", \"1h\" ({why})"),
+            )
+        })
+    }
+
+    fn expand_map(
+        &self,
+        key: &str,
+        map: BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        map.into_iter()
+            .map(|(k, v)| {
+                let full = format!("{key}.{k}");
+                expand_vars(&v, self.env)
+                    .map(|v| (k, v))
+                    .map_err(|e| match e {
+                        ExpandError::Missing(var) => ConfigError::MissingVariable {
+                            path: self.path.clone(),
+                            key: full,
+                            var,
+                        },
+                        ExpandError::Unclosed => {
+                            self.invalid(full, "a value whose `${` is closed by `}`")
+                        }
+                    })
+            })
+            .collect()
+    }
+
+    fn url(&self, key: &str, url: &str) -> Result<String, ConfigError> {
+        match reqwest::Url::parse(url) {
+            Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(url.to_owned()),
+            Ok(parsed) => Err(self.invalid(
+                key,
+                format!("an http:// or https:// URL, not a {}: URL", parsed.scheme()),
+            )),
+            Err(e) => Err(self.invalid(key, format!("an http:// or https:// URL ({e})"))),
+        }
+    }
+}
+
+enum ExpandError {
+    Missing(String),
+    Unclosed,
+}
+
+/// `${VAR}` → the variable's value; `$${` is a literal `${`.
+fn expand_vars(value: &str, env: EnvLookup<'_>) -> Result<String, ExpandError> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("$${") {
+            out.push_str("${");
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("${") {
+            let end = after.find('}').ok_or(ExpandError::Unclosed)?;
+            let name = &after[..end];
+            let val = env(name).ok_or_else(|| ExpandError::Missing(name.to_owned()))?;
+            out.push_str(&val);
+            rest = &after[end + 1..];
+        } else {
+            out.push('$');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn parse_duration(raw: &RawDuration) -> Result<Duration, String> {
+    let (number, unit) = match raw {
+        RawDuration::Seconds(s) => (*s, 1.0),
+        RawDuration::Text(text) => {
+            let text = text.trim();
+            let split = text
+                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+                .unwrap_or(text.len());
+            let (num, unit) = text.split_at(split);
+            let number: f64 = num
+                .parse()
+                .map_err(|_| format!("`{text}` does not start with a number"))?;
+            let unit = match unit.trim() {
+                "ms" => 0.001,
+                "s" | "" => 1.0,
+                "m" | "min" => 60.0,
+                "h" => 3600.0,
+                other => return Err(format!("unknown unit `{other}`")),
+            };
+            (number, unit)
+        }
+    };
+    let secs = number * unit;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err("it is negative".to_owned());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+impl Config {
+    /// Reads a config file: `.json` as `mcpServers` JSON, anything else as `roster.toml`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        {
+            Self::from_mcp_servers_json(&text, path, &process_env)
+        } else {
+            Self::from_toml(&text, path, &process_env)
+        }
+    }
+
+    /// Parses `roster.toml` text; `path` is used in errors and to resolve relative paths.
+    pub fn from_toml(text: &str, path: &Path, env: EnvLookup<'_>) -> Result<Self, ConfigError> {
+        let raw: RawToml = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+            path: path.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        let ctx = Ctx {
+            path: path.to_owned(),
+            base: path.parent().map(Path::to_owned).unwrap_or_default(),
+            env,
+        };
+        let gateway = build_gateway(&ctx, raw.gateway)?;
+        let mut servers = BTreeMap::new();
+        for (name, server) in raw.servers {
+            let built = build_server(&ctx, &gateway, &name, server)?;
+            servers.insert(name, built);
+        }
+        let skills = SkillsConfig {
+            paths: raw.skills.paths.iter().map(|p| ctx.resolve(p)).collect(),
+        };
+        Ok(Config {
+            source: Some(path.to_owned()),
+            servers,
+            gateway,
+            skills,
+        })
+    }
+
+    /// Parses the `mcpServers` JSON of Claude Desktop / Cursor (or VS Code's `servers`).
+    pub fn from_mcp_servers_json(
+        text: &str,
+        path: &Path,
+        env: EnvLookup<'_>,
+    ) -> Result<Self, ConfigError> {
+        let raw: RawJson = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        let ctx = Ctx {
+            path: path.to_owned(),
+            base: path.parent().map(Path::to_owned).unwrap_or_default(),
+            env,
+        };
+        let gateway = GatewayConfig::defaults(env);
+        let mut servers = BTreeMap::new();
+        for (name, s) in raw.servers {
+            let transport = match s.kind.as_deref() {
+                Some("http") | Some("streamable-http") | Some("streamableHttp") => {
+                    Some("streamable-http".to_owned())
+                }
+                Some("sse") => Some("sse".to_owned()),
+                Some("stdio") | None => None,
+                Some(other) => {
+                    return Err(ctx.invalid(
+                        format!("mcpServers.{name}.type"),
+                        format!("\"stdio\", \"http\" or \"sse\", not \"{other}\""),
+                    ));
+                }
+            };
+            let server = RawServer {
+                command: s.command,
+                args: s.args,
+                env: s.env,
+                cwd: s.cwd,
+                url: s.url,
+                transport,
+                headers: s.headers,
+                enabled: Some(!s.disabled),
+                ..RawServer::default()
+            };
+            let key_name = format!("mcpServers.{name}");
+            let built = build_server_keyed(&ctx, &gateway, &key_name, server)?;
+            servers.insert(name, built);
+        }
+        Ok(Config {
+            source: Some(path.to_owned()),
+            servers,
+            gateway,
+            skills: SkillsConfig::default(),
+        })
+    }
+
+    /// A configuration built in code: the given servers and default gateway settings.
+    pub fn with_servers(servers: BTreeMap<String, ServerConfig>) -> Self {
+        Config {
+            source: None,
+            servers,
+            gateway: GatewayConfig::defaults(&process_env),
+            skills: SkillsConfig::default(),
+        }
+    }
+}
+
+fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, ConfigError> {
+    let mut g = GatewayConfig::defaults(ctx.env);
+    if let Some(naming) = raw.naming {
+        g.naming = naming;
+    }
+    if let Some(sep) = raw.separator {
+        if sep.is_empty()
+            || !sep
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        {
+            return Err(ctx.invalid(
+                "gateway.separator",
+                "a non-empty string of [A-Za-z0-9_.-] characters",
+            ));
+        }
+        g.separator = sep;
+    }
+    let dur = |key: &str, raw: &Option<RawDuration>, into: &mut Duration| {
+        if let Some(raw) = raw {
+            *into = ctx.duration(key, raw)?;
+        }
+        Ok::<(), ConfigError>(())
+    };
+    dur(
+        "gateway.refresh_interval",
+        &raw.refresh_interval,
+        &mut g.refresh_interval,
+    )?;
+    dur("gateway.debounce", &raw.debounce, &mut g.debounce)?;
+    dur(
+        "gateway.call_timeout",
+        &raw.call_timeout,
+        &mut g.call_timeout,
+    )?;
+    dur(
+        "gateway.backoff_initial",
+        &raw.backoff_initial,
+        &mut g.backoff_initial,
+    )?;
+    dur("gateway.backoff_max", &raw.backoff_max, &mut g.backoff_max)?;
+    dur(
+        "gateway.stable_period",
+        &raw.stable_period,
+        &mut g.stable_period,
+    )?;
+    dur(
+        "gateway.startup_wait",
+        &raw.startup_wait,
+        &mut g.startup_wait,
+    )?;
+    if let Some(ping) = &raw.ping_interval {
+        let d = ctx.duration("gateway.ping_interval", ping)?;
+        g.ping_interval = (!d.is_zero()).then_some(d);
+    }
+    if g.call_timeout.is_zero() {
+        return Err(ctx.invalid("gateway.call_timeout", "a duration above zero"));
+    }
+    if g.backoff_max < g.backoff_initial {
+        return Err(ctx.invalid(
+            "gateway.backoff_max",
+            "a duration no shorter than gateway.backoff_initial",
+        ));
+    }
+    if let Some(n) = raw.crash_loop_after {
+        if n == 0 {
+            return Err(ctx.invalid("gateway.crash_loop_after", "a number of failures above 0"));
+        }
+        g.crash_loop_after = n;
+    }
+    // The environment switch wins over the file: it is how an operator turns re-listing off
+    // without editing a shared config.
+    if let Some(dynamic) = raw.dynamic_tools {
+        g.dynamic_tools = dynamic && (ctx.env)("ROSTER_DYNAMIC_TOOLS").as_deref() != Some("0");
+    }
+    if let Some(subs) = raw.subscriptions {
+        g.subscriptions = subs;
+    }
+    if (ctx.env)("ROSTER_STATE_DIR").is_none_or(|d| d.is_empty())
+        && let Some(dir) = raw.state_dir
+    {
+        g.state_dir = ctx.resolve(&dir);
+    }
+    Ok(g)
+}
+
+fn build_server(
+    ctx: &Ctx<'_>,
+    gateway: &GatewayConfig,
+    name: &str,
+    raw: RawServer,
+) -> Result<ServerConfig, ConfigError> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(ctx.invalid(
+            format!("servers.{name}"),
+            "a server name of [A-Za-z0-9_.-] characters",
+        ));
+    }
+    build_server_keyed(ctx, gateway, &format!("servers.{name}"), raw)
+}
+
+fn build_server_keyed(
+    ctx: &Ctx<'_>,
+    gateway: &GatewayConfig,
+    key: &str,
+    raw: RawServer,
+) -> Result<ServerConfig, ConfigError> {
+    let transport = match (raw.command, raw.url) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.invalid(
+                key,
+                "either `command` (a stdio server) or `url` (an HTTP server), not both",
+            ));
+        }
+        (None, None) => {
+            return Err(ctx.invalid(
+                format!("{key}.command"),
+                "a program to run (or `url` for an HTTP server)",
+            ));
+        }
+        (Some(command), None) => {
+            if command.trim().is_empty() {
+                return Err(ctx.invalid(format!("{key}.command"), "a non-empty program name"));
+            }
+            if raw.transport.as_deref().is_some_and(|t| t != "stdio") {
+                return Err(ctx.invalid(
+                    format!("{key}.transport"),
+                    "no `transport` (or \"stdio\") for a `command` server",
+                ));
+            }
+            if !raw.headers.is_empty() {
+                return Err(ctx.invalid(format!("{key}.headers"), "headers only with `url`"));
+            }
+            TransportConfig::Stdio {
+                command,
+                args: raw.args,
+                env: ctx.expand_map(&format!("{key}.env"), raw.env)?,
+                cwd: raw.cwd.as_deref().map(|c| ctx.resolve(c)),
+            }
+        }
+        (None, Some(url)) => {
+            let url = ctx.url(&format!("{key}.url"), &url)?;
+            if !raw.args.is_empty() || !raw.env.is_empty() || raw.cwd.is_some() {
+                return Err(ctx.invalid(
+                    key,
+                    "`args`, `env` and `cwd` only with `command`, not with `url`",
+                ));
+            }
+            let headers = ctx.expand_map(&format!("{key}.headers"), raw.headers)?;
+            match raw.transport.as_deref() {
+                None | Some("streamable-http") => TransportConfig::StreamableHttp { url, headers },
+                Some("sse") => TransportConfig::Sse { url, headers },
+                Some(other) => {
+                    return Err(ctx.invalid(
+                        format!("{key}.transport"),
+                        format!("\"streamable-http\" or \"sse\", not \"{other}\""),
+                    ));
+                }
+            }
+        }
+    };
+    let tools = ToolFilter::new(raw.tools.allow, raw.tools.deny)
+        .map_err(|e| ctx.invalid(format!("{key}.tools"), format!("glob patterns ({e})")))?;
+    let call_timeout = match &raw.call_timeout {
+        Some(d) => ctx.duration(&format!("{key}.call_timeout"), d)?,
+        None => gateway.call_timeout,
+    };
+    if call_timeout.is_zero() {
+        return Err(ctx.invalid(format!("{key}.call_timeout"), "a duration above zero"));
+    }
+    let ping_interval = match &raw.ping_interval {
+        Some(d) => {
+            let d = ctx.duration(&format!("{key}.ping_interval"), d)?;
+            (!d.is_zero()).then_some(d)
+        }
+        None => gateway.ping_interval,
+    };
+    Ok(ServerConfig {
+        transport,
+        enabled: raw.enabled.unwrap_or(true),
+        tools,
+        call_timeout,
+        ping_interval,
+        era: raw.protocol.unwrap_or_default(),
+    })
+}
+
+impl ServerConfig {
+    /// A stdio server with default settings.
+    pub fn stdio(command: impl Into<String>, args: Vec<String>) -> Self {
+        ServerConfig {
+            transport: TransportConfig::Stdio {
+                command: command.into(),
+                args,
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            enabled: true,
+            tools: ToolFilter::default(),
+            call_timeout: Duration::from_secs(60),
+            ping_interval: Some(Duration::from_secs(30)),
+            era: Era::Auto,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let env = env_of(&[("TOKEN", "s3cret"), ("HOME", "/home/u")]);
+        Config::from_toml(text, Path::new("/etc/roster/roster.toml"), &env)
+    }
+
+    #[test]
+    fn full_file_parses() {
+        let config = parse(
+            r#"
+            [gateway]
+            naming = "conditional"
+            separator = "."
+            refresh_interval = "2h"
+            debounce = "250ms"
+            subscriptions = ["eng"]
+
+            [skills]
+            paths = ["skills", "/abs/skills"]
+
+            [servers.fs]
+            command = "npx"
+            args = ["-y", "fs"]
+            env = { API = "Bearer ${TOKEN}", LIT = "$${NOPE}" }
+            cwd = "work"
+            tools.deny = ["delete_*"]
+
+            [servers.remote]
+            url = "https://example.com/mcp"
+            headers = { Authorization = "Bearer ${TOKEN}" }
+            call_timeout = 5
+
+            [servers.old]
+            url = "http://127.0.0.1:9/sse"
+            transport = "sse"
+            enabled = false
+            "#,
+        )
+        .expect("valid config");
+        assert_eq!(config.gateway.naming, NamingMode::Conditional);
+        assert_eq!(config.gateway.separator, ".");
+        assert_eq!(config.gateway.refresh_interval, Duration::from_secs(7200));
+        assert_eq!(config.gateway.debounce, Duration::from_millis(250));
+        assert_eq!(
+            config.skills.paths,
+            vec![
+                PathBuf::from("/etc/roster/skills"),
+                PathBuf::from("/abs/skills")
+            ]
+        );
+        let fs = &config.servers["fs"];
+        let TransportConfig::Stdio { env, cwd, .. } = &fs.transport else {
+            panic!("fs is stdio")
+        };
+        assert_eq!(env["API"], "Bearer s3cret");
+        assert_eq!(env["LIT"], "${NOPE}");
+        assert_eq!(cwd.as_deref(), Some(Path::new("/etc/roster/work")));
+        assert!(!fs.tools.permits("delete_file"));
+        assert!(fs.tools.permits("read_file"));
+        let TransportConfig::StreamableHttp { headers, .. } = &config.servers["remote"].transport
+        else {
+            panic!("remote is streamable http")
+        };
+        assert_eq!(headers["Authorization"], "Bearer s3cret");
+        assert_eq!(
+            config.servers["remote"].call_timeout,
+            Duration::from_secs(5)
+        );
+        assert!(matches!(
+            config.servers["old"].transport,
+            TransportConfig::Sse { .. }
+        ));
+        assert!(!config.servers["old"].enabled);
+    }
+
+    #[test]
+    fn defaults_apply() {
+        let config = parse("").expect("empty config is valid");
+        assert_eq!(config.gateway.refresh_interval, Duration::from_secs(3600));
+        assert_eq!(config.gateway.debounce, Duration::from_millis(500));
+        assert!(config.gateway.dynamic_tools);
+        assert_eq!(
+            config.gateway.state_dir,
+            PathBuf::from("/home/u/.local/state/roster")
+        );
+    }
+
+    #[test]
+    fn unknown_key_names_the_key_and_file() {
+        let err = parse("[servers.a]\ncommand = \"x\"\ncomand = \"y\"\n").expect_err("typo");
+        let text = err.to_string();
+        assert!(text.contains("/etc/roster/roster.toml"), "{text}");
+        assert!(text.contains("comand"), "{text}");
+        let err = parse("[gateway]\nrefresh = \"1h\"\n").expect_err("unknown gateway key");
+        assert!(err.to_string().contains("refresh"), "{err}");
+    }
+
+    #[test]
+    fn missing_command_is_an_error() {
+        let err = parse("[servers.a]\nargs = [\"x\"]\n").expect_err("no command");
+        assert!(
+            matches!(&err, ConfigError::Invalid { key, .. } if key == "servers.a.command"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("a program to run"), "{err}");
+    }
+
+    #[test]
+    fn bad_url_is_an_error() {
+        for url in ["not a url", "ftp://example.com/x", "127.0.0.1:8080"] {
+            let err = parse(&format!("[servers.a]\nurl = \"{url}\"\n")).expect_err(url);
+            assert!(
+                matches!(&err, ConfigError::Invalid { key, .. } if key == "servers.a.url"),
+                "{url}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_variable_names_it() {
+        let err = parse("[servers.a]\ncommand = \"x\"\nenv = { K = \"${NOT_SET}\" }\n")
+            .expect_err("unset var");
+        match &err {
+            ConfigError::MissingVariable { key, var, .. } => {
+                assert_eq!(key, "servers.a.env.K");
+                assert_eq!(var, "NOT_SET");
+            }
+            other => panic!("wrong error: {other}"),
+        }
+        assert!(err.to_string().contains("NOT_SET"));
+        let err = parse("[servers.a]\nurl = \"http://h/\"\nheaders = { A = \"${X\" }\n")
+            .expect_err("unclosed");
+        assert!(err.to_string().contains("servers.a.headers.A"), "{err}");
+    }
+
+    #[test]
+    fn negative_or_bad_durations_are_errors() {
+        let err = parse("[gateway]\ndebounce = \"-5ms\"\n").expect_err("negative");
+        assert!(err.to_string().contains("gateway.debounce"), "{err}");
+        assert!(err.to_string().contains("negative"), "{err}");
+        let err = parse("[gateway]\ndebounce = -1\n").expect_err("negative number");
+        assert!(err.to_string().contains("gateway.debounce"), "{err}");
+        let err = parse("[gateway]\nrefresh_interval = \"1 fortnight\"\n").expect_err("unit");
+        assert!(err.to_string().contains("fortnight"), "{err}");
+    }
+
+    #[test]
+    fn command_and_url_together_is_an_error() {
+        let err = parse("[servers.a]\ncommand = \"x\"\nurl = \"http://h/\"\n").expect_err("both");
+        assert!(err.to_string().contains("not both"), "{err}");
+    }
+
+    #[test]
+    fn dynamic_tools_env_switch_wins() {
+        let env = env_of(&[("ROSTER_DYNAMIC_TOOLS", "0")]);
+        let config = Config::from_toml(
+            "[gateway]\ndynamic_tools = true\n",
+            Path::new("r.toml"),
+            &env,
+        )
+        .expect("valid");
+        assert!(!config.gateway.dynamic_tools);
+    }
+
+    #[test]
+    fn state_dir_env_wins() {
+        let env = env_of(&[("ROSTER_STATE_DIR", "/var/roster")]);
+        let config = Config::from_toml(
+            "[gateway]\nstate_dir = \"here\"\n",
+            Path::new("/c/r.toml"),
+            &env,
+        )
+        .expect("valid");
+        assert_eq!(config.gateway.state_dir, PathBuf::from("/var/roster"));
+        let config = parse("[gateway]\nstate_dir = \"here\"\n").expect("valid");
+        assert_eq!(config.gateway.state_dir, PathBuf::from("/etc/roster/here"));
+    }
+
+    #[test]
+    fn claude_desktop_json_reads_as_is() {
+        let env = env_of(&[("TOKEN", "t")]);
+        let config = Config::from_mcp_servers_json(
+            r#"{
+              "mcpServers": {
+                "fs": {"command": "npx", "args": ["-y", "x"], "env": {"K": "${TOKEN}"}},
+                "web": {"type": "http", "url": "https://e.com/mcp", "headers": {"A": "b"}},
+                "legacy": {"type": "sse", "url": "http://127.0.0.1:1/sse", "disabled": true}
+              },
+              "globalShortcut": "Ctrl+Space"
+            }"#,
+            Path::new("claude_desktop_config.json"),
+            &env,
+        )
+        .expect("valid json");
+        assert_eq!(config.servers.len(), 3);
+        let TransportConfig::Stdio { env, .. } = &config.servers["fs"].transport else {
+            panic!("fs is stdio")
+        };
+        assert_eq!(env["K"], "t");
+        assert!(matches!(
+            config.servers["web"].transport,
+            TransportConfig::StreamableHttp { .. }
+        ));
+        assert!(!config.servers["legacy"].enabled);
+    }
+
+    #[test]
+    fn json_errors_name_the_key() {
+        let env = env_of(&[]);
+        let err = Config::from_mcp_servers_json(
+            r#"{"mcpServers": {"x": {"args": []}}}"#,
+            Path::new("c.json"),
+            &env,
+        )
+        .expect_err("no command");
+        assert!(err.to_string().contains("mcpServers.x.command"), "{err}");
+        assert!(err.to_string().contains("c.json"), "{err}");
+    }
+
+    #[test]
+    fn allow_and_deny_combine() {
+        let f = ToolFilter::new(
+            vec!["read_*".into(), "list".into()],
+            vec!["read_secret*".into()],
+        )
+        .expect("valid globs");
+        assert!(f.permits("read_file"));
+        assert!(f.permits("list"));
+        assert!(!f.permits("write_file"));
+        assert!(!f.permits("read_secrets"));
+    }
+}

@@ -1,0 +1,710 @@
+//! One live connection to one server, on rmcp's client side.
+//!
+//! A [`Connection`] is made by [`Connection::connect`] from a [`ServerConfig`]: it spawns the
+//! process or opens the HTTP/SSE stream, runs the lifecycle of the era the server speaks
+//! (`server/discover` first, falling back to `initialize`), and on a 2026-07-28 server opens
+//! `subscriptions/listen` for `toolsListChanged`. It then offers `tools/list` paged to its end,
+//! `tools/call` with a timeout and cancellation, and `ping`.
+//!
+//! Notifications are fanned out through [`Notifications`], which outlives connections: a
+//! listener added once keeps hearing the server across restarts.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use rmcp::model::{
+    CancelledNotificationParam, ClientCapabilities, ClientRequest, ClientResult, ErrorCode,
+    ErrorData, Implementation, InitializeRequestParams, ProtocolVersion, RequestId,
+    ServerNotification, ServerRequest, ServerResult, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::{ClientLifecycleMode, RoleClient, Service, ServiceError};
+use roster_core::Tool;
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::stdio::{ChildGuard, SpawnError};
+use super::wire::RawResults;
+use crate::config::{Era, ServerConfig, TransportConfig};
+
+/// A notification listener: called with the method and params of every notification the
+/// server sends. It runs on the connection's reader, so it must not wait for the server.
+pub type NotificationListener = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+
+/// Receives `notifications/progress` for one call: `(progress params)`.
+pub type ProgressListener = Arc<dyn Fn(&Value) + Send + Sync>;
+
+/// Identifies a listener so it can be removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ListenerId(u64);
+
+/// The notification fan-out of one server; shared by all its successive connections.
+#[derive(Default)]
+pub struct Notifications {
+    next: AtomicU64,
+    listeners: RwLock<Vec<(ListenerId, NotificationListener)>>,
+    progress: Mutex<HashMap<String, ProgressListener>>,
+}
+
+impl std::fmt::Debug for Notifications {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notifications").finish_non_exhaustive()
+    }
+}
+
+impl Notifications {
+    /// A fan-out with no listeners.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Adds a listener for every notification of this server.
+    pub fn add_notification_listener(
+        &self,
+        listener: impl Fn(&str, &Value) + Send + Sync + 'static,
+    ) -> ListenerId {
+        let id = ListenerId(self.next.fetch_add(1, Ordering::Relaxed));
+        self.listeners
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((id, Arc::new(listener)));
+        id
+    }
+
+    /// Removes a listener; unknown ids are ignored.
+    pub fn remove_notification_listener(&self, id: ListenerId) {
+        self.listeners
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(l, _)| *l != id);
+    }
+
+    /// Delivers one notification to every listener (and a progress notification to the call
+    /// that asked for it). Used by the transports; public so tests can inject notifications.
+    pub fn dispatch_notification(&self, method: &str, params: &Value) {
+        if method == "notifications/progress"
+            && let Some(token) = params.get("progressToken")
+        {
+            let listener = self
+                .progress
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&token.to_string())
+                .cloned();
+            if let Some(listener) = listener {
+                listener(params);
+            }
+        }
+        // Clone out of the lock so a listener may add or remove listeners.
+        let listeners: Vec<NotificationListener> = self
+            .listeners
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect();
+        for listener in listeners {
+            listener(method, params);
+        }
+    }
+
+    fn watch_progress(&self, token: String, listener: ProgressListener) {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(token, listener);
+    }
+
+    fn unwatch_progress(&self, token: &str) {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(token);
+    }
+}
+
+/// roster's side of the rmcp client: answers the few requests a server may send and turns
+/// every notification into `(method, params)` for [`Notifications`].
+struct ClientSide {
+    notifications: Arc<Notifications>,
+}
+
+impl Service<RoleClient> for ClientSide {
+    async fn handle_request(
+        &self,
+        request: ServerRequest,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ClientResult, ErrorData> {
+        match request {
+            ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
+            other => Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "roster does not serve `{}` to its servers",
+                    method_of(&serde_json::to_value(&other).unwrap_or_default())
+                ),
+                None,
+            )),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ServerNotification,
+        _context: NotificationContext<RoleClient>,
+    ) -> Result<(), ErrorData> {
+        dispatch_typed(&self.notifications, &notification);
+        Ok(())
+    }
+
+    fn get_info(&self) -> InitializeRequestParams {
+        let mut info = InitializeRequestParams::new(
+            ClientCapabilities::default(),
+            Implementation::new("roster", env!("CARGO_PKG_VERSION")),
+        );
+        info.protocol_version = ProtocolVersion::V_2025_11_25;
+        info
+    }
+}
+
+fn method_of(value: &Value) -> &str {
+    value.get("method").and_then(Value::as_str).unwrap_or("?")
+}
+
+fn dispatch_typed(notifications: &Notifications, notification: &ServerNotification) {
+    match serde_json::to_value(notification) {
+        Ok(value) => {
+            let params = value.get("params").cloned().unwrap_or(Value::Null);
+            notifications.dispatch_notification(method_of(&value), &params);
+        }
+        Err(error) => tracing::warn!(%error, "cannot read a server notification"),
+    }
+}
+
+/// The connection could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The process did not start.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// The legacy SSE stream did not open.
+    #[error(transparent)]
+    Sse(#[from] super::sse::SseError),
+    /// A configured header is not valid HTTP.
+    #[error("header `{0}` is not a valid HTTP header name or value")]
+    Header(String),
+    /// The MCP lifecycle (`initialize` or `server/discover`) failed.
+    #[error("the server did not complete the MCP handshake: {0}")]
+    Handshake(String),
+}
+
+/// A request to the server failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The server answered with a JSON-RPC error.
+    #[error("the server answered with error {code}: {message}")]
+    Server {
+        /// The JSON-RPC error code.
+        code: i32,
+        /// The server's message.
+        message: String,
+        /// The error's `data`, if any.
+        data: Option<Value>,
+    },
+    /// No answer within the timeout; `notifications/cancelled` was sent.
+    #[error("the server did not answer within {0:?}; the request was cancelled")]
+    Timeout(Duration),
+    /// The caller cancelled; `notifications/cancelled` was sent.
+    #[error("the request was cancelled")]
+    Cancelled,
+    /// The connection is gone.
+    #[error("the connection to the server is closed")]
+    Closed,
+    /// The server answered with something that is not the expected result.
+    #[error("the server sent an unexpected answer: {0}")]
+    Unexpected(String),
+}
+
+impl From<ServiceError> for RequestError {
+    fn from(error: ServiceError) -> Self {
+        match error {
+            ServiceError::McpError(e) => RequestError::Server {
+                code: e.code.0,
+                message: e.message.into_owned(),
+                data: e.data,
+            },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => RequestError::Closed,
+            ServiceError::Timeout { timeout } => RequestError::Timeout(timeout),
+            ServiceError::Cancelled { .. } => RequestError::Cancelled,
+            other => RequestError::Unexpected(other.to_string()),
+        }
+    }
+}
+
+/// One complete `tools/list`: every page, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolListing {
+    /// The tools as the server sent them (unknown fields kept on stdio and SSE).
+    pub tools: Vec<Tool>,
+    /// The shortest `ttlMs` any page carried.
+    pub ttl: Option<Duration>,
+    /// How many pages it took.
+    pub pages: usize,
+}
+
+/// How a `tools/call` is run.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Give up (and send `notifications/cancelled`) after this long; `None` = wait forever.
+    pub timeout: Option<Duration>,
+    /// Cancelling this token cancels the call (and sends `notifications/cancelled`).
+    pub cancel: Option<CancellationToken>,
+    /// Receives the server's `notifications/progress` for this call.
+    pub progress: Option<ProgressListener>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("cancel", &self.cancel.is_some())
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// Which lifecycle the connection ended up using.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Negotiated {
+    /// The protocol version agreed on.
+    pub protocol_version: String,
+    /// `true` for the `initialize` era, `false` for 2026-07-28 (`server/discover`).
+    pub legacy: bool,
+    /// The server advertised `tools.listChanged` (informational: roster re-lists on the
+    /// notification either way).
+    pub advertises_list_changed: bool,
+    /// The server's `serverInfo.name`, when given.
+    pub server_name: Option<String>,
+}
+
+enum Guard {
+    Child(#[allow(dead_code)] ChildGuard),
+    Sse(#[allow(dead_code)] super::sse::SseGuard),
+    None,
+}
+
+/// A live connection to one server.
+pub struct Connection {
+    server: Arc<str>,
+    peer: rmcp::Peer<RoleClient>,
+    stop: CancellationToken,
+    closed: watch::Receiver<bool>,
+    notifications: Arc<Notifications>,
+    raw: RawResults,
+    negotiated: Negotiated,
+    listing: tokio::sync::Mutex<()>,
+    _guard: Guard,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.server)
+            .field("negotiated", &self.negotiated)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+fn lifecycle(era: Era) -> ClientLifecycleMode {
+    match era {
+        Era::Legacy => ClientLifecycleMode::Initialize,
+        Era::Modern => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+        Era::Auto => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: None,
+        },
+    }
+}
+
+impl Connection {
+    /// Connects to a server and completes its lifecycle.
+    pub async fn connect(
+        server: &str,
+        config: &ServerConfig,
+        notifications: Arc<Notifications>,
+    ) -> Result<Connection, ConnectError> {
+        let name: Arc<str> = Arc::from(server);
+        let raw = RawResults::default();
+        let client = ClientSide {
+            notifications: notifications.clone(),
+        };
+        let mode = lifecycle(config.era);
+        let handshake =
+            |e: rmcp::service::ClientInitializeError| ConnectError::Handshake(e.to_string());
+        let (running, guard): (RunningService<RoleClient, ClientSide>, Guard) = match &config
+            .transport
+        {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let (transport, child) = super::stdio::spawn(
+                    name.clone(),
+                    command,
+                    args,
+                    env,
+                    cwd.as_ref(),
+                    raw.clone(),
+                )?;
+                let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
+                    .await
+                    .map_err(handshake)?;
+                (running, Guard::Child(child))
+            }
+            TransportConfig::Sse { url, headers } => {
+                let (transport, sse) =
+                    super::sse::connect(name.clone(), url, headers, raw.clone()).await?;
+                let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
+                    .await
+                    .map_err(handshake)?;
+                (running, Guard::Sse(sse))
+            }
+            TransportConfig::StreamableHttp { url, headers } => {
+                use rmcp::transport::StreamableHttpClientTransport;
+                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                let mut custom = HashMap::new();
+                for (k, v) in headers {
+                    let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|_| ConnectError::Header(k.clone()))?;
+                    let value = reqwest::header::HeaderValue::from_str(v)
+                        .map_err(|_| ConnectError::Header(k.clone()))?;
+                    custom.insert(name, value);
+                }
+                let transport = StreamableHttpClientTransport::from_config(
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(custom),
+                );
+                let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
+                    .await
+                    .map_err(handshake)?;
+                (running, Guard::None)
+            }
+        };
+
+        let peer = running.peer().clone();
+        let negotiated = match peer.peer_info() {
+            Some(info) => Negotiated {
+                protocol_version: info.protocol_version.to_string(),
+                legacy: info.protocol_version.has_initialize(),
+                advertises_list_changed: info
+                    .capabilities
+                    .tools
+                    .as_ref()
+                    .and_then(|t| t.list_changed)
+                    .unwrap_or(false),
+                server_name: info.server_info.as_ref().map(|i| i.name.clone()),
+            },
+            None => {
+                return Err(ConnectError::Handshake(
+                    "no server information after the handshake".to_owned(),
+                ));
+            }
+        };
+        tracing::info!(
+            server,
+            protocol = %negotiated.protocol_version,
+            "connected"
+        );
+
+        let stop = CancellationToken::new();
+        let (closed_tx, closed_rx) = watch::channel(false);
+        let token = running.cancellation_token();
+        let stop_wait = stop.clone();
+        let name_wait = name.clone();
+        tokio::spawn(async move {
+            let waiting = running.waiting();
+            tokio::pin!(waiting);
+            tokio::select! {
+                reason = &mut waiting => {
+                    tracing::info!(server = %name_wait, reason = ?reason, "connection ended");
+                }
+                _ = stop_wait.cancelled() => {
+                    token.cancel();
+                    let _ = waiting.await;
+                }
+            }
+            let _ = closed_tx.send(true);
+        });
+
+        if !negotiated.legacy {
+            let subscription = peer
+                .listen(SubscriptionFilter::builder().tools_list_changed().build())
+                .await;
+            match subscription {
+                Ok(mut subscription) => {
+                    let fanout = notifications.clone();
+                    let stop_listen = stop.clone();
+                    let name_listen = name.clone();
+                    tokio::spawn(async move {
+                        loop {
+                            tokio::select! {
+                                next = subscription.next() => match next {
+                                    Ok(Some(notification)) => dispatch_typed(&fanout, &notification),
+                                    Ok(None) | Err(_) => {
+                                        tracing::info!(server = %name_listen, end = ?subscription.end(), "subscriptions/listen ended");
+                                        break;
+                                    }
+                                },
+                                _ = stop_listen.cancelled() => break,
+                            }
+                        }
+                    });
+                }
+                Err(error) => {
+                    tracing::warn!(server, %error, "subscriptions/listen refused; list_changed will not be heard");
+                }
+            }
+        }
+
+        Ok(Connection {
+            server: name,
+            peer,
+            stop,
+            closed: closed_rx,
+            notifications,
+            raw,
+            negotiated,
+            listing: tokio::sync::Mutex::new(()),
+            _guard: guard,
+        })
+    }
+
+    /// The server's configured name.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// What the handshake agreed on.
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.negotiated
+    }
+
+    /// The notification fan-out this connection delivers to.
+    pub fn notifications(&self) -> &Arc<Notifications> {
+        &self.notifications
+    }
+
+    /// Adds a listener for every notification of this server (it survives reconnects).
+    pub fn add_notification_listener(
+        &self,
+        listener: impl Fn(&str, &Value) + Send + Sync + 'static,
+    ) -> ListenerId {
+        self.notifications.add_notification_listener(listener)
+    }
+
+    /// Delivers a notification as if the server had sent it.
+    pub fn dispatch_notification(&self, method: &str, params: &Value) {
+        self.notifications.dispatch_notification(method, params);
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    /// Resolves when the connection ends (process exit, stream drop, shutdown).
+    pub async fn closed(&self) {
+        let mut closed = self.closed.clone();
+        let _ = closed.wait_for(|c| *c).await;
+    }
+
+    /// Pings the server; a missing answer within `timeout` is an error.
+    pub async fn ping(&self, timeout: Duration) -> Result<(), RequestError> {
+        let request = client_request(json!({"method": "ping"}))?;
+        let handle = self
+            .peer
+            .send_cancellable_request(
+                request,
+                rmcp::service::PeerRequestOptions::with_timeout(timeout),
+            )
+            .await?;
+        handle.await_response().await?;
+        Ok(())
+    }
+
+    /// Pages `tools/list` to its end. One listing at a time per connection.
+    pub async fn list_tools(&self) -> Result<ToolListing, RequestError> {
+        const MAX_PAGES: usize = 1000;
+        let _one_at_a_time = self.listing.lock().await;
+        let mut listing = ToolListing {
+            tools: Vec::new(),
+            ttl: None,
+            pages: 0,
+        };
+        let mut cursor: Option<String> = None;
+        let mut seen_cursors = std::collections::HashSet::new();
+        loop {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let request = client_request(json!({"method": "tools/list", "params": params}))?;
+            let handle = self
+                .peer
+                .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+                .await?;
+            let id = handle.id.clone();
+            let answer = handle.await_response().await;
+            let raw = self.raw.take(&id);
+            let typed = match answer? {
+                ServerResult::ListToolsResult(result) => result,
+                other => {
+                    return Err(RequestError::Unexpected(format!(
+                        "tools/list answered with {}",
+                        serde_json::to_value(&other).unwrap_or_default()
+                    )));
+                }
+            };
+            let page_tools = match raw.as_ref().and_then(|r| r.get("tools")) {
+                Some(raw_tools) => parse_tools(raw_tools)?,
+                None => typed
+                    .tools
+                    .iter()
+                    .map(|t| {
+                        serde_json::to_value(t)
+                            .and_then(serde_json::from_value::<Tool>)
+                            .map_err(|e| RequestError::Unexpected(e.to_string()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
+            listing.tools.extend(page_tools);
+            listing.pages += 1;
+            if let Some(ttl) = typed.ttl_ms {
+                let ttl = Duration::from_millis(ttl);
+                listing.ttl = Some(listing.ttl.map_or(ttl, |t: Duration| t.min(ttl)));
+            }
+            match typed.next_cursor {
+                Some(next) if !next.is_empty() => {
+                    if !seen_cursors.insert(next.clone()) || listing.pages >= MAX_PAGES {
+                        return Err(RequestError::Unexpected(format!(
+                            "tools/list pagination does not end (cursor {next:?} after {} pages)",
+                            listing.pages
+                        )));
+                    }
+                    cursor = Some(next);
+                }
+                _ => return Ok(listing),
+            }
+        }
+    }
+
+    /// Calls a tool by the server's own name; returns the raw `CallToolResult` JSON.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        options: CallOptions,
+    ) -> Result<Value, RequestError> {
+        let mut params = json!({"name": tool});
+        if let Some(arguments) = arguments {
+            params["arguments"] = Value::Object(arguments);
+        }
+        let request = client_request(json!({"method": "tools/call", "params": params}))?;
+        let handle = self
+            .peer
+            .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+            .await?;
+        let id = handle.id.clone();
+        let token = serde_json::to_value(&handle.progress_token.0)
+            .map(|t| t.to_string())
+            .unwrap_or_default();
+        if let Some(progress) = options.progress.clone() {
+            self.notifications.watch_progress(token.clone(), progress);
+        }
+        let cancel = options.cancel.clone().unwrap_or_default();
+        let timeout = async {
+            match options.timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            answer = handle.await_response() => answer.map_err(RequestError::from),
+            _ = timeout => {
+                self.send_cancelled(&id, "timed out").await;
+                Err(RequestError::Timeout(options.timeout.unwrap_or_default()))
+            }
+            _ = cancel.cancelled() => {
+                self.send_cancelled(&id, "cancelled by the client").await;
+                Err(RequestError::Cancelled)
+            }
+        };
+        self.notifications.unwatch_progress(&token);
+        let raw = self.raw.take(&id);
+        match outcome? {
+            ServerResult::CallToolResult(typed) => match raw {
+                Some(raw) => Ok(raw),
+                None => {
+                    serde_json::to_value(typed).map_err(|e| RequestError::Unexpected(e.to_string()))
+                }
+            },
+            other => match raw {
+                // An answer rmcp reads as another type is still a tool result for us
+                // (for instance an empty `{}` from a permissive server).
+                Some(raw) => Ok(raw),
+                None => Err(RequestError::Unexpected(format!(
+                    "tools/call answered with {}",
+                    serde_json::to_value(&other).unwrap_or_default()
+                ))),
+            },
+        }
+    }
+
+    async fn send_cancelled(&self, id: &RequestId, reason: &str) {
+        let params = CancelledNotificationParam::new(Some(id.clone()), Some(reason.to_owned()));
+        if let Err(error) = self.peer.notify_cancelled(params).await {
+            tracing::debug!(server = %self.server, %error, "cannot send notifications/cancelled");
+        }
+    }
+
+    /// Ends the connection (the child process is killed).
+    pub fn close(&self) {
+        self.stop.cancel();
+    }
+}
+
+fn client_request(value: Value) -> Result<ClientRequest, RequestError> {
+    serde_json::from_value(value).map_err(|e| RequestError::Unexpected(e.to_string()))
+}
+
+fn parse_tools(raw: &Value) -> Result<Vec<Tool>, RequestError> {
+    let Some(items) = raw.as_array() else {
+        return Err(RequestError::Unexpected(
+            "tools/list result has no `tools` array".to_owned(),
+        ));
+    };
+    let mut tools = Vec::with_capacity(items.len());
+    for item in items {
+        match serde_json::from_value::<Tool>(item.clone()) {
+            Ok(tool) => tools.push(tool),
+            // One malformed entry should not hide the server's other tools.
+            Err(error) => tracing::warn!(%error, tool = %item, "skipped a malformed tool"),
+        }
+    }
+    Ok(tools)
+}

@@ -1,0 +1,246 @@
+//! [`RefreshHook`]: on `notifications/tools/list_changed`, a debounced re-list of one server.
+//!
+//! The listener that hears the notification runs on the connection's reader; it only tells
+//! the core [`Debouncer`] and wakes the hook's own task. That task waits for the trailing edge
+//! and runs the re-list there, so a re-list (a round-trip to the server) never runs on the
+//! reader — which would stall the very pump its answer has to come through.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use roster_core::{DebounceError, Debouncer};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::connection::{ListenerId, Notifications};
+
+/// The method that triggers a re-list.
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+/// What the hook runs on the trailing edge: re-list that one server.
+pub type Relist = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// The hook could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RefreshHookError {
+    /// The debounce window is negative, NaN or too large.
+    #[error("invalid debounce window: {0}")]
+    Window(#[from] DebounceError),
+    /// There is no tokio runtime to run the hook's task on.
+    #[error("a RefreshHook must be created inside a tokio runtime")]
+    NoRuntime,
+}
+
+struct Inner {
+    debouncer: Mutex<Debouncer>,
+    wake: Notify,
+    stop: CancellationToken,
+    cancelled: AtomicBool,
+}
+
+impl Inner {
+    fn debouncer(&self) -> std::sync::MutexGuard<'_, Debouncer> {
+        self.debouncer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A debounced re-list of one server on `notifications/tools/list_changed`.
+///
+/// Cheap to clone; all clones drive the same hook. Every method is safe to call from any
+/// thread; [`RefreshHook::cancel`] is idempotent and stops the hook for good.
+#[derive(Clone)]
+pub struct RefreshHook {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RefreshHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RefreshHook")
+            .field("refresh_count", &self.refresh_count())
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+impl RefreshHook {
+    /// The default trailing-edge window.
+    pub const DEFAULT_WINDOW: Duration = Duration::from_millis(500);
+
+    /// A hook with a window in seconds (as config and flags give it); negative is an error.
+    pub fn new(window_secs: f64, relist: Relist) -> Result<Self, RefreshHookError> {
+        let debouncer = Debouncer::from_secs_f64(window_secs)?;
+        Self::start(debouncer, relist)
+    }
+
+    /// A hook with a window given as a [`Duration`].
+    pub fn with_window(window: Duration, relist: Relist) -> Result<Self, RefreshHookError> {
+        Self::start(Debouncer::new(window), relist)
+    }
+
+    fn start(debouncer: Debouncer, relist: Relist) -> Result<Self, RefreshHookError> {
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| RefreshHookError::NoRuntime)?;
+        let inner = Arc::new(Inner {
+            debouncer: Mutex::new(debouncer),
+            wake: Notify::new(),
+            stop: CancellationToken::new(),
+            cancelled: AtomicBool::new(false),
+        });
+        runtime.spawn(run(inner.clone(), relist));
+        Ok(RefreshHook { inner })
+    }
+
+    /// Listens to a server's notifications: each `tools/list_changed` schedules a re-list.
+    pub fn subscribe(&self, notifications: &Notifications) -> ListenerId {
+        let hook = self.clone();
+        notifications.add_notification_listener(move |method, _| {
+            if method == TOOLS_LIST_CHANGED {
+                hook.schedule();
+            }
+        })
+    }
+
+    /// Schedules a re-list at the trailing edge (pushing back a pending one).
+    pub fn schedule(&self) {
+        if self.is_cancelled() {
+            return;
+        }
+        self.inner.debouncer().on_notification(Instant::now());
+        self.inner.wake.notify_one();
+    }
+
+    /// How many re-lists have fired.
+    pub fn refresh_count(&self) -> u64 {
+        self.inner.debouncer().refresh_count()
+    }
+
+    /// Whether a re-list is waiting for its trailing edge.
+    pub fn is_pending(&self) -> bool {
+        self.inner.debouncer().is_pending()
+    }
+
+    /// Stops the hook: a pending re-list is dropped and later notifications are ignored.
+    pub fn cancel(&self) {
+        if self.inner.cancelled.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.inner.debouncer().cancel();
+        self.inner.stop.cancel();
+    }
+
+    /// Whether [`RefreshHook::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+async fn run(inner: Arc<Inner>, relist: Relist) {
+    loop {
+        let deadline = inner.debouncer().deadline();
+        let woken = async {
+            match deadline {
+                Some(at) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {}
+                        _ = inner.wake.notified() => {}
+                    }
+                }
+                None => inner.wake.notified().await,
+            }
+        };
+        tokio::select! {
+            _ = woken => {}
+            _ = inner.stop.cancelled() => return,
+        }
+        let fire = inner.debouncer().poll(Instant::now());
+        if let Some(fire) = fire {
+            tracing::debug!(
+                notifications = fire.notifications,
+                "list_changed settled; re-listing"
+            );
+            tokio::select! {
+                _ = relist() => {}
+                _ = inner.stop.cancelled() => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    fn counting() -> (Relist, Arc<AtomicU32>) {
+        let count = Arc::new(AtomicU32::new(0));
+        let c = count.clone();
+        let relist: Relist = Arc::new(move || {
+            let c = c.clone();
+            Box::pin(async move {
+                c.fetch_add(1, Ordering::SeqCst);
+            })
+        });
+        (relist, count)
+    }
+
+    #[tokio::test]
+    async fn negative_window_is_an_error() {
+        let (relist, _) = counting();
+        let err = RefreshHook::new(-0.5, relist).expect_err("negative window");
+        assert!(matches!(err, RefreshHookError::Window(_)), "{err}");
+    }
+
+    #[test]
+    fn needs_a_runtime() {
+        let (relist, _) = counting();
+        let err = RefreshHook::new(0.1, relist).expect_err("no runtime");
+        assert!(matches!(err, RefreshHookError::NoRuntime));
+    }
+
+    #[tokio::test]
+    async fn a_burst_from_other_threads_fires_once() {
+        let (relist, count) = counting();
+        let hook = RefreshHook::with_window(Duration::from_millis(200), relist).expect("hook");
+        let notifications = Notifications::new();
+        hook.subscribe(&notifications);
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let n = notifications.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        n.dispatch_notification(TOOLS_LIST_CHANGED, &serde_json::Value::Null);
+                        n.dispatch_notification("notifications/message", &serde_json::Value::Null);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("thread");
+        }
+        assert!(hook.is_pending());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        assert_eq!(hook.refresh_count(), 1);
+        assert!(!hook.is_pending());
+    }
+
+    #[tokio::test]
+    async fn cancel_is_idempotent_and_drops_the_pending_relist() {
+        let (relist, count) = counting();
+        let hook = RefreshHook::with_window(Duration::from_millis(100), relist).expect("hook");
+        hook.schedule();
+        hook.cancel();
+        hook.cancel();
+        hook.schedule();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+        assert_eq!(hook.refresh_count(), 0);
+        assert!(hook.is_cancelled());
+    }
+}

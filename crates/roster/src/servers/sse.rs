@@ -1,0 +1,255 @@
+//! The legacy HTTP+SSE client transport (MCP 2024-11-05), which rmcp no longer ships.
+//!
+//! `GET url` opens an event stream; its first `endpoint` event names the URL to `POST`
+//! messages to; every later `message` event carries one JSON-RPC message from the server.
+//! The stream ending is the connection ending.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::wire::{RawResults, WireTransport, parse_line};
+
+/// The SSE stream could not be opened or did not name its message endpoint.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SseError {
+    /// A configured header is not a valid HTTP header.
+    #[error("header `{0}` is not a valid HTTP header name or value")]
+    Header(String),
+    /// The GET failed.
+    #[error("cannot open the SSE stream at {url}: {source}")]
+    Connect {
+        /// The SSE URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The server answered the GET with an error status.
+    #[error("the SSE stream at {url} answered HTTP {status}")]
+    Status {
+        /// The SSE URL.
+        url: String,
+        /// The status.
+        status: reqwest::StatusCode,
+    },
+    /// The stream closed before sending its `endpoint` event, or the endpoint is not a URL.
+    #[error("the SSE stream at {url} did not name a usable message endpoint")]
+    NoEndpoint {
+        /// The SSE URL.
+        url: String,
+    },
+}
+
+/// One parsed server-sent event.
+#[derive(Debug, PartialEq, Eq)]
+struct Event {
+    kind: String,
+    data: String,
+}
+
+/// Incremental SSE parser: feed bytes, take complete events.
+#[derive(Debug, Default)]
+struct EventParser {
+    buffer: String,
+    kind: Option<String>,
+    data: Vec<String>,
+}
+
+impl EventParser {
+    fn feed(&mut self, chunk: &str, out: &mut Vec<Event>) {
+        self.buffer.push_str(chunk);
+        while let Some(end) = self.buffer.find('\n') {
+            let line: String = self.buffer.drain(..=end).collect();
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                if !self.data.is_empty() || self.kind.is_some() {
+                    out.push(Event {
+                        kind: self.kind.take().unwrap_or_else(|| "message".to_owned()),
+                        data: std::mem::take(&mut self.data).join("\n"),
+                    });
+                }
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = match line.split_once(':') {
+                Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+                None => (line, ""),
+            };
+            match field {
+                "event" => self.kind = Some(value.to_owned()),
+                "data" => self.data.push(value.to_owned()),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap, SseError> {
+    let mut map = HeaderMap::new();
+    for (k, v) in headers {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| SseError::Header(k.clone()))?;
+        let value = HeaderValue::from_str(v).map_err(|_| SseError::Header(k.clone()))?;
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
+pub(crate) async fn connect(
+    server: Arc<str>,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    raw: RawResults,
+) -> Result<(WireTransport, SseGuard), SseError> {
+    let headers = header_map(headers)?;
+    let client = reqwest::Client::new();
+    let response = client
+        .get(url)
+        .headers(headers.clone())
+        .header(ACCEPT, "text/event-stream")
+        .send()
+        .await
+        .map_err(|source| SseError::Connect {
+            url: url.to_owned(),
+            source,
+        })?;
+    if !response.status().is_success() {
+        return Err(SseError::Status {
+            url: url.to_owned(),
+            status: response.status(),
+        });
+    }
+    let base = response.url().clone();
+    let mut stream = response.bytes_stream();
+    let mut parser = EventParser::default();
+    let mut pending = Vec::new();
+
+    // The endpoint comes first; messages before it would have nowhere to be answered.
+    let endpoint = 'found: loop {
+        let Some(Ok(chunk)) = stream.next().await else {
+            return Err(SseError::NoEndpoint {
+                url: url.to_owned(),
+            });
+        };
+        parser.feed(&String::from_utf8_lossy(&chunk), &mut pending);
+        while !pending.is_empty() {
+            let event = pending.remove(0);
+            if event.kind == "endpoint" {
+                match base.join(event.data.trim()) {
+                    Ok(endpoint) => break 'found endpoint,
+                    Err(_) => {
+                        return Err(SseError::NoEndpoint {
+                            url: url.to_owned(),
+                        });
+                    }
+                }
+            }
+        }
+    };
+    tracing::debug!(server = %server, %endpoint, "SSE message endpoint");
+
+    let (in_tx, in_rx) = mpsc::channel::<Value>(256);
+    let (out_tx, mut out_rx) = mpsc::channel::<Value>(256);
+    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+
+    let name = server.clone();
+    tokio::spawn(async move {
+        let mut events = pending;
+        loop {
+            for event in events.drain(..) {
+                if event.kind != "message" {
+                    continue;
+                }
+                if let Some(value) = parse_line(&name, &event.data)
+                    && in_tx.send(value).await.is_err()
+                {
+                    return;
+                }
+            }
+            tokio::select! {
+                chunk = stream.next() => match chunk {
+                    Some(Ok(chunk)) => parser.feed(&String::from_utf8_lossy(&chunk), &mut events),
+                    Some(Err(error)) => {
+                        tracing::info!(server = %name, %error, "SSE stream failed");
+                        return;
+                    }
+                    None => {
+                        tracing::info!(server = %name, "SSE stream closed by the server");
+                        return;
+                    }
+                },
+                _ = &mut stop_rx => return,
+            }
+        }
+    });
+
+    let name = server.clone();
+    tokio::spawn(async move {
+        while let Some(value) = out_rx.recv().await {
+            let result = client
+                .post(endpoint.clone())
+                .headers(headers.clone())
+                .header(CONTENT_TYPE, "application/json")
+                .body(value.to_string())
+                .send()
+                .await;
+            match result {
+                Ok(response) if response.status().is_success() => {}
+                Ok(response) => {
+                    tracing::warn!(server = %name, status = %response.status(), "SSE POST rejected");
+                }
+                Err(error) => {
+                    tracing::warn!(server = %name, %error, "SSE POST failed");
+                    break;
+                }
+            }
+        }
+    });
+
+    Ok((
+        WireTransport::new(server, out_tx, in_rx, raw),
+        SseGuard {
+            _stop: Some(stop_tx),
+        },
+    ))
+}
+
+/// Closes the SSE stream when dropped.
+#[derive(Debug)]
+pub struct SseGuard {
+    _stop: Option<oneshot::Sender<()>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_split_across_chunks() {
+        let mut parser = EventParser::default();
+        let mut out = Vec::new();
+        parser.feed("event: endpoint\r\ndata: /messages/?session_id=1", &mut out);
+        assert!(out.is_empty());
+        parser.feed("\r\n\r\n: ping\n\ndata: {\"a\":\ndata: 1}\n\n", &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Event {
+                    kind: "endpoint".into(),
+                    data: "/messages/?session_id=1".into()
+                },
+                Event {
+                    kind: "message".into(),
+                    data: "{\"a\":\n1}".into()
+                },
+            ]
+        );
+    }
+}

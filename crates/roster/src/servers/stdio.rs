@@ -1,0 +1,179 @@
+//! A server run as a child process, speaking newline-delimited JSON-RPC on stdin/stdout.
+//!
+//! The child is owned by a waiter task: it is reaped when it exits on its own (no zombies), and
+//! killed and reaped when the [`ChildGuard`] is dropped (roster shutting down, or the connection
+//! being replaced). Its stderr goes to the log, one line per event, under the server's name.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::wire::{RawResults, WireTransport, parse_line};
+
+/// How a child process ended, as seen by its waiter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChildExit {
+    /// Still running.
+    Running,
+    /// Exited with this description (`exit status: 1`, `signal: 9`).
+    Exited(String),
+}
+
+/// Keeps a child process alive; dropping it kills the child.
+#[derive(Debug)]
+pub struct ChildGuard {
+    kill: Option<oneshot::Sender<()>>,
+    exit: watch::Receiver<ChildExit>,
+    pid: Option<u32>,
+}
+
+impl ChildGuard {
+    /// The child's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// A receiver that changes to [`ChildExit::Exited`] when the child is gone.
+    pub fn exit(&self) -> watch::Receiver<ChildExit> {
+        self.exit.clone()
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(kill) = self.kill.take() {
+            let _ = kill.send(());
+        }
+    }
+}
+
+/// The spawn failed: the program is missing or not executable.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start `{command}`: {source}")]
+pub struct SpawnError {
+    /// The program.
+    pub command: String,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
+}
+
+pub(crate) fn spawn(
+    server: Arc<str>,
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: Option<&PathBuf>,
+    raw: RawResults,
+) -> Result<(WireTransport, ChildGuard), SpawnError> {
+    let mut cmd = Command::new(command);
+    cmd.args(args)
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Belt and braces: the waiter kills on guard drop, and tokio kills if the waiter itself
+        // is dropped with the runtime.
+        .kill_on_drop(true);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    let mut child = cmd.spawn().map_err(|source| SpawnError {
+        command: command.to_owned(),
+        source,
+    })?;
+    let pid = child.id();
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(SpawnError {
+            command: command.to_owned(),
+            source: std::io::Error::other("child pipes were not created"),
+        });
+    };
+
+    let (in_tx, in_rx) = mpsc::channel::<Value>(256);
+    let (out_tx, mut out_rx) = mpsc::channel::<Value>(256);
+
+    let name = server.clone();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout).lines();
+        loop {
+            match lines.next_line().await {
+                Ok(Some(line)) => {
+                    if let Some(value) = parse_line(&name, &line)
+                        && in_tx.send(value).await.is_err()
+                    {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    // Invalid UTF-8 ends `lines()`; nothing sane can follow on that pipe.
+                    tracing::warn!(server = %name, %error, "stopped reading the server's stdout");
+                    break;
+                }
+            }
+        }
+    });
+
+    let name = server.clone();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::info!(target: "roster::server_stderr", server = %name, "{line}");
+        }
+    });
+
+    let name = server.clone();
+    tokio::spawn(async move {
+        let mut stdin = stdin;
+        while let Some(value) = out_rx.recv().await {
+            let mut line = value.to_string();
+            line.push('\n');
+            if let Err(error) = async {
+                stdin.write_all(line.as_bytes()).await?;
+                stdin.flush().await
+            }
+            .await
+            {
+                tracing::debug!(server = %name, %error, "cannot write to the server's stdin");
+                break;
+            }
+        }
+    });
+
+    let (kill_tx, kill_rx) = oneshot::channel::<()>();
+    let (exit_tx, exit_rx) = watch::channel(ChildExit::Running);
+    let name = server.clone();
+    tokio::spawn(async move {
+        let status = tokio::select! {
+            status = child.wait() => status,
+            _ = kill_rx => {
+                let _ = child.start_kill();
+                child.wait().await
+            }
+        };
+        let text = match status {
+            Ok(status) => status.to_string(),
+            Err(error) => format!("unknown ({error})"),
+        };
+        tracing::info!(server = %name, status = %text, "server process ended");
+        let _ = exit_tx.send(ChildExit::Exited(text));
+    });
+
+    Ok((
+        WireTransport::new(server, out_tx, in_rx, raw),
+        ChildGuard {
+            kill: Some(kill_tx),
+            exit: exit_rx,
+            pid,
+        },
+    ))
+}

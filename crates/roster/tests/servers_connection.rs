@@ -1,0 +1,218 @@
+//! One connection at a time against real servers: handshake in both eras, paging, calls,
+//! notifications, garbage on stdout, the legacy SSE transport, streamable HTTP.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use roster::config::{Era, ServerConfig, TransportConfig};
+use roster::servers::{CallOptions, Connection, Notifications};
+use serde_json::{Map, Value, json};
+
+fn dynamic_stdio(era: Era, extra: &[&str]) -> ServerConfig {
+    let mut args = vec![
+        common::python_fixture("dynamic.py")
+            .to_string_lossy()
+            .into_owned(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let mut config = ServerConfig::stdio(common::python().to_string_lossy(), args);
+    config.era = era;
+    config
+}
+
+fn args(value: Value) -> Option<Map<String, Value>> {
+    value.as_object().cloned()
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn wait_for_method(seen: &Arc<Mutex<Vec<String>>>, method: &str) {
+    for _ in 0..200 {
+        if seen.lock().expect("lock").iter().any(|m| m == method) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no {method} arrived; got {:?}", seen.lock().expect("lock"));
+}
+
+async fn exercise(config: ServerConfig, expect_legacy: bool) {
+    let notifications = Notifications::new();
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = seen.clone();
+    notifications.add_notification_listener(move |method, _| {
+        sink.lock().expect("lock").push(method.to_owned());
+    });
+    let conn = Connection::connect("dyn", &config, notifications)
+        .await
+        .expect("connects");
+    assert_eq!(
+        conn.negotiated().legacy,
+        expect_legacy,
+        "{:?}",
+        conn.negotiated()
+    );
+
+    let listing = conn.list_tools().await.expect("lists");
+    let names: Vec<_> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"echo"), "{names:?}");
+    assert!(!names.contains(&"fresh"));
+
+    let result = conn
+        .call_tool("echo", args(json!({"text": "hi"})), CallOptions::default())
+        .await
+        .expect("echo answers");
+    assert_eq!(text_of(&result), "dynamic: hi");
+
+    conn.call_tool(
+        "add_tool",
+        args(json!({"name": "fresh"})),
+        CallOptions::default(),
+    )
+    .await
+    .expect("add_tool answers");
+    wait_for_method(&seen, "notifications/tools/list_changed").await;
+    let listing = conn.list_tools().await.expect("lists again");
+    assert!(listing.tools.iter().any(|t| t.name == "fresh"));
+}
+
+#[tokio::test]
+async fn legacy_era_over_stdio() {
+    common::init_tracing();
+    exercise(dynamic_stdio(Era::Legacy, &[]), true).await;
+}
+
+#[tokio::test]
+async fn modern_era_over_stdio() {
+    common::init_tracing();
+    exercise(dynamic_stdio(Era::Auto, &[]), false).await;
+}
+
+#[tokio::test]
+async fn garbage_on_stdout_is_dropped() {
+    common::init_tracing();
+    let conn = Connection::connect(
+        "junk",
+        &dynamic_stdio(Era::Legacy, &["--garbage"]),
+        Notifications::new(),
+    )
+    .await
+    .expect("connects despite the banner");
+    let result = conn
+        .call_tool("garbage", None, CallOptions::default())
+        .await
+        .expect("garbage tool answers");
+    assert_eq!(text_of(&result), "wrote garbage");
+    let result = conn
+        .call_tool(
+            "echo",
+            args(json!({"text": "still here"})),
+            CallOptions::default(),
+        )
+        .await
+        .expect("the connection keeps working");
+    assert_eq!(text_of(&result), "dynamic: still here");
+}
+
+#[tokio::test]
+async fn call_timeout_cancels_and_progress_passes_through() {
+    common::init_tracing();
+    let conn = Connection::connect(
+        "slow",
+        &dynamic_stdio(Era::Legacy, &[]),
+        Notifications::new(),
+    )
+    .await
+    .expect("connects");
+    let progress = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let sink = progress.clone();
+    let err = conn
+        .call_tool(
+            "slow",
+            args(json!({"seconds": 30})),
+            CallOptions {
+                timeout: Some(Duration::from_millis(800)),
+                progress: Some(Arc::new(move |p: &Value| {
+                    sink.lock().expect("lock").push(p.clone())
+                })),
+                ..CallOptions::default()
+            },
+        )
+        .await
+        .expect_err("times out");
+    assert!(
+        matches!(err, roster::servers::RequestError::Timeout(_)),
+        "{err}"
+    );
+    let progress = progress.lock().expect("lock").clone();
+    assert_eq!(progress.len(), 1, "{progress:?}");
+    assert_eq!(progress[0]["progress"], json!(1.0));
+    // The server is still usable after the cancelled call.
+    let result = conn
+        .call_tool(
+            "echo",
+            args(json!({"text": "after"})),
+            CallOptions::default(),
+        )
+        .await
+        .expect("echo after a cancelled call");
+    assert_eq!(text_of(&result), "dynamic: after");
+}
+
+#[tokio::test]
+async fn legacy_sse_transport() {
+    common::init_tracing();
+    let (_server, port) = common::spawn_http_fixture("sse", &[]);
+    let mut config = ServerConfig::stdio("unused", vec![]);
+    config.transport = TransportConfig::Sse {
+        url: format!("http://127.0.0.1:{port}/sse"),
+        headers: Default::default(),
+    };
+    config.era = Era::Legacy;
+    exercise(config, true).await;
+}
+
+#[tokio::test]
+async fn streamable_http_transport() {
+    common::init_tracing();
+    let (_server, port) = common::spawn_http_fixture("streamable-http", &[]);
+    let mut config = ServerConfig::stdio("unused", vec![]);
+    config.transport = TransportConfig::StreamableHttp {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        headers: Default::default(),
+    };
+    exercise(config, false).await;
+}
+
+#[tokio::test]
+async fn process_exit_closes_the_connection() {
+    common::init_tracing();
+    let conn = Connection::connect(
+        "dies",
+        &dynamic_stdio(Era::Legacy, &[]),
+        Notifications::new(),
+    )
+    .await
+    .expect("connects");
+    let pid = conn
+        .call_tool("pid", None, CallOptions::default())
+        .await
+        .expect("pid answers");
+    let pid = text_of(&pid);
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    tokio::time::timeout(Duration::from_secs(10), conn.closed())
+        .await
+        .expect("the connection notices the exit");
+    assert!(conn.is_closed());
+}

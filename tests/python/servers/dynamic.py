@@ -1,0 +1,139 @@
+"""A dynamic MCP server for roster's integration tests, written with the official Python SDK.
+
+It adds and removes tools at run time and tells its client with
+`notifications/tools/list_changed` in both protocol eras: on an `initialize` session through
+the session, on a 2026-07-28 session through the `subscriptions/listen` bus. It counts the
+`tools/list` requests it answers and reports the count through the `listing_count` tool, so a
+test can check how often roster listed it.
+
+Usage: dynamic.py [--name NAME] [--fail-first-listing] [--garbage] [--exit-at-start]
+                  [--transport stdio|sse|streamable-http] [--port PORT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--name", default="dynamic")
+parser.add_argument("--fail-first-listing", action="store_true")
+parser.add_argument("--garbage", action="store_true")
+parser.add_argument("--exit-at-start", action="store_true")
+parser.add_argument("--transport", default="stdio")
+parser.add_argument("--port", type=int, default=0)
+args = parser.parse_args()
+
+if args.exit_at_start:
+    print("this server always fails", file=sys.stderr)
+    sys.exit(3)
+
+if args.garbage:
+    # Before the SDK owns stdout: a banner line, a JSON scalar, half a JSON object.
+    sys.stdout.write("Starting dynamic server...\n42\n{\"jsonrpc\": \n")
+    sys.stdout.flush()
+
+
+class CountingServer(MCPServer):
+    listings = 0
+
+    async def _handle_list_tools(self, ctx, params):  # type: ignore[override]
+        CountingServer.listings += 1
+        if args.fail_first_listing and CountingServer.listings == 1:
+            raise RuntimeError("first listing fails on purpose")
+        return await super()._handle_list_tools(ctx, params)
+
+
+mcp = CountingServer(name=args.name, log_level="WARNING")
+
+
+async def announce(ctx: Context, times: int = 1) -> None:
+    for _ in range(times):
+        # Only one of the two reaches the client, depending on the session's era.
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception:  # noqa: BLE001 - a modern session has no legacy channel
+            pass
+        await ctx.notify_tools_changed()
+
+
+@mcp.tool()
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return f"{args.name}: {text}"
+
+
+@mcp.tool()
+async def change_echo(description: str, ctx: Context) -> str:
+    """Give `echo` a new description and announce the change."""
+    mcp.remove_tool("echo")
+    mcp.add_tool(echo, name="echo", description=description)
+    await announce(ctx)
+    return "changed"
+
+
+@mcp.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Add a tool named `name` that answers with its own name."""
+
+    def added() -> str:
+        return f"I am {name}"
+
+    mcp.add_tool(added, name=name, description=f"Added at run time: {name}")
+    await announce(ctx)
+    return f"added {name}"
+
+
+@mcp.tool()
+async def remove_tool(name: str, ctx: Context) -> str:
+    """Remove a tool added with add_tool."""
+    mcp.remove_tool(name)
+    await announce(ctx)
+    return f"removed {name}"
+
+
+@mcp.tool()
+async def storm(count: int, ctx: Context) -> str:
+    """Send `count` list_changed notifications in a burst (the tool list does not change)."""
+    await announce(ctx, count)
+    return f"sent {count}"
+
+
+@mcp.tool()
+def listing_count() -> int:
+    """How many tools/list requests this server has answered."""
+    return CountingServer.listings
+
+
+@mcp.tool()
+def pid() -> int:
+    """This process's id."""
+    return os.getpid()
+
+
+@mcp.tool()
+def garbage() -> str:
+    """Write a non-JSON line straight to stdout, then answer normally."""
+    sys.stdout.write("this is not JSON-RPC\n")
+    sys.stdout.flush()
+    return "wrote garbage"
+
+
+@mcp.tool()
+async def slow(seconds: float, ctx: Context) -> str:
+    """Report progress, then sleep."""
+    await ctx.report_progress(1, 2, "halfway")
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+if args.transport == "stdio":
+    mcp.run()
+elif args.transport == "sse":
+    mcp.run("sse", host="127.0.0.1", port=args.port)
+else:
+    mcp.run("streamable-http", host="127.0.0.1", port=args.port)
