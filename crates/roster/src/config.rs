@@ -67,6 +67,9 @@ pub struct Config {
     pub source: Option<PathBuf>,
     /// The configured servers by name, disabled ones included.
     pub servers: BTreeMap<String, ServerConfig>,
+    /// The servers' names in the order the file lists them (for JSON files: name order). The
+    /// first server in this order keeps a bare tool name under `naming = "never"`.
+    pub server_order: Vec<String>,
     /// The `[gateway]` table.
     pub gateway: GatewayConfig,
     /// The `[skills]` table.
@@ -564,8 +567,23 @@ impl Config {
         let skills = SkillsConfig {
             paths: raw.skills.paths.iter().map(|p| ctx.resolve(p)).collect(),
         };
+        // serde's map loses the file's order; a second, untyped parse (order-preserving
+        // tables) recovers it. The text parsed once already, so this cannot fail differently.
+        let mut server_order: Vec<String> = toml::from_str::<toml::Table>(text)
+            .ok()
+            .and_then(|t| {
+                t.get("servers")
+                    .and_then(|s| s.as_table())
+                    .map(|s| s.keys().cloned().collect())
+            })
+            .unwrap_or_default();
+        server_order.retain(|name| servers.contains_key(name));
+        if server_order.len() != servers.len() {
+            server_order = servers.keys().cloned().collect();
+        }
         Ok(Config {
             source: Some(path.to_owned()),
+            server_order,
             servers,
             gateway,
             skills,
@@ -620,6 +638,7 @@ impl Config {
         }
         Ok(Config {
             source: Some(path.to_owned()),
+            server_order: servers.keys().cloned().collect(),
             servers,
             gateway,
             skills: SkillsConfig::default(),
@@ -630,6 +649,7 @@ impl Config {
     pub fn with_servers(servers: BTreeMap<String, ServerConfig>) -> Self {
         Config {
             source: None,
+            server_order: servers.keys().cloned().collect(),
             servers,
             gateway: GatewayConfig::defaults(&process_env),
             skills: SkillsConfig::default(),
@@ -899,6 +919,7 @@ mod tests {
         )
         .expect("valid config");
         assert_eq!(config.gateway.naming, NamingMode::Conditional);
+        assert_eq!(config.server_order, vec!["fs", "remote", "old"]);
         assert_eq!(config.gateway.separator, ".");
         assert_eq!(config.gateway.refresh_interval, Duration::from_secs(7200));
         assert_eq!(config.gateway.debounce, Duration::from_millis(250));

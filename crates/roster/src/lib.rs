@@ -7,4 +7,8 @@ pub use roster_core as core;
 pub mod config;
 pub mod demo;
 pub mod gateway;
+mod roster;
 pub mod servers;
+
+pub use config::Config;
+pub use roster::{CallError, Roster, RosterOptions, Session, StartError, ToolEntry, Turn};

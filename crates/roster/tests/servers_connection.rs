@@ -154,6 +154,20 @@ async fn call_timeout_cancels_and_progress_passes_through() {
     let progress = progress.lock().expect("lock").clone();
     assert_eq!(progress.len(), 1, "{progress:?}");
     assert_eq!(progress[0]["progress"], json!(1.0));
+    // The server heard notifications/cancelled and stopped the handler.
+    let mut cancelled = String::new();
+    for _ in 0..100 {
+        let count = conn
+            .call_tool("cancelled_count", None, CallOptions::default())
+            .await
+            .expect("cancelled_count answers");
+        cancelled = text_of(&count);
+        if cancelled == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(cancelled, "1");
     // The server is still usable after the cancelled call.
     let result = conn
         .call_tool(
@@ -215,4 +229,83 @@ async fn process_exit_closes_the_connection() {
         .await
         .expect("the connection notices the exit");
     assert!(conn.is_closed());
+}
+
+#[tokio::test]
+async fn client_cancel_sends_cancelled() {
+    common::init_tracing();
+    let conn = Connection::connect("slow", &dynamic_stdio(Era::Auto, &[]), Notifications::new())
+        .await
+        .expect("connects");
+    let token = tokio_util::sync::CancellationToken::new();
+    let canceller = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        canceller.cancel();
+    });
+    let err = conn
+        .call_tool(
+            "slow",
+            args(json!({"seconds": 30})),
+            CallOptions {
+                cancel: Some(token),
+                ..CallOptions::default()
+            },
+        )
+        .await
+        .expect_err("cancelled");
+    assert!(
+        matches!(err, roster::servers::RequestError::Cancelled),
+        "{err}"
+    );
+    let mut cancelled = String::new();
+    for _ in 0..100 {
+        let count = conn
+            .call_tool("cancelled_count", None, CallOptions::default())
+            .await
+            .expect("cancelled_count answers");
+        cancelled = text_of(&count);
+        if cancelled == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(cancelled, "1");
+}
+
+#[tokio::test]
+async fn listing_pages_to_the_end_and_keeps_unknown_fields() {
+    common::init_tracing();
+    let mut config = ServerConfig::stdio(
+        common::python().to_string_lossy(),
+        vec![
+            common::python_fixture("paged.py")
+                .to_string_lossy()
+                .into_owned(),
+            "8".to_owned(),
+        ],
+    );
+    // `execution` is a 2025-11-25 field (the 2026-07-28 schema moved tasks out of Tool).
+    config.era = Era::Legacy;
+    let conn = Connection::connect("paged", &config, Notifications::new())
+        .await
+        .expect("connects");
+    let listing = conn.list_tools().await.expect("lists");
+    assert_eq!(listing.pages, 3);
+    let names: Vec<_> = listing.tools.iter().map(|t| t.name.clone()).collect();
+    let expected: Vec<_> = (0..8).map(|i| format!("tool_{i:02}")).collect();
+    assert_eq!(names, expected);
+    // rmcp's typed Tool has no `execution`; roster reads the raw JSON and keeps it.
+    for tool in &listing.tools {
+        assert_eq!(
+            tool.extra.get("execution"),
+            Some(&json!({"taskSupport": "optional"})),
+            "{tool:?}"
+        );
+    }
+    let result = conn
+        .call_tool("tool_07", None, CallOptions::default())
+        .await
+        .expect("call");
+    assert_eq!(text_of(&result), "called tool_07");
 }

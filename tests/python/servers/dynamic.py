@@ -13,10 +13,11 @@ Usage: dynamic.py [--name NAME] [--fail-first-listing] [--garbage] [--exit-at-st
 from __future__ import annotations
 
 import argparse
-import asyncio
+import anyio
 import os
 import sys
 
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 
 parser = argparse.ArgumentParser()
@@ -26,6 +27,8 @@ parser.add_argument("--garbage", action="store_true")
 parser.add_argument("--exit-at-start", action="store_true")
 parser.add_argument("--transport", default="stdio")
 parser.add_argument("--port", type=int, default=0)
+# The tools/list freshness hint for 2026-07-28 sessions (the SDK default is 0: never fresh).
+parser.add_argument("--ttl-ms", type=int, default=3_600_000)
 args = parser.parse_args()
 
 if args.exit_at_start:
@@ -43,12 +46,17 @@ class CountingServer(MCPServer):
 
     async def _handle_list_tools(self, ctx, params):  # type: ignore[override]
         CountingServer.listings += 1
+        print(f"tools/list #{CountingServer.listings}", file=sys.stderr, flush=True)
         if args.fail_first_listing and CountingServer.listings == 1:
             raise RuntimeError("first listing fails on purpose")
         return await super()._handle_list_tools(ctx, params)
 
 
-mcp = CountingServer(name=args.name, log_level="WARNING")
+mcp = CountingServer(
+    name=args.name,
+    log_level="WARNING",
+    cache_hints={"tools/list": CacheHint(ttl_ms=args.ttl_ms)},
+)
 
 
 async def announce(ctx: Context, times: int = 1) -> None:
@@ -123,12 +131,26 @@ def garbage() -> str:
     return "wrote garbage"
 
 
+CANCELLED = 0
+
+
 @mcp.tool()
 async def slow(seconds: float, ctx: Context) -> str:
-    """Report progress, then sleep."""
+    """Report progress, then sleep; counts the calls cancelled while sleeping."""
+    global CANCELLED
     await ctx.report_progress(1, 2, "halfway")
-    await asyncio.sleep(seconds)
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        CANCELLED += 1
+        raise
     return "done"
+
+
+@mcp.tool()
+def cancelled_count() -> int:
+    """How many `slow` calls were cancelled by the client."""
+    return CANCELLED
 
 
 if args.transport == "stdio":

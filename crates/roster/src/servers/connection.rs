@@ -292,8 +292,9 @@ pub struct Negotiated {
     pub server_name: Option<String>,
 }
 
+// Held for their Drop: the child is killed, the SSE stream closed, with the connection.
 enum Guard {
-    Child(#[allow(dead_code)] ChildGuard),
+    Child(ChildGuard),
     Sse(#[allow(dead_code)] super::sse::SseGuard),
     None,
 }
@@ -497,6 +498,14 @@ impl Connection {
     /// The server's configured name.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The child process id, for a stdio server.
+    pub fn pid(&self) -> Option<u32> {
+        match &self._guard {
+            Guard::Child(child) => child.pid(),
+            _ => None,
+        }
     }
 
     /// What the handshake agreed on.

@@ -3,8 +3,10 @@
 
 mod connection;
 mod refresh;
+mod sink;
 mod sse;
 mod stdio;
+pub(crate) mod supervisor;
 mod wire;
 
 pub use connection::{
@@ -12,6 +14,8 @@ pub use connection::{
     Notifications, ProgressListener, RequestError, ToolListing,
 };
 pub use refresh::{RefreshHook, RefreshHookError, Relist, TOOLS_LIST_CHANGED};
+pub use sink::{LogSink, NotificationSink};
 pub use sse::{SseError, SseGuard};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
+pub use supervisor::{ReconcileHook, RelistError, ServerState, ServerStatus};
 pub use wire::WireError;

@@ -118,3 +118,54 @@ pub fn init_tracing() {
         .with_test_writer()
         .try_init();
 }
+
+/// A TOML string literal.
+pub fn toml_str(s: &str) -> String {
+    format!("{s:?}")
+}
+
+/// `[servers.NAME]` running the dynamic Python fixture over stdio with extra arguments.
+pub fn dynamic_server_toml(name: &str, protocol: &str, extra: &[&str]) -> String {
+    let mut args = vec![toml_str(&python_fixture("dynamic.py").to_string_lossy())];
+    args.extend(["--name", name].iter().map(|a| toml_str(a)));
+    args.extend(extra.iter().map(|a| toml_str(a)));
+    format!(
+        "[servers.{name}]\ncommand = {}\nargs = [{}]\nprotocol = \"{protocol}\"\n",
+        toml_str(&python().to_string_lossy()),
+        args.join(", ")
+    )
+}
+
+/// A config with fast test settings (short debounce and backoff) and the given servers.
+pub fn test_config(servers: &str, gateway_extra: &str) -> roster::Config {
+    let text = format!(
+        "[gateway]\ndebounce = \"150ms\"\nbackoff_initial = \"20ms\"\nbackoff_max = \"400ms\"\n\
+         crash_loop_after = 3\nstartup_wait = \"60s\"\n{gateway_extra}\n{servers}"
+    );
+    let env = |name: &str| std::env::var(name).ok();
+    roster::Config::from_toml(&text, &workspace_root().join("roster.toml"), &env)
+        .unwrap_or_else(|e| panic!("test config is valid: {e}\n{text}"))
+}
+
+/// Polls `check` every 20 ms until it holds; panics with `what` after 30 s (a hang, not a
+/// speed requirement).
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "never happened: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The text of the first content block of a tool result.
+pub fn text_of(result: &serde_json::Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Tool arguments from a JSON object literal.
+pub fn args(value: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
+    value.as_object().cloned()
+}

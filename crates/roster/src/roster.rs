@@ -1,0 +1,371 @@
+//! [`Roster`]: the library façade for agent hosts that embed roster instead of running the
+//! gateway. The gateway serves its MCP surface on this same façade.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use roster::{Config, Roster};
+//! let roster = Roster::start(Config::load("roster.toml".as_ref())?).await?;
+//! let turn = roster.begin_turn().await; // re-lists stale/due servers, drains deltas
+//! if let Some(note) = turn.note { println!("{note}"); }
+//! for tool in roster.tools() { println!("{}", tool.exposed_name); }
+//! let result = roster.call("github__search", None).await?;
+//! # let _ = result; Ok(()) }
+//! ```
+//!
+//! A *turn* is one model step that reaches the servers. [`Roster::begin_turn`] (or
+//! [`Session::begin_turn`] for one client session) lists every server that is stale or due —
+//! one listing per server however many turns start at once — and drains that session's
+//! queued deltas. [`Roster::call`] does not start a turn by itself: the host decides when its
+//! turns begin.
+
+use std::sync::{Arc, PoisonError};
+
+use roster_core::{Delta, NamingError, ScheduleConfigError, Tool, ToolRegistry};
+use serde_json::{Map, Value};
+
+use crate::config::Config;
+use crate::servers::supervisor::{ReconcileHook, Relisting, Runtime, SessionQueue};
+use crate::servers::{
+    CallOptions, LogSink, NotificationSink, Notifications, RefreshHookError, RelistError,
+    RequestError, ServerStatus,
+};
+
+/// roster could not start with this configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The naming settings cannot produce valid exposed names.
+    #[error("invalid [gateway] naming settings: {0}")]
+    Naming(#[from] NamingError),
+    /// The schedule settings (backoff, intervals) are inconsistent.
+    #[error("invalid [gateway] schedule settings: {0}")]
+    Schedule(#[from] ScheduleConfigError),
+    /// The refresh hooks could not be started.
+    #[error(transparent)]
+    RefreshHook(#[from] RefreshHookError),
+}
+
+/// A tool call could not be made or failed on the way.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No tool is exposed under that name (it may have been removed: list tools again).
+    #[error("no tool named `{0}` is available; list the tools again")]
+    UnknownTool(String),
+    /// The tool's server is restarting or disconnected.
+    #[error("the server `{server}` offering `{tool}` is not connected right now")]
+    Unavailable {
+        /// The server.
+        server: String,
+        /// The exposed tool name.
+        tool: String,
+    },
+    /// The request failed (timeout, cancellation, server error, connection lost).
+    #[error("calling `{tool}` on server `{server}` failed: {source}")]
+    Request {
+        /// The server.
+        server: String,
+        /// The exposed tool name.
+        tool: String,
+        /// What happened.
+        #[source]
+        source: RequestError,
+    },
+}
+
+/// One exposed tool as clients see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEntry {
+    /// The name clients call it by.
+    pub exposed_name: String,
+    /// The server offering it.
+    pub server: String,
+    /// The tool as the server listed it (its own name, unknown fields kept).
+    pub tool: Tool,
+}
+
+impl ToolEntry {
+    /// The tool as a client should see it: the server's definition under the exposed name.
+    pub fn exposed_tool(&self) -> Tool {
+        let mut tool = self.tool.clone();
+        tool.name = self.exposed_name.clone();
+        tool
+    }
+}
+
+/// What a turn found: the session's merged delta since its last turn, and its note for the
+/// model (to carry on the next tool result).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Turn {
+    /// Tools added, changed and removed since the session's previous turn.
+    pub delta: Option<Delta>,
+    /// The text to put on the next tool result, when the delta is non-empty.
+    pub note: Option<String>,
+}
+
+/// Settings for [`Roster::start_with`].
+#[derive(Clone)]
+pub struct RosterOptions {
+    /// Where every server notification is recorded (the inbox). Default: [`LogSink`].
+    pub sink: Arc<dyn NotificationSink>,
+    /// Called with the registry after every reconcile that changed something (plug
+    /// `SkillRegistry::refresh_all` in here).
+    pub on_reconcile: Option<ReconcileHook>,
+}
+
+impl Default for RosterOptions {
+    fn default() -> Self {
+        RosterOptions {
+            sink: Arc::new(LogSink),
+            on_reconcile: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for RosterOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RosterOptions")
+            .field("on_reconcile", &self.on_reconcile.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Stops everything when the last [`Roster`] clone is dropped.
+struct Lifetime(Arc<Runtime>);
+
+impl Drop for Lifetime {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// The running roster: live connections, the tool registry, sessions. Cheap to clone.
+#[derive(Clone)]
+pub struct Roster {
+    rt: Arc<Runtime>,
+    default_session: Session,
+    _lifetime: Arc<Lifetime>,
+}
+
+impl std::fmt::Debug for Roster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Roster")
+            .field("servers", &self.rt.slots.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One client session: its own delta queue, drained at its turns.
+#[derive(Clone)]
+pub struct Session {
+    rt: Arc<Runtime>,
+    queue: Arc<SessionQueue>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("pending", &self.has_pending())
+            .finish()
+    }
+}
+
+impl Session {
+    /// Starts a turn: lists the servers that are stale or due, then drains this session's
+    /// deltas.
+    pub async fn begin_turn(&self) -> Turn {
+        self.rt.list_due().await;
+        self.drain()
+    }
+
+    /// Drains this session's deltas without listing anything.
+    pub fn drain(&self) -> Turn {
+        let delta = self
+            .queue
+            .deltas
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain();
+        let note = delta.as_ref().and_then(Delta::note);
+        Turn { delta, note }
+    }
+
+    /// Whether deltas are waiting for this session's next turn.
+    pub fn has_pending(&self) -> bool {
+        !self
+            .queue
+            .deltas
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// Resolves once a delta is waiting for this session (at once if one already is). The
+    /// gateway waits on this to send `notifications/tools/list_changed` upstream; the delta
+    /// itself stays queued until the session's next turn drains it.
+    pub async fn delta_arrived(&self) {
+        loop {
+            let arrived = self.queue.arrived.notified();
+            if self.has_pending() {
+                return;
+            }
+            arrived.await;
+        }
+    }
+}
+
+impl Roster {
+    /// Starts every enabled server concurrently and waits (at most `gateway.startup_wait`)
+    /// for their first connection attempts. A slow or broken server delays nobody else: it
+    /// keeps being retried in the background.
+    pub async fn start(config: Config) -> Result<Roster, StartError> {
+        Self::start_with(config, RosterOptions::default()).await
+    }
+
+    /// [`Roster::start`] with an inbox sink and a reconcile hook.
+    pub async fn start_with(config: Config, options: RosterOptions) -> Result<Roster, StartError> {
+        config.gateway.naming_config().validate()?;
+        config.gateway.schedule_config().validate()?;
+        let startup_wait = config.gateway.startup_wait;
+        let rt = Runtime::new(
+            config.gateway,
+            &config.servers,
+            &config.server_order,
+            options.sink,
+            options.on_reconcile,
+        );
+        let lifetime = Arc::new(Lifetime(rt.clone()));
+        rt.launch()?;
+        if !startup_wait.is_zero() {
+            rt.wait_first_attempts(startup_wait).await;
+        }
+        let default_session = Session {
+            queue: rt.new_session(),
+            rt: rt.clone(),
+        };
+        Ok(Roster {
+            rt,
+            default_session,
+            _lifetime: lifetime,
+        })
+    }
+
+    /// The live tools, in exposed-name order.
+    pub fn tools(&self) -> Vec<ToolEntry> {
+        let state = self.rt.state();
+        let mut tools: Vec<ToolEntry> = state
+            .registry
+            .tools()
+            .map(|t| ToolEntry {
+                exposed_name: t.exposed_name.to_owned(),
+                server: t.server.to_owned(),
+                tool: t.tool.clone(),
+            })
+            .collect();
+        tools.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name));
+        tools
+    }
+
+    /// Reads the registry (for the skill catalog's `ToolLookup`, collisions, counts).
+    pub fn with_registry<R>(&self, read: impl FnOnce(&ToolRegistry) -> R) -> R {
+        read(&self.rt.state().registry)
+    }
+
+    /// Calls a tool by its exposed name with the server's configured timeout.
+    pub async fn call(
+        &self,
+        exposed_name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<Value, CallError> {
+        self.call_with(exposed_name, arguments, CallOptions::default())
+            .await
+    }
+
+    /// Calls a tool with progress and cancellation; `options.timeout` unset means the
+    /// server's configured `call_timeout`.
+    pub async fn call_with(
+        &self,
+        exposed_name: &str,
+        arguments: Option<Map<String, Value>>,
+        mut options: CallOptions,
+    ) -> Result<Value, CallError> {
+        let (server, tool) = {
+            let state = self.rt.state();
+            let route = state
+                .registry
+                .route(exposed_name)
+                .ok_or_else(|| CallError::UnknownTool(exposed_name.to_owned()))?;
+            (route.server.to_owned(), route.tool.name.clone())
+        };
+        let slot = self
+            .rt
+            .slots
+            .get(&server)
+            .ok_or_else(|| CallError::UnknownTool(exposed_name.to_owned()))?;
+        let connection = slot.connection().ok_or_else(|| CallError::Unavailable {
+            server: server.clone(),
+            tool: exposed_name.to_owned(),
+        })?;
+        if options.timeout.is_none() {
+            options.timeout = Some(slot.config.call_timeout);
+        }
+        connection
+            .call_tool(&tool, arguments, options)
+            .await
+            .map_err(|source| CallError::Request {
+                server,
+                tool: exposed_name.to_owned(),
+                source,
+            })
+    }
+
+    /// Marks every server stale. Dials nothing: the next turn lists each server once, however
+    /// often this was called before it.
+    pub fn refresh(&self) {
+        self.rt.state().schedule.mark_all_stale();
+    }
+
+    /// Starts a turn for the default session (see [`Session::begin_turn`]).
+    pub async fn begin_turn(&self) -> Turn {
+        self.default_session.begin_turn().await
+    }
+
+    /// A new client session with its own delta queue (it sees deltas from now on).
+    pub fn subscribe_session(&self) -> Session {
+        Session {
+            queue: self.rt.new_session(),
+            rt: self.rt.clone(),
+        }
+    }
+
+    /// Every configured server's state, in name order.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.rt.status()
+    }
+
+    /// Lists one server now, whatever its schedule says.
+    pub async fn relist(&self, server: &str) -> Result<Delta, RelistError> {
+        let slot = self
+            .rt
+            .slots
+            .get(server)
+            .ok_or_else(|| RelistError::Unknown(server.to_owned()))?;
+        self.rt.relist(slot, Relisting::Always).await
+    }
+
+    /// The notification fan-out of one server (it survives restarts), for listeners of
+    /// `(method, params)`.
+    pub fn notifications(&self, server: &str) -> Option<Arc<Notifications>> {
+        self.rt.slots.get(server).map(|s| s.notifications.clone())
+    }
+
+    /// Replaces the reconcile hook (the skill catalog plugs in here after start).
+    pub fn set_reconcile_hook(&self, hook: Option<ReconcileHook>) {
+        self.rt.set_reconcile_hook(hook);
+    }
+
+    /// Stops every server and hook now (also done when the last clone is dropped).
+    pub fn shutdown(&self) {
+        self.rt.stop();
+    }
+}

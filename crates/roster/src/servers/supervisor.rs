@@ -1,0 +1,552 @@
+//! The runtime behind [`crate::Roster`]: one supervisor task per server, the shared listing
+//! path, and delta fan-out to sessions.
+//!
+//! A supervisor connects, lists, then watches the connection (exit, stream drop, failed ping).
+//! When it ends, the server's tools are removed (a delta like any other), the failure goes to
+//! the core [`Schedule`], and the next connection waits out the backoff the schedule computes —
+//! parked at the longest backoff once the schedule calls it a crash loop. Tools return only
+//! after the new connection has been initialized and listed.
+//!
+//! Locks: `state` (registry + schedule) and the per-slot `std` mutexes are never held across an
+//! `.await`. `Slot::listing` (a tokio mutex) makes one listing per server in flight at a time;
+//! callers that only want a listing when one is due re-check inside it, so concurrent turns
+//! share one listing instead of each taking their own.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use roster_core::{Delta, DeltaQueue, ListingState, Schedule, Tool, ToolRegistry};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::connection::{Connection, Notifications};
+use super::refresh::{RefreshHook, TOOLS_LIST_CHANGED};
+use super::sink::NotificationSink;
+use crate::config::{GatewayConfig, ServerConfig};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Called with the registry after every reconcile that changed something (the skill catalog
+/// plugs `SkillRegistry::refresh_all` in here). Runs under the registry lock: keep it quick.
+pub type ReconcileHook = Arc<dyn Fn(&ToolRegistry) + Send + Sync>;
+
+/// A server's connection state, as status shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerState {
+    /// `enabled = false`: configured, never started.
+    Disabled,
+    /// A connection attempt is under way.
+    Connecting,
+    /// Connected (its listing may still have failed: see [`ServerStatus::listing`]).
+    Connected,
+    /// Not connected; the next attempt waits out the backoff.
+    Disconnected,
+    /// Failed too often without a stable period; retried only at the longest backoff.
+    CrashLoop,
+}
+
+impl ServerState {
+    /// The name status prints (`crash-loop`, `connected`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Disabled => "disabled",
+            ServerState::Connecting => "connecting",
+            ServerState::Connected => "connected",
+            ServerState::Disconnected => "disconnected",
+            ServerState::CrashLoop => "crash-loop",
+        }
+    }
+}
+
+impl std::fmt::Display for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One server as [`crate::Roster::status`] reports it.
+#[derive(Debug, Clone)]
+pub struct ServerStatus {
+    /// The configured name.
+    pub name: String,
+    /// Connection state.
+    pub state: ServerState,
+    /// Listing state from the schedule (`None` for a disabled server).
+    pub listing: Option<ListingState>,
+    /// Tools of this server in the registry.
+    pub tools: usize,
+    /// The protocol version of the current connection.
+    pub protocol_version: Option<String>,
+    /// How often the server was restarted or reconnected after a drop.
+    pub restarts: u64,
+    /// The last failure (connect, listing, exit, ping).
+    pub last_error: Option<String>,
+    /// The child process id of a running stdio server.
+    pub pid: Option<u32>,
+    /// Debounced re-lists fired by `list_changed`.
+    pub refresh_count: u64,
+}
+
+#[derive(Debug)]
+struct Live {
+    state: ServerState,
+    protocol_version: Option<String>,
+    restarts: u64,
+    last_error: Option<String>,
+}
+
+/// Everything roster keeps about one configured server.
+pub(crate) struct Slot {
+    pub(crate) name: String,
+    pub(crate) config: ServerConfig,
+    pub(crate) notifications: Arc<Notifications>,
+    connection: Mutex<Option<Arc<Connection>>>,
+    live: Mutex<Live>,
+    listing: tokio::sync::Mutex<()>,
+    refresh: Mutex<Option<RefreshHook>>,
+    first_attempt: watch::Sender<bool>,
+}
+
+impl Slot {
+    pub(crate) fn connection(&self) -> Option<Arc<Connection>> {
+        lock(&self.connection).clone()
+    }
+
+    fn set_state(&self, state: ServerState) {
+        lock(&self.live).state = state;
+    }
+
+    pub(crate) fn refresh_hook(&self) -> Option<RefreshHook> {
+        lock(&self.refresh).clone()
+    }
+}
+
+/// When [`Runtime::relist`] lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relisting {
+    /// Always (a `list_changed`, a fresh connection).
+    Always,
+    /// Only if the schedule says the server is due and no listing was taken since the turn
+    /// started (a turn: concurrent turns share one listing).
+    IfDue {
+        /// When the turn started.
+        turn_started: Instant,
+    },
+}
+
+/// Why a re-list did not happen.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RelistError {
+    /// The server has no live connection (it is starting, restarting or disabled).
+    #[error("server `{0}` is not connected")]
+    NotConnected(String),
+    /// `tools/list` failed; the server is retried at the next turn its backoff allows.
+    #[error("listing server `{server}` failed: {error}")]
+    Failed {
+        /// The server.
+        server: String,
+        /// What failed.
+        error: String,
+    },
+    /// No server of that name is configured.
+    #[error("no server named `{0}` is configured")]
+    Unknown(String),
+}
+
+/// One session's queue of deltas and the signal that one arrived.
+#[derive(Default)]
+pub(crate) struct SessionQueue {
+    pub(crate) deltas: Mutex<DeltaQueue>,
+    pub(crate) arrived: tokio::sync::Notify,
+}
+
+pub(crate) struct State {
+    pub(crate) registry: ToolRegistry,
+    pub(crate) schedule: Schedule,
+}
+
+pub(crate) struct Runtime {
+    pub(crate) gateway: GatewayConfig,
+    pub(crate) state: Mutex<State>,
+    pub(crate) slots: BTreeMap<String, Arc<Slot>>,
+    sessions: Mutex<Vec<Weak<SessionQueue>>>,
+    sink: Arc<dyn NotificationSink>,
+    reconcile_hook: RwLock<Option<ReconcileHook>>,
+    pub(crate) shutdown: CancellationToken,
+}
+
+impl Runtime {
+    pub(crate) fn new(
+        gateway: GatewayConfig,
+        servers: &BTreeMap<String, ServerConfig>,
+        order: &[String],
+        sink: Arc<dyn NotificationSink>,
+        reconcile_hook: Option<ReconcileHook>,
+    ) -> Arc<Runtime> {
+        // Config order first; any server the order misses (a hand-built Config) by name.
+        let mut ordered: Vec<&String> = order.iter().filter(|n| servers.contains_key(*n)).collect();
+        ordered.extend(servers.keys().filter(|n| !order.contains(n)));
+        ordered.dedup();
+        let enabled: Vec<String> = ordered
+            .into_iter()
+            .filter(|name| servers.get(*name).is_some_and(|c| c.enabled))
+            .cloned()
+            .collect();
+        let registry = ToolRegistry::new(enabled.clone(), gateway.naming_config());
+        let schedule = Schedule::new(enabled, gateway.schedule_config());
+        let slots = servers
+            .iter()
+            .map(|(name, config)| {
+                let (first_attempt, _) = watch::channel(!config.enabled);
+                let slot = Slot {
+                    name: name.clone(),
+                    config: config.clone(),
+                    notifications: Notifications::new(),
+                    connection: Mutex::new(None),
+                    live: Mutex::new(Live {
+                        state: if config.enabled {
+                            ServerState::Connecting
+                        } else {
+                            ServerState::Disabled
+                        },
+                        protocol_version: None,
+                        restarts: 0,
+                        last_error: None,
+                    }),
+                    listing: tokio::sync::Mutex::new(()),
+                    refresh: Mutex::new(None),
+                    first_attempt,
+                };
+                (name.clone(), Arc::new(slot))
+            })
+            .collect();
+        Arc::new(Runtime {
+            gateway,
+            state: Mutex::new(State { registry, schedule }),
+            slots,
+            sessions: Mutex::new(Vec::new()),
+            sink,
+            reconcile_hook: RwLock::new(reconcile_hook),
+            shutdown: CancellationToken::new(),
+        })
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    pub(crate) fn set_reconcile_hook(&self, hook: Option<ReconcileHook>) {
+        *self
+            .reconcile_hook
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = hook;
+    }
+
+    /// Wires notifications (inbox, refresh hook) and starts every enabled server's supervisor.
+    pub(crate) fn launch(self: &Arc<Self>) -> Result<(), super::refresh::RefreshHookError> {
+        let dynamic = self.gateway.dynamic_tools;
+        for slot in self.slots.values().filter(|s| s.config.enabled) {
+            let sink = self.sink.clone();
+            let channel = slot.name.clone();
+            slot.notifications
+                .add_notification_listener(move |method, params| {
+                    let handled = (method == TOOLS_LIST_CHANGED && dynamic)
+                        || method == "notifications/progress";
+                    sink.record(&channel, method, params.clone(), handled);
+                });
+            if dynamic {
+                let weak_rt = Arc::downgrade(self);
+                let weak_slot = Arc::downgrade(slot);
+                let hook = RefreshHook::with_window(
+                    self.gateway.debounce,
+                    Arc::new(move || {
+                        let (rt, slot) = (weak_rt.upgrade(), weak_slot.upgrade());
+                        Box::pin(async move {
+                            if let (Some(rt), Some(slot)) = (rt, slot) {
+                                let _ = rt.relist(&slot, Relisting::Always).await;
+                            }
+                        })
+                    }),
+                )?;
+                hook.subscribe(&slot.notifications);
+                *lock(&slot.refresh) = Some(hook);
+            }
+            tokio::spawn(supervise(self.clone(), slot.clone()));
+        }
+        Ok(())
+    }
+
+    /// Waits until every enabled server finished its first connection attempt, or `limit`.
+    pub(crate) async fn wait_first_attempts(&self, limit: Duration) {
+        let waits = self.slots.values().map(|slot| {
+            let mut rx = slot.first_attempt.subscribe();
+            async move {
+                let _ = rx.wait_for(|done| *done).await;
+            }
+        });
+        let _ = tokio::time::timeout(limit, futures::future::join_all(waits)).await;
+    }
+
+    pub(crate) fn new_session(&self) -> Arc<SessionQueue> {
+        let queue = Arc::new(SessionQueue::default());
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|s| s.strong_count() > 0);
+        sessions.push(Arc::downgrade(&queue));
+        queue
+    }
+
+    fn publish(&self, server: &str, delta: &Delta) {
+        if delta.is_empty() {
+            return;
+        }
+        tracing::info!(
+            server,
+            added = delta.added.len(),
+            changed = delta.changed.len(),
+            removed = delta.removed.len(),
+            "tools changed"
+        );
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|weak| match weak.upgrade() {
+            Some(queue) => {
+                lock(&queue.deltas).push(delta.clone());
+                queue.arrived.notify_one();
+                true
+            }
+            None => false,
+        });
+    }
+
+    fn reconciled(&self, registry: &ToolRegistry) {
+        let hook = self
+            .reconcile_hook
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(hook) = hook {
+            hook(registry);
+        }
+    }
+
+    /// Takes one server's listing and reconciles it. One listing per server at a time.
+    pub(crate) async fn relist(&self, slot: &Slot, when: Relisting) -> Result<Delta, RelistError> {
+        let _one_at_a_time = slot.listing.lock().await;
+        if let Relisting::IfDue { turn_started } = when {
+            let state = self.state();
+            let schedule = state.schedule.server(&slot.name);
+            // A listing finished while this turn waited for the lock is this turn's listing
+            // too, even when the server's ttlMs of 0 makes it due again at once.
+            let fresh = schedule
+                .and_then(|s| s.last_listed())
+                .is_some_and(|at| at >= turn_started);
+            let due = schedule.is_some_and(|s| s.needs_listing(Instant::now()));
+            if fresh || !due {
+                return Ok(Delta::default());
+            }
+        }
+        let Some(connection) = slot.connection() else {
+            return Err(RelistError::NotConnected(slot.name.clone()));
+        };
+        match connection.list_tools().await {
+            Ok(listing) => {
+                let tools: Vec<Tool> = listing
+                    .tools
+                    .into_iter()
+                    .filter(|t| slot.config.tools.permits(&t.name))
+                    .collect();
+                let delta = {
+                    let mut state = self.state();
+                    if let Some(schedule) = state.schedule.server_mut(&slot.name) {
+                        schedule.listed(Instant::now(), listing.ttl);
+                    }
+                    let delta = state.registry.reconcile(&slot.name, tools);
+                    if !delta.is_empty() {
+                        self.reconciled(&state.registry);
+                    }
+                    delta
+                };
+                self.publish(&slot.name, &delta);
+                Ok(delta)
+            }
+            Err(error) => {
+                let error = error.to_string();
+                tracing::warn!(server = %slot.name, %error, "listing failed");
+                self.record_failure(slot, &error);
+                // The connection itself is fine; keep showing it as connected.
+                if slot.connection().is_some_and(|c| !c.is_closed()) {
+                    slot.set_state(ServerState::Connected);
+                }
+                Err(RelistError::Failed {
+                    server: slot.name.clone(),
+                    error,
+                })
+            }
+        }
+    }
+
+    fn record_failure(&self, slot: &Slot, error: &str) {
+        let crash_loop = {
+            let mut state = self.state();
+            match state.schedule.server_mut(&slot.name) {
+                Some(schedule) => {
+                    schedule.failed(Instant::now(), error);
+                    matches!(schedule.state(), ListingState::CrashLoop { .. })
+                }
+                None => false,
+            }
+        };
+        let mut live = lock(&slot.live);
+        live.last_error = Some(error.to_owned());
+        live.state = if crash_loop {
+            ServerState::CrashLoop
+        } else {
+            ServerState::Disconnected
+        };
+    }
+
+    /// Re-lists every server that is due and connected, concurrently.
+    pub(crate) async fn list_due(&self) {
+        let turn_started = Instant::now();
+        let due: Vec<Arc<Slot>> = {
+            let state = self.state();
+            state
+                .schedule
+                .due(Instant::now())
+                .into_iter()
+                .filter_map(|name| self.slots.get(name).cloned())
+                .collect()
+        };
+        let due = due.into_iter().filter(|slot| slot.connection().is_some());
+        let listings = due.map(|slot| async move {
+            let _ = self.relist(&slot, Relisting::IfDue { turn_started }).await;
+        });
+        futures::future::join_all(listings).await;
+    }
+
+    pub(crate) fn status(&self) -> Vec<ServerStatus> {
+        let state = self.state();
+        let counts: BTreeMap<&str, usize> = state.registry.tool_counts().into_iter().collect();
+        self.slots
+            .values()
+            .map(|slot| {
+                let live = lock(&slot.live);
+                let listing = state.schedule.server(&slot.name).map(|s| s.state().clone());
+                let connection = slot.connection();
+                let mut server_state = live.state;
+                if matches!(listing, Some(ListingState::CrashLoop { .. })) && connection.is_none() {
+                    server_state = ServerState::CrashLoop;
+                }
+                ServerStatus {
+                    name: slot.name.clone(),
+                    state: server_state,
+                    listing,
+                    tools: counts.get(slot.name.as_str()).copied().unwrap_or(0),
+                    protocol_version: live.protocol_version.clone(),
+                    restarts: live.restarts,
+                    last_error: live.last_error.clone(),
+                    pid: connection.and_then(|c| c.pid()),
+                    refresh_count: slot.refresh_hook().map_or(0, |h| h.refresh_count()),
+                }
+            })
+            .collect()
+    }
+
+    pub(crate) fn stop(&self) {
+        self.shutdown.cancel();
+        for slot in self.slots.values() {
+            if let Some(hook) = slot.refresh_hook() {
+                hook.cancel();
+            }
+            if let Some(connection) = lock(&slot.connection).take() {
+                connection.close();
+            }
+        }
+    }
+}
+
+async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
+    loop {
+        let wait_until = {
+            let state = rt.state();
+            match state.schedule.server(&slot.name).map(|s| s.state()) {
+                Some(ListingState::Failed { next_try, .. })
+                | Some(ListingState::CrashLoop { next_try, .. }) => Some(*next_try),
+                _ => None,
+            }
+        };
+        if let Some(at) = wait_until {
+            tokio::select! {
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {}
+                _ = rt.shutdown.cancelled() => return,
+            }
+        }
+        if lock(&slot.live).state != ServerState::CrashLoop {
+            slot.set_state(ServerState::Connecting);
+        }
+        let attempt = tokio::select! {
+            attempt = Connection::connect(&slot.name, &slot.config, slot.notifications.clone()) => attempt,
+            _ = rt.shutdown.cancelled() => return,
+        };
+        let connection = match attempt {
+            Ok(connection) => Arc::new(connection),
+            Err(error) => {
+                let error = error.to_string();
+                tracing::warn!(server = %slot.name, %error, "cannot connect");
+                rt.record_failure(&slot, &error);
+                slot.first_attempt.send_replace(true);
+                continue;
+            }
+        };
+        {
+            let mut live = lock(&slot.live);
+            live.protocol_version = Some(connection.negotiated().protocol_version.clone());
+            live.state = ServerState::Connected;
+        }
+        *lock(&slot.connection) = Some(connection.clone());
+        // Tools return only once the new connection has answered a listing.
+        let _ = rt.relist(&slot, Relisting::Always).await;
+        slot.first_attempt.send_replace(true);
+
+        let Some(reason) = watch(&rt, &slot, &connection).await else {
+            connection.close();
+            return;
+        };
+        tracing::warn!(server = %slot.name, %reason, "server connection lost; restarting");
+        lock(&slot.connection).take();
+        connection.close();
+        let delta = rt.state().registry.remove_server(&slot.name);
+        rt.publish(&slot.name, &delta);
+        rt.record_failure(&slot, &reason);
+        lock(&slot.live).restarts += 1;
+    }
+}
+
+/// Waits for the connection to end; `None` on shutdown.
+async fn watch(rt: &Runtime, slot: &Slot, connection: &Connection) -> Option<String> {
+    let ping = if connection.negotiated().legacy {
+        slot.config.ping_interval
+    } else {
+        None
+    };
+    loop {
+        let tick = async {
+            match ping {
+                Some(every) => tokio::time::sleep(every).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = connection.closed() => return Some("the connection closed".to_owned()),
+            _ = tick => {
+                let limit = ping.unwrap_or_default().min(Duration::from_secs(10));
+                if let Err(error) = connection.ping(limit).await {
+                    return Some(format!("ping failed: {error}"));
+                }
+            }
+            _ = rt.shutdown.cancelled() => return None,
+        }
+    }
+}

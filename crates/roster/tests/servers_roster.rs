@@ -1,0 +1,601 @@
+//! The `Roster` façade against real servers: dynamic tools in both eras, storms, same-named
+//! tools, restarts and crash loops, failed first listings, refresh, garbage on stdout.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{args, dynamic_server_toml, eventually, test_config, text_of};
+use roster::servers::{NotificationSink, ServerState};
+use roster::{Roster, RosterOptions};
+use serde_json::{Value, json};
+
+fn has_tool(roster: &Roster, exposed: &str) -> bool {
+    roster.tools().iter().any(|t| t.exposed_name == exposed)
+}
+
+async fn listing_count(roster: &Roster, server: &str) -> u64 {
+    let result = roster
+        .call(&format!("{server}__listing_count"), None)
+        .await
+        .expect("listing_count answers");
+    text_of(&result).parse().expect("a number")
+}
+
+fn refresh_count(roster: &Roster, server: &str) -> u64 {
+    roster
+        .status()
+        .into_iter()
+        .find(|s| s.name == server)
+        .map(|s| s.refresh_count)
+        .expect("server in status")
+}
+
+async fn dynamic_tool_round_trip(protocol: &str) {
+    common::init_tracing();
+    let roster = Roster::start(test_config(&dynamic_server_toml("dyn", protocol, &[]), ""))
+        .await
+        .expect("starts");
+    let status = &roster.status()[0];
+    assert_eq!(status.state, ServerState::Connected);
+    let expect_modern = protocol != "legacy";
+    assert_eq!(
+        status.protocol_version.as_deref() == Some("2026-07-28"),
+        expect_modern,
+        "{status:?}"
+    );
+    assert!(has_tool(&roster, "dyn__echo"));
+    // Tools present when the session began are not news to it.
+    let first = roster.begin_turn().await;
+    assert_eq!(first.delta, None, "{first:?}");
+
+    roster
+        .call("dyn__add_tool", args(json!({"name": "fresh"})))
+        .await
+        .expect("add_tool answers");
+    eventually("the new tool is registered", || {
+        has_tool(&roster, "dyn__fresh")
+    })
+    .await;
+    let turn = roster.begin_turn().await;
+    let delta = turn.delta.expect("a delta");
+    assert_eq!(delta.added, vec!["dyn__fresh".to_owned()]);
+    assert!(delta.removed.is_empty() && delta.changed.is_empty());
+    assert!(turn.note.expect("a note").contains("dyn__fresh"));
+    let result = roster.call("dyn__fresh", None).await.expect("callable");
+    assert_eq!(text_of(&result), "I am fresh");
+
+    roster
+        .call("dyn__remove_tool", args(json!({"name": "fresh"})))
+        .await
+        .expect("remove_tool answers");
+    eventually("the tool is gone", || !has_tool(&roster, "dyn__fresh")).await;
+    let delta = roster.begin_turn().await.delta.expect("a delta");
+    assert_eq!(delta.removed, vec!["dyn__fresh".to_owned()]);
+    let err = roster.call("dyn__fresh", None).await.expect_err("gone");
+    assert!(matches!(err, roster::CallError::UnknownTool(_)), "{err}");
+}
+
+#[tokio::test]
+async fn dynamic_tools_legacy_era() {
+    dynamic_tool_round_trip("legacy").await;
+}
+
+#[tokio::test]
+async fn dynamic_tools_modern_era() {
+    dynamic_tool_round_trip("auto").await;
+}
+
+async fn storm(protocol: &str) {
+    common::init_tracing();
+    let roster = Roster::start(test_config(&dynamic_server_toml("dyn", protocol, &[]), ""))
+        .await
+        .expect("starts");
+    let before = listing_count(&roster, "dyn").await;
+    assert_eq!(refresh_count(&roster, "dyn"), 0);
+    roster
+        .call("dyn__storm", args(json!({"count": 200})))
+        .await
+        .expect("storm answers");
+    eventually("the debounced re-list fires", || {
+        refresh_count(&roster, "dyn") >= 1
+    })
+    .await;
+    // Several windows more: a second re-list would have fired by now.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(refresh_count(&roster, "dyn"), 1);
+    assert_eq!(listing_count(&roster, "dyn").await, before + 1);
+}
+
+#[tokio::test]
+async fn storm_of_list_changed_costs_one_listing_legacy() {
+    storm("legacy").await;
+}
+
+#[tokio::test]
+async fn storm_of_list_changed_costs_one_listing_modern() {
+    storm("auto").await;
+}
+
+#[tokio::test]
+async fn two_servers_with_echo() {
+    common::init_tracing();
+    let servers = format!(
+        "{}{}",
+        dynamic_server_toml("a", "legacy", &[]),
+        dynamic_server_toml("b", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&servers, ""))
+        .await
+        .expect("starts");
+    roster.begin_turn().await;
+    let a = roster
+        .call("a__echo", args(json!({"text": "x"})))
+        .await
+        .expect("a echo");
+    let b = roster
+        .call("b__echo", args(json!({"text": "x"})))
+        .await
+        .expect("b echo");
+    assert_eq!(text_of(&a), "a: x");
+    assert_eq!(text_of(&b), "b: x");
+    let b_echo_before = roster
+        .tools()
+        .into_iter()
+        .find(|t| t.exposed_name == "b__echo")
+        .expect("b__echo");
+
+    roster
+        .call(
+            "a__change_echo",
+            args(json!({"description": "Echo, louder"})),
+        )
+        .await
+        .expect("change_echo answers");
+    eventually("a's echo changes", || {
+        roster.tools().iter().any(|t| {
+            t.exposed_name == "a__echo" && t.tool.description.as_deref() == Some("Echo, louder")
+        })
+    })
+    .await;
+    let delta = roster.begin_turn().await.delta.expect("a delta");
+    assert_eq!(delta.changed, vec!["a__echo".to_owned()]);
+    assert!(
+        delta.added.is_empty() && delta.removed.is_empty(),
+        "{delta:?}"
+    );
+    let b_echo_after = roster
+        .tools()
+        .into_iter()
+        .find(|t| t.exposed_name == "b__echo")
+        .expect("b__echo still there");
+    assert_eq!(b_echo_before, b_echo_after);
+    let b = roster
+        .call("b__echo", args(json!({"text": "y"})))
+        .await
+        .expect("b echo");
+    assert_eq!(text_of(&b), "b: y");
+}
+
+#[tokio::test]
+async fn killed_server_restarts_and_crash_loop_stays_contained() {
+    common::init_tracing();
+    let servers = format!(
+        "{}{}",
+        dynamic_server_toml("live", "legacy", &[]),
+        dynamic_server_toml("doomed", "legacy", &["--exit-at-start"])
+    );
+    let roster = Roster::start(test_config(&servers, ""))
+        .await
+        .expect("starts");
+    roster.begin_turn().await;
+    let status = roster.status();
+    let live = status.iter().find(|s| s.name == "live").expect("live");
+    let pid = live.pid.expect("a pid");
+    assert!(has_tool(&roster, "live__echo"));
+
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    eventually("the dead server's tools vanish", || {
+        !has_tool(&roster, "live__echo")
+    })
+    .await;
+    eventually("the server is restarted and listed again", || {
+        has_tool(&roster, "live__echo")
+    })
+    .await;
+    let delta = roster.begin_turn().await;
+    // Removed then added again between two turns: the merged delta may cancel out, but the
+    // registry went through both; what must hold is that the tools are back and callable.
+    assert!(
+        delta
+            .delta
+            .as_ref()
+            .is_none_or(|d| !d.removed.contains(&"live__echo".to_owned())),
+        "{delta:?}"
+    );
+    let status = roster.status();
+    let live = status.iter().find(|s| s.name == "live").expect("live");
+    assert!(live.restarts >= 1, "{live:?}");
+    assert_ne!(live.pid, Some(pid));
+    let result = roster
+        .call("live__echo", args(json!({"text": "back"})))
+        .await
+        .expect("callable after restart");
+    assert_eq!(text_of(&result), "live: back");
+
+    eventually("the always-exiting server is parked in crash-loop", || {
+        roster
+            .status()
+            .iter()
+            .any(|s| s.name == "doomed" && s.state == ServerState::CrashLoop)
+    })
+    .await;
+    let doomed = roster
+        .status()
+        .into_iter()
+        .find(|s| s.name == "doomed")
+        .expect("doomed");
+    assert_eq!(doomed.tools, 0);
+    assert!(doomed.last_error.is_some());
+    assert_eq!(doomed.state.to_string(), "crash-loop");
+    let result = roster
+        .call("live__echo", args(json!({"text": "unhurt"})))
+        .await
+        .expect("others keep working");
+    assert_eq!(text_of(&result), "live: unhurt");
+}
+
+#[tokio::test]
+async fn session_sees_removal_when_a_server_dies() {
+    common::init_tracing();
+    // A long backoff keeps the server down long enough to observe the removal delta.
+    let roster = Roster::start(test_config(&dynamic_server_toml("live", "legacy", &[]), ""))
+        .await
+        .expect("starts");
+    let session = roster.subscribe_session();
+    let pid = roster.status()[0].pid.expect("pid");
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    tokio::time::timeout(Duration::from_secs(30), session.delta_arrived())
+        .await
+        .expect("the removal is queued for the session");
+    assert!(session.has_pending());
+    let first = session.drain();
+    let delta = first.delta.expect("a delta");
+    assert!(
+        delta.removed.contains(&"live__echo".to_owned()),
+        "{delta:?}"
+    );
+    assert!(first.note.expect("note").contains("live__echo"));
+}
+
+#[tokio::test]
+async fn failed_first_listing_is_retried_next_turn() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(
+        &dynamic_server_toml("flaky", "legacy", &["--fail-first-listing"]),
+        "refresh_interval = \"1h\"",
+    ))
+    .await
+    .expect("starts");
+    let status = &roster.status()[0];
+    assert_eq!(status.state, ServerState::Connected, "{status:?}");
+    assert!(
+        matches!(
+            status.listing,
+            Some(roster_core::ListingState::Failed { .. })
+        ),
+        "{status:?}"
+    );
+    assert!(roster.tools().is_empty());
+    // Past the (20 ms) backoff; the 1 h interval does not apply to a failed server.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let turn = roster.begin_turn().await;
+    assert!(has_tool(&roster, "flaky__echo"), "{turn:?}");
+    assert!(
+        turn.delta
+            .expect("delta")
+            .added
+            .contains(&"flaky__echo".to_owned())
+    );
+    assert_eq!(listing_count(&roster, "flaky").await, 2);
+}
+
+#[tokio::test]
+async fn repeated_refresh_costs_one_listing_per_server() {
+    common::init_tracing();
+    let servers = format!(
+        "{}{}",
+        dynamic_server_toml("a", "legacy", &[]),
+        dynamic_server_toml("b", "auto", &[])
+    );
+    let roster = Roster::start(test_config(&servers, ""))
+        .await
+        .expect("starts");
+    roster.begin_turn().await;
+    let (a0, b0) = (
+        listing_count(&roster, "a").await,
+        listing_count(&roster, "b").await,
+    );
+    // Not due: a turn lists nothing.
+    roster.begin_turn().await;
+    assert_eq!(listing_count(&roster, "a").await, a0);
+    for _ in 0..10 {
+        roster.refresh();
+    }
+    let (one, two) = tokio::join!(roster.begin_turn(), roster.begin_turn());
+    assert_eq!(one.delta, None);
+    assert_eq!(two.delta, None);
+    roster.begin_turn().await;
+    assert_eq!(listing_count(&roster, "a").await, a0 + 1);
+    assert_eq!(listing_count(&roster, "b").await, b0 + 1);
+}
+
+#[tokio::test]
+async fn garbage_on_stdout_does_not_hurt() {
+    common::init_tracing();
+    let servers = format!(
+        "{}{}",
+        dynamic_server_toml("junk", "legacy", &["--garbage"]),
+        dynamic_server_toml("clean", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&servers, ""))
+        .await
+        .expect("starts");
+    let result = roster.call("junk__garbage", None).await.expect("answers");
+    assert_eq!(text_of(&result), "wrote garbage");
+    let result = roster
+        .call("junk__echo", args(json!({"text": "ok"})))
+        .await
+        .expect("still connected");
+    assert_eq!(text_of(&result), "junk: ok");
+    let result = roster
+        .call("clean__echo", args(json!({"text": "ok"})))
+        .await
+        .expect("other server fine");
+    assert_eq!(text_of(&result), "clean: ok");
+    let junk = roster
+        .status()
+        .into_iter()
+        .find(|s| s.name == "junk")
+        .expect("junk");
+    assert_eq!(junk.restarts, 0);
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<(String, String, bool)>>);
+
+impl NotificationSink for Recorder {
+    fn record(&self, channel: &str, method: &str, _params: Value, handled: bool) {
+        self.0
+            .lock()
+            .expect("lock")
+            .push((channel.to_owned(), method.to_owned(), handled));
+    }
+}
+
+#[tokio::test]
+async fn notifications_reach_the_sink_and_dynamic_tools_can_be_off() {
+    common::init_tracing();
+    let recorder = Arc::new(Recorder::default());
+    let options = RosterOptions {
+        sink: recorder.clone(),
+        ..RosterOptions::default()
+    };
+    let roster = Roster::start_with(
+        test_config(
+            &dynamic_server_toml("dyn", "legacy", &[]),
+            "dynamic_tools = false",
+        ),
+        options,
+    )
+    .await
+    .expect("starts");
+    roster
+        .call("dyn__add_tool", args(json!({"name": "fresh"})))
+        .await
+        .expect("add_tool answers");
+    eventually("the list_changed is recorded", || {
+        recorder
+            .0
+            .lock()
+            .expect("lock")
+            .iter()
+            .any(|(c, m, _)| c == "dyn" && m == "notifications/tools/list_changed")
+    })
+    .await;
+    let records = recorder.0.lock().expect("lock").clone();
+    assert!(
+        records
+            .iter()
+            .filter(|(_, m, _)| m == "notifications/tools/list_changed")
+            .all(|(_, _, handled)| !handled),
+        "{records:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!has_tool(&roster, "dyn__fresh"));
+    assert_eq!(refresh_count(&roster, "dyn"), 0);
+    // An explicit refresh still picks the tool up at the next turn.
+    roster.refresh();
+    roster.begin_turn().await;
+    assert!(has_tool(&roster, "dyn__fresh"));
+}
+
+#[tokio::test]
+async fn tool_filters_apply_to_every_listing() {
+    common::init_tracing();
+    let server = format!(
+        "{}tools.deny = [\"fresh*\", \"storm\"]\n",
+        dynamic_server_toml("dyn", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&server, ""))
+        .await
+        .expect("starts");
+    assert!(has_tool(&roster, "dyn__echo"));
+    assert!(!has_tool(&roster, "dyn__storm"));
+    roster
+        .call("dyn__add_tool", args(json!({"name": "fresh_one"})))
+        .await
+        .expect("add_tool answers");
+    roster
+        .call("dyn__add_tool", args(json!({"name": "other"})))
+        .await
+        .expect("add_tool answers");
+    eventually("the allowed tool appears", || {
+        has_tool(&roster, "dyn__other")
+    })
+    .await;
+    assert!(!has_tool(&roster, "dyn__fresh_one"));
+}
+
+#[tokio::test]
+async fn ttl_ms_of_zero_lists_every_turn_once() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(
+        &dynamic_server_toml("eager", "auto", &["--ttl-ms", "0"]),
+        "",
+    ))
+    .await
+    .expect("starts");
+    let status = &roster.status()[0];
+    assert_eq!(status.protocol_version.as_deref(), Some("2026-07-28"));
+    let before = listing_count(&roster, "eager").await;
+    roster.begin_turn().await;
+    roster.begin_turn().await;
+    assert_eq!(listing_count(&roster, "eager").await, before + 2);
+    // Turns that start together share the one listing in flight.
+    let (_, _, _) = tokio::join!(
+        roster.begin_turn(),
+        roster.begin_turn(),
+        roster.begin_turn()
+    );
+    assert_eq!(listing_count(&roster, "eager").await, before + 3);
+}
+
+#[tokio::test]
+async fn unanswered_ping_fails_the_connection_and_restarts_it() {
+    common::init_tracing();
+    let server = format!(
+        "{}ping_interval = \"300ms\"\n",
+        dynamic_server_toml("frozen", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&server, ""))
+        .await
+        .expect("starts");
+    let pid = roster.status()[0].pid.expect("pid");
+    // A stopped process keeps its pipes open but answers nothing: only the ping notices.
+    let stopped = std::process::Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(stopped.success());
+    eventually("the frozen server is replaced", || {
+        let status = &roster.status()[0];
+        status.restarts >= 1 && status.pid.is_some_and(|p| p != pid) && status.tools > 0
+    })
+    .await;
+    let status = &roster.status()[0];
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("ping")),
+        "{status:?}"
+    );
+    let result = roster
+        .call("frozen__echo", args(json!({"text": "thawed"})))
+        .await
+        .expect("the new process answers");
+    assert_eq!(text_of(&result), "frozen: thawed");
+    // The stopped process was killed, not left behind.
+    let alive = std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run kill");
+    let zombie_or_gone = !alive.success()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true);
+    assert!(zombie_or_gone, "the stopped server {pid} is still running");
+}
+
+#[tokio::test]
+async fn modern_server_restart_listens_again() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(&dynamic_server_toml("dyn", "auto", &[]), ""))
+        .await
+        .expect("starts");
+    let pid = roster.status()[0].pid.expect("pid");
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    eventually("restarted", || {
+        let status = &roster.status()[0];
+        status.pid.is_some_and(|p| p != pid) && status.tools > 0
+    })
+    .await;
+    assert_eq!(
+        roster.status()[0].protocol_version.as_deref(),
+        Some("2026-07-28")
+    );
+    // list_changed still arrives: the new connection opened subscriptions/listen again.
+    roster
+        .call("dyn__add_tool", args(json!({"name": "after_restart"})))
+        .await
+        .expect("add_tool answers");
+    eventually("the tool added after the restart appears", || {
+        has_tool(&roster, "dyn__after_restart")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn naming_never_gives_the_bare_name_to_the_first_server_in_the_file() {
+    common::init_tracing();
+    // `zeta` comes first in the file though it sorts last.
+    let servers = format!(
+        "{}{}",
+        dynamic_server_toml("zeta", "legacy", &[]),
+        dynamic_server_toml("alpha", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&servers, "naming = \"never\""))
+        .await
+        .expect("starts");
+    let echo = roster
+        .tools()
+        .into_iter()
+        .find(|t| t.exposed_name == "echo")
+        .expect("a bare echo");
+    assert_eq!(echo.server, "zeta");
+    let collisions = roster.with_registry(|r| r.collisions().to_vec());
+    assert!(
+        collisions
+            .iter()
+            .any(|c| c.name == "echo" && c.kept_by == "zeta" && c.server == "alpha"),
+        "{collisions:?}"
+    );
+    let alpha_echo = collisions
+        .iter()
+        .find(|c| c.name == "echo")
+        .map(|c| c.exposed_as.clone())
+        .expect("alpha's echo is exposed under another name");
+    let result = roster
+        .call(&alpha_echo, args(json!({"text": "x"})))
+        .await
+        .expect("alpha's echo is callable");
+    assert_eq!(text_of(&result), "alpha: x");
+    let result = roster
+        .call("echo", args(json!({"text": "x"})))
+        .await
+        .expect("bare echo");
+    assert_eq!(text_of(&result), "zeta: x");
+}
