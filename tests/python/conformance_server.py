@@ -17,6 +17,7 @@ import json
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from mcp.server.mcpserver.prompts.base import Message, UserMessage
 from mcp.types import (
     AudioContent,
@@ -136,6 +137,59 @@ async def test_tool_with_progress(ctx: Context) -> str:
 @mcp.tool(description="Tool with JSON Schema 2020-12 features")
 def json_schema_2020_12_tool(name: str = "") -> str:
     return f"received {name}"
+
+
+# Diagnostic tools of the stateless scenario (SEP-2575). Behind roster they exercise roster's
+# own surface: a server's JSON-RPC error passed through, no log notifications leaking to a
+# client that set no log level, a response stream without independent requests, and
+# list_changed delivered on a subscriptions/listen stream after a server's tool list changed.
+
+
+@mcp.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs the client's sampling capability, which roster never declares to its servers."""
+    caps = ctx.client_capabilities
+    if caps is None or caps.sampling is None:
+        raise MCPError(
+            -32021,
+            "this tool needs the client's sampling capability",
+            {"requiredCapabilities": {"sampling": {}}},
+        )
+    return "sampling is available"
+
+
+@mcp.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs one message, then answers."""
+    await ctx.info("test_logging_tool ran")
+    return "logged"
+
+
+@mcp.tool()
+async def test_streaming_elicitation() -> str:
+    """Would ask the user; behind a gateway that does not relay elicitation it answers plainly."""
+    return "no elicitation was requested"
+
+
+@mcp.tool()
+async def test_trigger_tool_change(ctx: Context) -> str:
+    """Adds or removes the `test_dynamic_tool` tool and announces the change."""
+    if any(t.name == "test_dynamic_tool" for t in await mcp.list_tools()):
+        mcp.remove_tool("test_dynamic_tool")
+        verb = "removed"
+    else:
+
+        def test_dynamic_tool() -> str:
+            return "dynamic"
+
+        mcp.add_tool(test_dynamic_tool, name="test_dynamic_tool", description="Appears and vanishes.")
+        verb = "added"
+    try:
+        await ctx.session.send_tool_list_changed()
+    except Exception:  # noqa: BLE001 - a 2026-07-28 session announces through the listen bus only
+        pass
+    await ctx.notify_tools_changed()
+    return f"{verb} test_dynamic_tool"
 
 
 @mcp.resource("test://static-text", name="static-text", description="A static text resource", mime_type="text/plain")

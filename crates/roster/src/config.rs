@@ -74,6 +74,8 @@ pub struct Config {
     pub gateway: GatewayConfig,
     /// The `[skills]` table.
     pub skills: SkillsConfig,
+    /// The `[[clients]]` entries: bearer tokens and their subscriptions.
+    pub clients: Vec<crate::gateway::ClientEntry>,
 }
 
 /// One `[servers.NAME]` table.
@@ -227,6 +229,17 @@ pub struct GatewayConfig {
     /// How long `Roster::start` waits for the servers' first connection attempts
     /// (`0s` = not at all).
     pub startup_wait: Duration,
+    /// Address for `roster serve --http` when none is given on the command line.
+    pub listen: String,
+    /// Whether the tool result after a change carries a note naming the tools that appeared
+    /// or vanished.
+    pub delta_notes: bool,
+    /// How long a turn waits for listings before it is answered from what is known.
+    pub turn_wait: Duration,
+    /// `Host` values accepted over HTTP besides loopback.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted over HTTP besides loopback ones.
+    pub allowed_origins: Vec<String>,
 }
 
 impl GatewayConfig {
@@ -271,6 +284,11 @@ impl GatewayConfig {
             stable_period: Duration::from_secs(60),
             crash_loop_after: 5,
             startup_wait: Duration::from_secs(10),
+            listen: "127.0.0.1:8931".to_owned(),
+            delta_notes: true,
+            turn_wait: Duration::from_secs(2),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -310,6 +328,8 @@ struct RawToml {
     gateway: RawGateway,
     #[serde(default)]
     skills: RawSkills,
+    #[serde(default)]
+    clients: Vec<crate::gateway::ClientEntry>,
 }
 
 #[derive(Deserialize, Default)]
@@ -359,6 +379,11 @@ struct RawGateway {
     stable_period: Option<RawDuration>,
     crash_loop_after: Option<u32>,
     startup_wait: Option<RawDuration>,
+    listen: Option<String>,
+    delta_notes: Option<bool>,
+    turn_wait: Option<RawDuration>,
+    allowed_hosts: Option<Vec<String>>,
+    allowed_origins: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -587,6 +612,7 @@ impl Config {
             servers,
             gateway,
             skills,
+            clients: raw.clients,
         })
     }
 
@@ -642,6 +668,7 @@ impl Config {
             servers,
             gateway,
             skills: SkillsConfig::default(),
+            clients: Vec::new(),
         })
     }
 
@@ -653,6 +680,7 @@ impl Config {
             servers,
             gateway: GatewayConfig::defaults(&process_env),
             skills: SkillsConfig::default(),
+            clients: Vec::new(),
         }
     }
 }
@@ -731,6 +759,19 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
     // without editing a shared config.
     if let Some(dynamic) = raw.dynamic_tools {
         g.dynamic_tools = dynamic && (ctx.env)("ROSTER_DYNAMIC_TOOLS").as_deref() != Some("0");
+    }
+    dur("gateway.turn_wait", &raw.turn_wait, &mut g.turn_wait)?;
+    if let Some(listen) = raw.listen {
+        g.listen = listen;
+    }
+    if let Some(notes) = raw.delta_notes {
+        g.delta_notes = notes;
+    }
+    if let Some(hosts) = raw.allowed_hosts {
+        g.allowed_hosts = hosts;
+    }
+    if let Some(origins) = raw.allowed_origins {
+        g.allowed_origins = origins;
     }
     if let Some(subs) = raw.subscriptions {
         g.subscriptions = subs;

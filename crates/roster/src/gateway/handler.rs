@@ -152,7 +152,6 @@ impl ServerHandler for GatewayHandler {
     ) -> Result<ListToolsResult, ErrorData> {
         let session = self.session(&context);
         session.begin_turn().await;
-        session.listed();
         let tools = self.all_tools();
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let (items, next) = page(&tools, cursor, self.gateway.config().page_size)?;
@@ -196,6 +195,13 @@ impl ServerHandler for GatewayHandler {
                     format!("unknown tool {name:?}; list the tools again with tools/list"),
                     None,
                 ));
+            }
+            Err(CallError::Server {
+                code,
+                message,
+                data,
+            }) => {
+                return Err(ErrorData::new(rmcp::model::ErrorCode(code), message, data));
             }
             Err(e @ (CallError::ServerDown { .. } | CallError::Cancelled)) => {
                 native::error(e.to_string())

@@ -6,7 +6,7 @@
 //!
 //! Per client session the gateway keeps the change note drained at a turn until a tool result
 //! carries it, and sends `notifications/tools/list_changed` upstream only when a non-empty delta
-//! arrived — at most once until the client lists the tools again (coalesced per session).
+//! arrived — once per batch of deltas drained at one turn (coalesced per session).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,7 +15,6 @@ use futures::future::BoxFuture;
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, JsonObject, ProgressNotificationParam, ProgressToken, Tool};
 use rmcp::service::Peer;
-use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 pub mod admin;
@@ -23,12 +22,14 @@ mod auth;
 mod handler;
 pub mod http;
 mod native;
+mod roster_backend;
 mod session;
 pub mod stdio;
 
 use auth::AdmittedClient;
 pub use auth::{ClientEntry, ClientEntryError, ClientIdentity};
 pub use handler::GatewayHandler;
+pub use roster_backend::RosterBackend;
 use session::Session;
 
 /// The roster as the gateway needs to see it.
@@ -66,8 +67,8 @@ pub trait BackendSession: Send + Sync + 'static {
     /// then drains this session's queued deltas. Returns the change note for them, if any.
     fn begin_turn(&self) -> BoxFuture<'_, Option<String>>;
 
-    /// Resolves when a non-empty delta has been queued for this session since the last time
-    /// it resolved.
+    /// Resolves when a non-empty delta is queued for this session (at once while one is; the
+    /// gateway waits for the next turn before asking again).
     fn changed(&self) -> BoxFuture<'_, ()>;
 }
 
@@ -113,14 +114,23 @@ pub enum CallError {
         /// Why, in words a user can act on.
         reason: String,
     },
+    /// The server answered the call with a JSON-RPC error; the client gets the same error.
+    #[error("the server answered with error {code}: {message}")]
+    Server {
+        /// The JSON-RPC error code.
+        code: i32,
+        /// The server's message.
+        message: String,
+        /// The error's `data`.
+        data: Option<serde_json::Value>,
+    },
     /// The client cancelled the call before the server answered.
     #[error("the call was cancelled")]
     Cancelled,
 }
 
-/// The `[gateway]` table of `roster.toml`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+/// The gateway-surface settings, taken from the `[gateway]` table of `roster.toml`.
+#[derive(Debug, Clone)]
 pub struct ServeConfig {
     /// Address for `roster serve --http` when none is given on the command line.
     pub listen: String,
@@ -134,6 +144,20 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// Page size for `tools/list` and the other list results.
     pub page_size: usize,
+}
+
+impl ServeConfig {
+    /// The settings a `[gateway]` table gives.
+    pub fn from_gateway(gateway: &crate::config::GatewayConfig) -> Self {
+        Self {
+            listen: gateway.listen.clone(),
+            subscriptions: gateway.subscriptions.clone(),
+            delta_notes: gateway.delta_notes,
+            allowed_hosts: gateway.allowed_hosts.clone(),
+            allowed_origins: gateway.allowed_origins.clone(),
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for ServeConfig {

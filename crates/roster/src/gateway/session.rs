@@ -1,9 +1,12 @@
 //! One client session: the pending change note and coalesced `list_changed` delivery.
+//!
+//! A session gets one `notifications/tools/list_changed` per batch of deltas: the first
+//! non-empty delta queued after a turn sends it, later ones wait for the next turn to drain
+//! them all (and their note rides on the next tool result).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{Backend, BackendSession};
@@ -13,10 +16,9 @@ pub(crate) struct Session {
     backend: Arc<dyn BackendSession>,
     /// Notes drained at a turn that no tool result has carried yet.
     pending_notes: Mutex<Vec<String>>,
-    /// Set when a `list_changed` went out and the client has not listed the tools since;
-    /// while set, further changes send nothing (the client will see them when it lists).
-    notice_outstanding: Arc<AtomicBool>,
     notices: broadcast::Sender<()>,
+    /// Counts finished turns, so the watcher knows when a pending delta has been drained.
+    turns: watch::Sender<u64>,
     _watch: DropGuard,
 }
 
@@ -25,19 +27,19 @@ impl Session {
     pub(crate) fn open(backend: &dyn Backend, shutdown: &CancellationToken) -> Arc<Self> {
         let backend: Arc<dyn BackendSession> = Arc::from(backend.open_session());
         let (notices, _) = broadcast::channel(4);
-        let notice_outstanding = Arc::new(AtomicBool::new(false));
         let stop = shutdown.child_token();
-        tokio::spawn(watch(
+        let (turns, turns_seen) = watch::channel(0);
+        tokio::spawn(watch_changes(
             backend.clone(),
             notices.clone(),
-            notice_outstanding.clone(),
+            turns_seen,
             stop.clone(),
         ));
         Arc::new(Self {
             backend,
             pending_notes: Mutex::new(Vec::new()),
-            notice_outstanding,
             notices,
+            turns,
             _watch: stop.drop_guard(),
         })
     }
@@ -48,11 +50,7 @@ impl Session {
         if let Some(note) = self.backend.begin_turn().await {
             self.notes().push(note);
         }
-    }
-
-    /// The client has the current tool list: the next change notifies again.
-    pub(crate) fn listed(&self) {
-        self.notice_outstanding.store(false, Ordering::SeqCst);
+        self.turns.send_modify(|n| *n += 1);
     }
 
     /// Takes the notes a tool result should carry, joined into one text.
@@ -76,22 +74,26 @@ impl Session {
     }
 }
 
-async fn watch(
+async fn watch_changes(
     backend: Arc<dyn BackendSession>,
     notices: broadcast::Sender<()>,
-    outstanding: Arc<AtomicBool>,
+    mut turns: watch::Receiver<u64>,
     stop: CancellationToken,
 ) {
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
-            () = backend.changed() => {
-                if !outstanding.swap(true, Ordering::SeqCst) {
-                    // No receiver yet (no GET stream, no listen) is fine: the client will
-                    // still see the change at its next turn.
-                    let _ = notices.send(());
-                }
-            }
+            () = backend.changed() => {}
+        }
+        turns.mark_unchanged();
+        // No receiver yet (no GET stream, no listen) is fine: the client still sees the
+        // change at its next turn.
+        let _ = notices.send(());
+        // Coalescing: however many deltas queue up before the session's next turn, they are
+        // one pending batch and get one notice. Asking again before that turn would spin.
+        tokio::select! {
+            () = stop.cancelled() => return,
+            changed = turns.changed() => if changed.is_err() { return },
         }
     }
 }
