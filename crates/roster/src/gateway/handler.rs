@@ -4,9 +4,9 @@
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
-    Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -49,7 +49,10 @@ impl GatewayHandler {
     }
 
     fn session(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
-        let stateless_http = http_parts(context).is_some() && context.peer.peer_info().is_none();
+        // An initialize-era HTTP session names itself in every request; a request without
+        // `Mcp-Session-Id` is stateless (2026-07-28) and shares its client's session.
+        let stateless_http =
+            http_parts(context).is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"));
         if stateless_http {
             self.gateway.stateless_session(&self.identity(context))
         } else {
@@ -155,7 +158,11 @@ impl ServerHandler for GatewayHandler {
         let tools = self.all_tools();
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let (items, next) = page(&tools, cursor, self.gateway.config().page_size)?;
-        let mut result = ListToolsResult::with_all_items(items);
+        // The tool list is the same for every caller; it can change at any time (clients
+        // hear of it through list_changed), so it is never fresh for long.
+        let mut result = ListToolsResult::with_all_items(items)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Public);
         result.next_cursor = next;
         Ok(result)
     }
