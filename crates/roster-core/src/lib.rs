@@ -7,11 +7,14 @@
 //! result of paging `tools/list` to its end, the [`registry::ToolRegistry`] reconciles one
 //! server's listing at a time into a [`delta::Delta`], and skills name the tools they rely on.
 
+pub mod catalog;
 pub mod debounce;
 pub mod delta;
+pub mod flow;
 pub mod naming;
 pub mod registry;
 pub mod schedule;
+pub mod skills;
 pub mod tool;
 
 pub use debounce::{DebounceError, Debouncer, Fire};
@@ -20,5 +23,11 @@ pub use naming::{Collision, NATIVE_TOOLS, NamingConfig, NamingError, NamingMode}
 pub use registry::{ExposedTool, Fingerprint, Route, ToolRegistry};
 pub use schedule::{
     BackoffConfig, ListingState, Schedule, ScheduleConfig, ScheduleConfigError, ServerSchedule,
+};
+pub use catalog::{Catalog, ListFilter, SearchHit, SkillEntry, SkillPage, Subscriptions};
+pub use flow::{FlowError, FlowTemplate, FlowTemplates, ResolvedStep};
+pub use skills::{
+    Availability, InvalidSkill, LoadReport, ResolveError, Skill, SkillError, SkillFileError,
+    SkillKind, SkillRefreshResult, SkillRegistry, SkillSource, Step,
 };
 pub use tool::{Tool, ToolLookup, ToolPresence};

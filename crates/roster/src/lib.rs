@@ -4,11 +4,13 @@
 
 pub use roster_core as core;
 
+pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod gateway;
 mod roster;
 pub mod servers;
+pub mod store;
 
 pub use config::Config;
 pub use roster::{CallError, Roster, RosterOptions, Session, StartError, ToolEntry, Turn};

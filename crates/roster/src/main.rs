@@ -1,6 +1,7 @@
 //! The `roster` binary: a thin shell over the `roster` library.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -37,6 +38,9 @@ enum Command {
     Refresh(AdminArgs),
     /// Run the built-in demo MCP server on stdio (echo, add, word_count, notes, toggle_tool).
     DemoServer,
+    /// Work with skill directories.
+    #[command(subcommand)]
+    Skills(roster::cli::skills::SkillsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -57,8 +61,11 @@ struct AdminArgs {
     json: bool,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    if let Some(Command::Skills(command)) = cli.command {
+        return roster::cli::skills::run(command);
+    }
     let runtime = tokio::runtime::Runtime::new()?;
     match cli.command {
         Some(Command::DemoServer) => runtime.block_on(roster::demo::run_stdio())?,
@@ -75,12 +82,13 @@ fn main() -> anyhow::Result<()> {
         Some(Command::Refresh(args)) => {
             runtime.block_on(admin_command(&cli.config, AdminCommand::Refresh, args))?
         }
+        Some(Command::Skills(_)) => {}
         None => {
             use clap::CommandFactory;
             Cli::command().print_help()?;
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Logs go to stderr: on stdio, stdout is the MCP channel.

@@ -1,0 +1,80 @@
+//! Catalog storage: skill directories indexed into a store the gateway loads its catalog from.
+//!
+//! The store holds each skill directory's `SKILL.md` text (and a hash of it), not a parsed
+//! form, so what is served is always what the current parser makes of the files. The catalog is
+//! read-only at run time: [`index_dir`] writes, [`load_catalog`] reads. The [`CatalogStore`]
+//! trait is all the rest of roster sees, so a shared store (Postgres, for several gateway
+//! replicas) can replace the embedded SQLite one.
+
+mod dir;
+mod sqlite;
+
+use roster_core::catalog::Catalog;
+use roster_core::skills::{InvalidSkill, SkillSource, load};
+
+pub use dir::{SkillDirScan, UnreadableSkill, scan_skills_dir};
+pub use sqlite::SqliteStore;
+
+/// Where skill sources are kept between runs.
+pub trait CatalogStore {
+    /// Makes the stored set of sources equal to `sources` (by directory): new ones are added,
+    /// changed ones replaced, vanished ones removed. All or nothing.
+    fn replace_all(&mut self, sources: &[SkillSource]) -> Result<IndexStats, StoreError>;
+
+    /// Every stored source, ordered by directory.
+    fn sources(&self) -> Result<Vec<SkillSource>, StoreError>;
+}
+
+/// What one [`CatalogStore::replace_all`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexStats {
+    /// Sources not stored before.
+    pub added: usize,
+    /// Sources whose text changed.
+    pub updated: usize,
+    /// Stored sources no longer present.
+    pub removed: usize,
+    /// Sources stored with the same text.
+    pub unchanged: usize,
+}
+
+/// A storage failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The SQLite database could not be opened, read or written.
+    #[error("skill catalog database {path}: {source}")]
+    Sqlite {
+        /// The database path (`:memory:` for an in-memory one).
+        path: String,
+        /// The SQLite error.
+        source: rusqlite::Error,
+    },
+    /// The skills directory could not be read.
+    #[error("cannot read skills directory {path}: {source}")]
+    Io {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Scans `root` for skill directories and makes `store` hold exactly those. Files that could
+/// not be read are returned in the scan, not stored.
+pub fn index_dir(
+    root: &std::path::Path,
+    store: &mut dyn CatalogStore,
+) -> Result<(IndexStats, SkillDirScan), StoreError> {
+    let scan = scan_skills_dir(root)?;
+    let stats = store.replace_all(&scan.sources)?;
+    Ok((stats, scan))
+}
+
+/// Builds the catalog from the stored sources. Sources that do not parse are returned with
+/// their reasons; the others load.
+pub fn load_catalog(store: &dyn CatalogStore) -> Result<(Catalog, Vec<InvalidSkill>), StoreError> {
+    let mut report = load(store.sources()?);
+    let invalid = std::mem::take(&mut report.invalid);
+    Ok((Catalog::from_report(report), invalid))
+}
