@@ -17,15 +17,15 @@ pub mod schedule;
 pub mod skills;
 pub mod tool;
 
+pub use catalog::{Catalog, ListFilter, SearchHit, SkillEntry, SkillPage, Subscriptions};
 pub use debounce::{DebounceError, Debouncer, Fire};
 pub use delta::{Delta, DeltaQueue};
+pub use flow::{FlowError, FlowTemplate, FlowTemplates, ResolvedStep};
 pub use naming::{Collision, NATIVE_TOOLS, NamingConfig, NamingError, NamingMode};
 pub use registry::{ExposedTool, Fingerprint, Route, ToolRegistry};
 pub use schedule::{
     BackoffConfig, ListingState, Schedule, ScheduleConfig, ScheduleConfigError, ServerSchedule,
 };
-pub use catalog::{Catalog, ListFilter, SearchHit, SkillEntry, SkillPage, Subscriptions};
-pub use flow::{FlowError, FlowTemplate, FlowTemplates, ResolvedStep};
 pub use skills::{
     Availability, InvalidSkill, LoadReport, ResolveError, Skill, SkillError, SkillFileError,
     SkillKind, SkillRefreshResult, SkillRegistry, SkillSource, Step,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use roster::gateway::admin::{self, AdminCommand};
-use roster::gateway::{Gateway, RosterBackend, ServeConfig};
+use roster::gateway::{Gateway, RosterBackend, ServeConfig, Skills};
 use roster::{Config, Roster};
 
 /// roster — an MCP gateway with a live tool registry and a skill catalog.
@@ -112,11 +112,17 @@ fn load_config(path: &Path) -> anyhow::Result<Config> {
 
 async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let config = load_config(config_path)?;
+    let (skills, problems) = Skills::load(&config.skills.paths);
+    for problem in problems {
+        tracing::warn!("skill left out: {problem}");
+    }
+    let skills = Arc::new(skills);
     let roster = Roster::start(config.clone()).await?;
+    skills.follow(&roster);
     let backend = RosterBackend::new(roster, &config, config.gateway.turn_wait);
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
-    let gateway = Gateway::new(Arc::new(backend), serve_config, &config.clients)?;
+    let gateway = Gateway::new(Arc::new(backend), serve_config, &config.clients, skills)?;
 
     // Several clients may each start their own `roster serve` on one state directory; only
     // the first gets the admin socket, the others serve without it.

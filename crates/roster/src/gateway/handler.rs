@@ -5,11 +5,14 @@ use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    GetSkillRequestParams, GetSkillResult, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use roster_core::catalog::Subscriptions;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::session::Session;
@@ -109,20 +112,38 @@ fn page<T: Clone>(
     Ok((items[start..end].to_vec(), next))
 }
 
+impl GatewayHandler {
+    fn subscriptions(&self, context: &RequestContext<RoleServer>) -> Subscriptions {
+        self.identity(context).subscriptions.into_iter().collect()
+    }
+}
+
+/// Not visible and not found must read the same, so this is the one answer for both.
+fn unknown_skill_uri(uri: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown skill {uri}"), None)
+}
+
 impl ServerHandler for GatewayHandler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("roster", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "roster fronts several MCP servers; their tools are named server__tool. \
+        let builder = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed();
+        // Skills ride on resources (SEP-2640): both are declared only when skill files exist.
+        let capabilities = if self.gateway.skills().serves_files() {
+            builder
+                .enable_resources()
+                .enable_skills_with_directory_read()
+                .build()
+        } else {
+            builder.build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("roster", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "roster fronts several MCP servers; their tools are named server__tool. \
              When a tool result ends with a note that tools appeared or vanished, \
              fetch their schemas with tools/list before calling them.",
-        )
+            )
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -215,6 +236,108 @@ impl ServerHandler for GatewayHandler {
             }
         };
         self.carry_note(&session, &mut result);
+        Ok(result.into())
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let skills = self
+            .gateway
+            .skills()
+            .skill_files(&self.subscriptions(&context));
+        // What a caller sees depends on its subscriptions.
+        Ok(ListSkillsResult::with_all_items(skills)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let subscriptions = self.subscriptions(&context);
+        let files = self
+            .gateway
+            .skills()
+            .files_for(&request.uri, &subscriptions)
+            .ok_or_else(|| unknown_skill_uri(&request.uri))?;
+        let found = files.iter().find_map(|f| f.get_skill(&request.uri).ok());
+        let mut result = found.ok_or_else(|| unknown_skill_uri(&request.uri))?;
+        result.ttl_ms = Some(0);
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        let subscriptions = self.subscriptions(&context);
+        let not_found =
+            || ErrorData::invalid_params(format!("{} is not a directory", request.uri), None);
+        let files = self
+            .gateway
+            .skills()
+            .files_for(&request.uri, &subscriptions)
+            .ok_or_else(not_found)?;
+        files
+            .iter()
+            .find_map(|f| f.read_resource_directory(&request.uri).ok())
+            .ok_or_else(not_found)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = self
+            .gateway
+            .skills()
+            .resources(&self.subscriptions(&context));
+        Ok(ListResourcesResult::with_all_items(resources)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(Vec::new())
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let subscriptions = self.subscriptions(&context);
+        let not_found = || {
+            ErrorData::resource_not_found(
+                format!("resource {} not found", request.uri),
+                Some(serde_json::json!({"uri": request.uri})),
+            )
+        };
+        let files = self
+            .gateway
+            .skills()
+            .files_for(&request.uri, &subscriptions)
+            .ok_or_else(not_found)?;
+        let mut result = files
+            .iter()
+            .find_map(|f| f.read_resource(&request.uri))
+            .ok_or_else(not_found)?;
+        result.ttl_ms = Some(0);
+        result.cache_scope = Some(CacheScope::Private);
         Ok(result.into())
     }
 

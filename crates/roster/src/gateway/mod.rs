@@ -24,6 +24,7 @@ pub mod http;
 mod native;
 mod roster_backend;
 mod session;
+mod skills;
 pub mod stdio;
 
 use auth::AdmittedClient;
@@ -31,6 +32,7 @@ pub use auth::{ClientEntry, ClientEntryError, ClientIdentity};
 pub use handler::GatewayHandler;
 pub use roster_backend::RosterBackend;
 use session::Session;
+pub use skills::Skills;
 
 /// The roster as the gateway needs to see it.
 ///
@@ -179,6 +181,7 @@ pub struct Gateway {
     backend: Arc<dyn Backend>,
     config: ServeConfig,
     clients: Vec<AdmittedClient>,
+    skills: Arc<Skills>,
     stateless: Mutex<HashMap<String, Arc<Session>>>,
     shutdown: CancellationToken,
 }
@@ -190,11 +193,13 @@ impl Gateway {
         backend: Arc<dyn Backend>,
         config: ServeConfig,
         clients: &[ClientEntry],
+        skills: Arc<Skills>,
     ) -> Result<Arc<Self>, ClientEntryError> {
         Ok(Arc::new(Self {
             backend,
             config,
             clients: auth::admit_all(clients)?,
+            skills,
             stateless: Mutex::new(HashMap::new()),
             shutdown: CancellationToken::new(),
         }))
@@ -203,6 +208,11 @@ impl Gateway {
     /// The backend behind this gateway.
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
+    }
+
+    /// The skill catalog served by the native tools and the skills extension.
+    pub fn skills(&self) -> &Skills {
+        &self.skills
     }
 
     /// The `[gateway]` settings in force.
