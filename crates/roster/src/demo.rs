@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
@@ -20,9 +21,20 @@ use serde_json::{Value, json};
 pub const SURPRISE_TOOL: &str = "surprise";
 
 /// The demo server's state: its notebook and whether `surprise` is currently offered.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DemoServer {
     state: Arc<Mutex<DemoState>>,
+    /// Tool-list changes, for 2026-07-28 clients listening on `subscriptions/listen`.
+    changes: tokio::sync::broadcast::Sender<()>,
+}
+
+impl Default for DemoServer {
+    fn default() -> Self {
+        Self {
+            state: Arc::default(),
+            changes: tokio::sync::broadcast::channel(8).0,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -99,6 +111,12 @@ impl DemoServer {
             "echo" => text(str_arg(args, "text")?.to_owned()),
             "add" => {
                 let sum = num_arg(args, "a")? + num_arg(args, "b")?;
+                // 2 + 3 reads better as 5 than as 5.0.
+                let sum = if sum.fract() == 0.0 && sum.abs() < 9.0e15 {
+                    json!(sum as i64)
+                } else {
+                    json!(sum)
+                };
                 Ok(CallToolResult::structured(json!({ "sum": sum })))
             }
             "word_count" => {
@@ -167,6 +185,30 @@ impl ServerHandler for DemoServer {
         .with_instructions("A demo server: echo, add, word_count, a notebook, and toggle_tool.")
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.changes.subscribe();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                }
+            }
+        }
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -187,7 +229,12 @@ impl ServerHandler for DemoServer {
                 state.surprise = !state.surprise;
                 state.surprise
             };
-            if let Err(e) = context.peer.notify_tool_list_changed().await {
+            // An initialize-era client hears it on the session, a 2026-07-28 one on its
+            // listen stream; each era refuses the other's channel, so try both.
+            let _ = self.changes.send(());
+            if context.peer.peer_info().is_some()
+                && let Err(e) = context.peer.notify_tool_list_changed().await
+            {
                 tracing::warn!("could not send tools/list_changed: {e}");
             }
             let verb = if now_on { "added" } else { "removed" };
@@ -267,6 +314,10 @@ mod tests {
             .call("add", &args(json!({"a": 2, "b": 3.5})))
             .expect("add");
         assert_eq!(sum.structured_content, Some(json!({"sum": 5.5})));
+        let whole = demo
+            .call("add", &args(json!({"a": 2, "b": 3})))
+            .expect("add");
+        assert_eq!(whole.structured_content, Some(json!({"sum": 5})));
         let words = demo
             .call("word_count", &args(json!({"text": " one two\tthree "})))
             .expect("count");
