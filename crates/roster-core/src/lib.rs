@@ -22,7 +22,7 @@ pub use debounce::{DebounceError, Debouncer, Fire};
 pub use delta::{Delta, DeltaQueue};
 pub use flow::{FlowError, FlowTemplate, FlowTemplates, ResolvedStep};
 pub use naming::{Collision, NATIVE_TOOLS, NamingConfig, NamingError, NamingMode};
-pub use registry::{ExposedTool, Fingerprint, Route, ToolRegistry};
+pub use registry::{ExposedTool, Fingerprint, Listing, Route, Superseded, ToolRegistry};
 pub use schedule::{
     BackoffConfig, ListingState, Schedule, ScheduleConfig, ScheduleConfigError, ServerSchedule,
 };

@@ -20,16 +20,27 @@
 //! delta as the old name removed and the new name added, so every session learns of it. A name
 //! that leaves one tool and goes to another in the same reconcile is reported as changed.
 //!
-//! The assignment is maintained incrementally: only pairs whose names are contested are revisited.
+//! Chains never end (hashed variants with a growing salt), so two pairs never share a name even
+//! if a hash suffix happens to spell another pair's name. The assignment is maintained
+//! incrementally: only pairs whose names are contested are revisited. The one exception is
+//! `conditional` mode when a server that was not configured reconciles and so makes the count
+//! cross one: every tool is renamed, and the delta says so.
+//!
+//! # Cost
+//! A reconcile hashes every tool of the listing and frees one of the two copies of each tool it
+//! already had; at 10,000 tools both dwarf the bookkeeping (see `bench/core.md`). A runtime that
+//! holds the registry behind a lock can fingerprint each page as it arrives ([`Listing`]) and
+//! free the superseded copies after unlocking ([`ToolRegistry::reconcile_listing`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
+use std::sync::LazyLock;
 
 use serde_json::Value;
-use xxhash_rust::xxh3::xxh3_64_with_seed;
+use xxhash_rust::xxh3::{Xxh3Default, xxh3_64_with_seed};
 
 use crate::delta::Delta;
-use crate::naming::{Collision, NATIVE_OWNER, NamingConfig, is_native};
+use crate::naming::{Collision, MAX_NAME_LEN, NATIVE_OWNER, NamingConfig, is_native};
 use crate::tool::{Tool, ToolLookup, ToolPresence};
 
 /// A stable hash of a tool's description, input schema, output schema and annotations.
@@ -43,19 +54,25 @@ pub struct Fingerprint(pub u64);
 impl Fingerprint {
     /// The fingerprint of a tool.
     pub fn of(tool: &Tool) -> Self {
-        let parts = [
-            tool.description
-                .as_deref()
-                .map_or(NONE, |d| str_hash(d, SEED_STR)),
-            value_hash(&tool.input_schema),
-            tool.output_schema.as_ref().map_or(NONE, value_hash),
-            tool.annotations.as_ref().map_or(NONE, value_hash),
-        ];
-        let mut bytes = [0u8; 32];
-        for (chunk, part) in bytes.chunks_exact_mut(8).zip(parts) {
-            chunk.copy_from_slice(&part.to_le_bytes());
+        let mut h = Canon::new();
+        match &tool.description {
+            Some(d) => {
+                h.update(&[1]);
+                hash_str(&mut h, d);
+            }
+            None => h.update(&[0]),
         }
-        Fingerprint(xxh3_64_with_seed(&bytes, SEED_TOOL))
+        hash_value(&mut h, &tool.input_schema);
+        for part in [&tool.output_schema, &tool.annotations] {
+            match part {
+                Some(v) => {
+                    h.update(&[1]);
+                    hash_value(&mut h, v);
+                }
+                None => h.update(&[0]),
+            }
+        }
+        Fingerprint(h.digest())
     }
 }
 
@@ -65,55 +82,215 @@ impl fmt::Display for Fingerprint {
     }
 }
 
-const NONE: u64 = 0x9e37_79b9_7f4a_7c15;
-const SEED_TOOL: u64 = 1;
-const SEED_NULL: u64 = 2;
-const SEED_BOOL: u64 = 3;
-const SEED_UINT: u64 = 4;
-const SEED_INT: u64 = 5;
-const SEED_FLOAT: u64 = 6;
-const SEED_STR: u64 = 7;
-const SEED_ARRAY: u64 = 8;
-const SEED_OBJECT: u64 = 9;
-const SEED_KEY: u64 = 10;
+/// Whether `serde_json::Map` iterates in key order. It does unless some crate in the build turns
+/// on serde_json's `preserve_order`, which makes it iterate in insertion order; fingerprints
+/// must not depend on which, so objects are then hashed with their keys sorted.
+static MAPS_ARE_SORTED: LazyLock<bool> = LazyLock::new(|| {
+    let mut map = serde_json::Map::new();
+    map.insert("b".into(), Value::Null);
+    map.insert("a".into(), Value::Null);
+    map.keys().next().is_some_and(|k| k == "a")
+});
 
-fn str_hash(s: &str, seed: u64) -> u64 {
-    xxh3_64_with_seed(s.as_bytes(), seed)
+/// The canonical encoding on its way into xxh3, gathered in a stack buffer first: the encoding
+/// comes in pieces of a few bytes, and one streaming update per piece costs more than the
+/// hashing itself. Chunking does not change a streaming hash, so neither does the buffer.
+struct Canon {
+    hasher: Xxh3Default,
+    buf: [u8; CANON_BUF],
+    len: usize,
 }
 
-fn mix(value: u64, seed: u64) -> u64 {
-    xxh3_64_with_seed(&value.to_le_bytes(), seed)
-}
+const CANON_BUF: usize = 512;
 
-/// A Merkle-style hash of a JSON value. Objects combine their entries with a wrapping sum, so the
-/// result does not depend on key order even if serde_json's `preserve_order` is switched on by
-/// some other crate in the build.
-fn value_hash(value: &Value) -> u64 {
-    match value {
-        Value::Null => mix(0, SEED_NULL),
-        Value::Bool(b) => mix(u64::from(*b), SEED_BOOL),
-        Value::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                mix(u, SEED_UINT)
-            } else if let Some(i) = n.as_i64() {
-                mix(i as u64, SEED_INT)
-            } else {
-                mix(n.as_f64().map_or(0, f64::to_bits), SEED_FLOAT)
-            }
-        }
-        Value::String(s) => str_hash(s, SEED_STR),
-        Value::Array(items) => items
-            .iter()
-            .fold(mix(items.len() as u64, SEED_ARRAY), |acc, item| {
-                mix(value_hash(item), acc)
-            }),
-        Value::Object(map) => {
-            let sum = map.iter().fold(0u64, |acc, (key, item)| {
-                acc.wrapping_add(mix(value_hash(item), str_hash(key, SEED_KEY)))
-            });
-            mix(sum, SEED_OBJECT ^ (map.len() as u64).rotate_left(32))
+impl Canon {
+    fn new() -> Self {
+        Canon {
+            hasher: Xxh3Default::new(),
+            buf: [0; CANON_BUF],
+            len: 0,
         }
     }
+
+    #[inline]
+    fn update(&mut self, bytes: &[u8]) {
+        if self.len + bytes.len() > CANON_BUF {
+            self.hasher.update(&self.buf[..self.len]);
+            self.len = 0;
+            if bytes.len() > CANON_BUF {
+                self.hasher.update(bytes);
+                return;
+            }
+        }
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn digest(mut self) -> u64 {
+        self.hasher.update(&self.buf[..self.len]);
+        self.len = 0;
+        self.hasher.digest()
+    }
+}
+
+fn hash_str(h: &mut Canon, s: &str) {
+    h.update(&(s.len() as u64).to_le_bytes());
+    h.update(s.as_bytes());
+}
+
+/// Feeds a canonical encoding of `value` to the hasher: a tag per type, lengths before
+/// contents (so no two values share an encoding), object keys in sorted order.
+fn hash_value(h: &mut Canon, value: &Value) {
+    hash_value_with(h, value, *MAPS_ARE_SORTED);
+}
+
+/// [`hash_value`], told whether map iteration is already in key order.
+fn hash_value_with(h: &mut Canon, value: &Value, maps_are_sorted: bool) {
+    match value {
+        Value::Null => h.update(&[0]),
+        Value::Bool(false) => h.update(&[1]),
+        Value::Bool(true) => h.update(&[2]),
+        Value::Number(n) => {
+            let (tag, bits) = if let Some(u) = n.as_u64() {
+                (3, u)
+            } else if let Some(i) = n.as_i64() {
+                (4, i as u64)
+            } else {
+                (5, n.as_f64().map_or(0, f64::to_bits))
+            };
+            let mut bytes = [tag; 9];
+            bytes[1..].copy_from_slice(&bits.to_le_bytes());
+            h.update(&bytes);
+        }
+        Value::String(s) => {
+            h.update(&[6]);
+            hash_str(h, s);
+        }
+        Value::Array(items) => {
+            h.update(&[7]);
+            h.update(&(items.len() as u64).to_le_bytes());
+            for item in items {
+                hash_value_with(h, item, maps_are_sorted);
+            }
+        }
+        Value::Object(map) => {
+            h.update(&[8]);
+            h.update(&(map.len() as u64).to_le_bytes());
+            if maps_are_sorted {
+                for (key, item) in map {
+                    hash_str(h, key);
+                    hash_value_with(h, item, maps_are_sorted);
+                }
+            } else {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                for (key, item) in entries {
+                    hash_str(h, key);
+                    hash_value_with(h, item, maps_are_sorted);
+                }
+            }
+        }
+    }
+}
+
+/// A `BuildHasher` for the registry's maps: xxh3 keyed with a per-map random seed (taken from
+/// the standard library's `RandomState`), several times faster than SipHash on short names.
+#[derive(Debug, Clone)]
+struct NameHasher {
+    seed: u64,
+}
+
+impl Default for NameHasher {
+    fn default() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        NameHasher {
+            seed: std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish(),
+        }
+    }
+}
+
+impl std::hash::BuildHasher for NameHasher {
+    type Hasher = NameHash;
+
+    fn build_hasher(&self) -> NameHash {
+        NameHash(self.seed)
+    }
+}
+
+/// The running state of one [`NameHasher`] hash.
+struct NameHash(u64);
+
+impl std::hash::Hasher for NameHash {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxh3_64_with_seed(bytes, self.0);
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type NameMap<V> = HashMap<Box<str>, V, NameHasher>;
+
+/// An exposed name stored inline in the route table (exposed names are at most 64 bytes), so a
+/// lookup compares bytes inside the table instead of following a pointer per probe.
+#[derive(Clone, Copy)]
+struct InlineName {
+    len: u8,
+    bytes: [u8; MAX_NAME_LEN],
+}
+
+impl InlineName {
+    fn new(name: &str) -> Self {
+        let Ok(len) = u8::try_from(name.len()) else {
+            unreachable!("exposed names are at most {MAX_NAME_LEN} bytes");
+        };
+        let mut bytes = [0; MAX_NAME_LEN];
+        bytes[..name.len()].copy_from_slice(name.as_bytes());
+        InlineName { len, bytes }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl PartialEq for InlineName {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for InlineName {}
+
+impl std::hash::Hash for InlineName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // Must hash exactly like the `[u8]` it borrows as.
+        self.as_bytes().hash(state);
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for InlineName {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl fmt::Debug for InlineName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&String::from_utf8_lossy(self.as_bytes()), f)
+    }
+}
+
+/// The fields a [`Fingerprint`] leaves out, compared, so a new title or `_meta` is still taken.
+fn same_unfingerprinted_fields(a: &Tool, b: &Tool) -> bool {
+    a.title == b.title && a.icons == b.icons && a.meta == b.meta && a.extra == b.extra
 }
 
 /// Where a call of an exposed tool goes.
@@ -136,6 +313,94 @@ pub struct ExposedTool<'a> {
     pub tool: &'a Tool,
     /// Fingerprint of its description and schemas.
     pub fingerprint: Fingerprint,
+}
+
+/// A server's listing with each tool's fingerprint, built page by page as `tools/list`
+/// answers arrive, so the hashing happens while each page is fresh and outside any lock.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    tools: Vec<(Tool, Fingerprint)>,
+}
+
+impl Listing {
+    /// An empty listing.
+    pub fn new() -> Self {
+        Listing::default()
+    }
+
+    /// Adds the next tool of the listing.
+    pub fn push(&mut self, tool: Tool) {
+        let fingerprint = Fingerprint::of(&tool);
+        self.tools.push((tool, fingerprint));
+    }
+
+    /// Number of tools so far.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// True before the first tool.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+impl From<Vec<Tool>> for Listing {
+    fn from(tools: Vec<Tool>) -> Self {
+        tools.into_iter().collect()
+    }
+}
+
+impl FromIterator<Tool> for Listing {
+    fn from_iter<I: IntoIterator<Item = Tool>>(tools: I) -> Self {
+        let mut listing = Listing::new();
+        tools.into_iter().for_each(|tool| listing.push(tool));
+        listing
+    }
+}
+
+impl Extend<Tool> for Listing {
+    fn extend<I: IntoIterator<Item = Tool>>(&mut self, tools: I) {
+        tools.into_iter().for_each(|tool| self.push(tool));
+    }
+}
+
+/// Tool copies a reconcile did not keep (unchanged tools' second copies, replaced and removed
+/// tools), from [`ToolRegistry::reconcile_deferring_drop`]: drop it where freeing memory does
+/// not hold anyone up.
+#[derive(Debug, Default)]
+pub struct Superseded {
+    keep: bool,
+    tools: Vec<Tool>,
+}
+
+impl Superseded {
+    fn dropping() -> Self {
+        Superseded::default()
+    }
+
+    fn keeping(capacity: usize) -> Self {
+        Superseded {
+            keep: true,
+            tools: Vec::with_capacity(capacity),
+        }
+    }
+
+    fn put(&mut self, tool: Tool) {
+        if self.keep {
+            self.tools.push(tool);
+        }
+    }
+
+    /// Number of tool copies held.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// True when nothing was superseded.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
 }
 
 /// A (server, tool) pair: the server's index in config order and the tool's slot in it. Slots
@@ -166,9 +431,10 @@ struct Entry {
 struct ServerSlot {
     name: String,
     listed: bool,
-    slots: Vec<Option<Entry>>,
+    /// Boxed so a route resolves from this dense array of pointers without reading the entry.
+    slots: Vec<Option<Box<Entry>>>,
     free: Vec<u32>,
-    by_name: HashMap<Box<str>, u32>,
+    by_name: NameMap<u32>,
     /// The server's own listing order, as slots.
     order: Vec<u32>,
 }
@@ -180,7 +446,7 @@ impl ServerSlot {
             listed: false,
             slots: Vec::new(),
             free: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: NameMap::default(),
             order: Vec::new(),
         }
     }
@@ -188,11 +454,11 @@ impl ServerSlot {
     fn alloc(&mut self, entry: Entry) -> u32 {
         match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Some(entry);
+                self.slots[slot as usize] = Some(Box::new(entry));
                 slot
             }
             None => {
-                self.slots.push(Some(entry));
+                self.slots.push(Some(Box::new(entry)));
                 (self.slots.len() - 1) as u32
             }
         }
@@ -205,10 +471,10 @@ pub struct ToolRegistry {
     naming: NamingConfig,
     servers: Vec<ServerSlot>,
     server_index: HashMap<String, u32>,
-    holders: HashMap<Box<str>, PairRef>,
+    holders: HashMap<InlineName, PairRef, NameHasher>,
     /// For a name, the pairs that would take it but for a pair ahead of them; it goes to the
     /// first of them when it frees up.
-    waiting: HashMap<Box<str>, Vec<PairRef>>,
+    waiting: NameMap<Vec<PairRef>>,
     /// Pairs not on the first candidate of their chain.
     bumped: BTreeSet<PairRef>,
     collisions: Vec<Collision>,
@@ -230,8 +496,8 @@ impl ToolRegistry {
             naming,
             servers: Vec::with_capacity(servers.len()),
             server_index: HashMap::with_capacity(servers.len()),
-            holders: HashMap::new(),
-            waiting: HashMap::new(),
+            holders: HashMap::default(),
+            waiting: NameMap::default(),
             bumped: BTreeSet::new(),
             collisions: Vec::new(),
             generation: 0,
@@ -267,10 +533,44 @@ impl ToolRegistry {
     ///
     /// Only `server`'s entries are replaced; other servers keep theirs (though, see the module
     /// docs, another server's tool can be renamed, which the delta reports). A tool whose
-    /// fingerprint is unchanged is not in the delta, but its entry takes the listing's copy, so a
-    /// new title or `_meta` is served. A second tool of the same name in one listing is ignored.
-    /// A server not given to [`ToolRegistry::new`] is added after the configured ones.
+    /// fingerprint is unchanged is not in the delta, but a new title, icons or `_meta` are
+    /// still taken. A second tool of the same name in one listing is ignored. A server not given
+    /// to [`ToolRegistry::new`] is added after the configured ones.
     pub fn reconcile(&mut self, server: &str, listing: Vec<Tool>) -> Delta {
+        let listing = listing.into_iter().map(|tool| {
+            let fingerprint = Fingerprint::of(&tool);
+            (tool, fingerprint)
+        });
+        self.reconcile_into(server, listing, &mut Superseded::dropping())
+    }
+
+    /// [`ToolRegistry::reconcile`], handing back the tool copies it did not keep instead of
+    /// freeing them. At thousands of tools freeing them is most of a reconcile's time, so a
+    /// runtime that holds the registry behind a lock can drop them after unlocking.
+    pub fn reconcile_deferring_drop(
+        &mut self,
+        server: &str,
+        listing: Vec<Tool>,
+    ) -> (Delta, Superseded) {
+        self.reconcile_listing(server, Listing::from(listing))
+    }
+
+    /// Reconciles a [`Listing`] whose fingerprints were taken as its pages arrived, and hands
+    /// back the superseded copies: the least work a reconcile can do while the registry is
+    /// locked.
+    pub fn reconcile_listing(&mut self, server: &str, listing: Listing) -> (Delta, Superseded) {
+        // Nearly every tool of a relisting supersedes one copy; growing the Vec costs more.
+        let mut superseded = Superseded::keeping(listing.len());
+        let delta = self.reconcile_into(server, listing.tools.into_iter(), &mut superseded);
+        (delta, superseded)
+    }
+
+    fn reconcile_into(
+        &mut self,
+        server: &str,
+        listing: impl ExactSizeIterator<Item = (Tool, Fingerprint)>,
+        superseded: &mut Superseded,
+    ) -> Delta {
         let before = self.servers.len();
         let s = match self.server_index.get(server) {
             Some(&s) => s,
@@ -280,7 +580,7 @@ impl ToolRegistry {
         if self.naming.prefixes(before) != self.naming.prefixes(self.servers.len()) {
             self.rename_all(&mut changes);
         }
-        let mut delta = self.replace_listing(s, listing, &mut changes);
+        let mut delta = self.replace_listing(s, listing, &mut changes, superseded);
         self.servers[s as usize].listed = true;
         self.finish(&mut delta, changes);
         delta
@@ -293,7 +593,13 @@ impl ToolRegistry {
             return Delta::default();
         };
         let mut changes = Changes::default();
-        let mut delta = self.replace_listing(s, Vec::new(), &mut changes);
+        let mut superseded = Superseded::dropping();
+        let mut delta = self.replace_listing(
+            s,
+            std::iter::empty::<(Tool, Fingerprint)>(),
+            &mut changes,
+            &mut superseded,
+        );
         self.servers[s as usize].listed = false;
         self.finish(&mut delta, changes);
         delta
@@ -301,7 +607,7 @@ impl ToolRegistry {
 
     /// Where a call of `exposed_name` goes.
     pub fn route(&self, exposed_name: &str) -> Option<Route<'_>> {
-        let pair = *self.holders.get(exposed_name)?;
+        let pair = *self.holders.get(exposed_name.as_bytes())?;
         let server = &self.servers[pair.server as usize];
         let entry = server.slots[pair.slot as usize].as_ref()?;
         Some(Route {
@@ -358,28 +664,41 @@ impl ToolRegistry {
 
     // ---- reconcile internals ----
 
-    fn replace_listing(&mut self, s: u32, listing: Vec<Tool>, changes: &mut Changes) -> Delta {
+    fn replace_listing(
+        &mut self,
+        s: u32,
+        listing: impl ExactSizeIterator<Item = (Tool, Fingerprint)>,
+        changes: &mut Changes,
+        superseded: &mut Superseded,
+    ) -> Delta {
         self.generation += 1;
         let generation = self.generation;
         let mut delta = Delta::default();
         let mut changed = Vec::new();
         let server = &mut self.servers[s as usize];
         let mut order = Vec::with_capacity(listing.len());
-        for tool in listing {
-            let fingerprint = Fingerprint::of(&tool);
+        for (tool, fingerprint) in listing {
             if let Some(&slot) = server.by_name.get(tool.name.as_str()) {
                 let Some(entry) = server.slots[slot as usize].as_mut() else {
+                    superseded.put(tool);
                     continue;
                 };
                 if entry.seen == generation {
+                    superseded.put(tool);
                     continue;
                 }
                 entry.seen = generation;
                 if entry.fingerprint != fingerprint {
                     entry.fingerprint = fingerprint;
                     changed.push(slot);
+                    superseded.put(std::mem::replace(&mut entry.tool, tool));
+                } else if !same_unfingerprinted_fields(&entry.tool, &tool) {
+                    superseded.put(std::mem::replace(&mut entry.tool, tool));
+                } else {
+                    // Dropping the listing's copy now, while hashing has just brought it into
+                    // cache, costs several times less than dropping the long-cold old copy.
+                    superseded.put(tool);
                 }
-                entry.tool = tool;
                 order.push(slot);
             } else {
                 let name: Box<str> = tool.name.as_str().into();
@@ -411,6 +730,7 @@ impl ToolRegistry {
             let server = &mut self.servers[s as usize];
             if let Some(entry) = server.slots[slot as usize].take() {
                 server.by_name.remove(entry.tool.name.as_str());
+                superseded.put(entry.tool);
             }
             server.free.push(slot);
             self.len -= 1;
@@ -548,7 +868,7 @@ impl ToolRegistry {
         let entry = self.entry_mut(pair);
         entry.exposed = name.clone();
         entry.rank = rank;
-        self.holders.insert(name, pair);
+        self.holders.insert(InlineName::new(&name), pair);
     }
 
     /// Gives `pair` (which holds no name) the first free candidate from `rank` on, bumping any
@@ -562,7 +882,7 @@ impl ToolRegistry {
                     k += 1;
                     continue;
                 }
-                match self.holders.get(name.as_str()).copied() {
+                match self.holders.get(name.as_bytes()).copied() {
                     None => {
                         self.set_name(pair, name.into(), k);
                         break;
@@ -591,7 +911,7 @@ impl ToolRegistry {
             let entry = self.entry(pair);
             (entry.exposed.clone(), entry.rank)
         };
-        self.holders.remove(&name);
+        self.holders.remove(name.as_bytes());
         self.bumped.remove(&pair);
         self.leave_waiting(pair, 0..rank);
         name
@@ -613,7 +933,7 @@ impl ToolRegistry {
     fn hand_over(&mut self, name: Box<str>, changes: &mut Changes) {
         let mut free = vec![name];
         while let Some(name) = free.pop() {
-            if self.holders.contains_key(&name) {
+            if self.holders.contains_key(name.as_bytes()) {
                 continue;
             }
             let Some(waiters) = self.waiting.get(&name) else {
@@ -633,7 +953,7 @@ impl ToolRegistry {
                 unreachable!("a waiting pair has the name it waits for in its chain");
             };
             self.note_rename(best, changes);
-            self.holders.remove(&old);
+            self.holders.remove(old.as_bytes());
             self.leave_waiting(best, k..old_rank);
             self.set_name(best, name, k);
             free.push(old);
@@ -647,7 +967,7 @@ impl ToolRegistry {
             let kept_by = if is_native(&wanted) {
                 NATIVE_OWNER.to_string()
             } else {
-                match self.holders.get(wanted.as_str()) {
+                match self.holders.get(wanted.as_bytes()) {
                     Some(holder) => self.servers[holder.server as usize].name.clone(),
                     None => continue,
                 }
@@ -696,7 +1016,7 @@ impl ToolLookup for ToolRegistry {
     /// prefixes the reference, or, when tools are exposed bare, every server. Missing when the
     /// owners are all listed (or no configured server can own it), Unknown while one is not.
     fn presence(&self, reference: &str) -> ToolPresence {
-        if self.holders.contains_key(reference) {
+        if self.holders.contains_key(reference.as_bytes()) {
             return ToolPresence::Present;
         }
         let mut owners = self.prefixed_owners(reference).peekable();
@@ -850,8 +1170,7 @@ mod tests {
         let tool = Tool::new("t")
             .with_description("d")
             .with_input_schema(json!({"type": "object", "required": ["a"]}));
-        assert_eq!(Fingerprint::of(&tool), Fingerprint::of(&tool.clone()));
-        assert_eq!(Fingerprint::of(&tool).to_string().len(), 16);
+        assert_eq!(Fingerprint::of(&tool).to_string(), "8952a8260712dc49");
     }
 
     #[test]
@@ -867,6 +1186,39 @@ mod tests {
         assert_eq!(r.tool_counts(), vec![("a", 1), ("b", 0)]);
         assert!(r.remove_server("nope").is_empty());
         assert!(r.remove_server("b").is_empty());
+    }
+
+    #[test]
+    fn deferring_drop_hands_back_every_copy_not_kept() {
+        let mut plain = registry(&["a"], NamingMode::Always);
+        let mut deferring = registry(&["a"], NamingMode::Always);
+        plain.reconcile("a", tools(&["x", "y", "z"]));
+        deferring.reconcile("a", tools(&["x", "y", "z"]));
+        let mut listing = tools(&["x", "y", "w", "w"]);
+        listing[1].description = Some("changed".into());
+        let expected = plain.reconcile("a", listing.clone());
+        let (delta, superseded) = deferring.reconcile_deferring_drop("a", listing);
+        assert_eq!(delta, expected);
+        // x's and y's second copies, the duplicate w, the removed z.
+        assert_eq!(superseded.len(), 4);
+        assert_eq!(exposed(&plain), exposed(&deferring));
+        let y = deferring.route("a__y").expect("routes").tool;
+        assert_eq!(y.description.as_deref(), Some("changed"));
+
+        // A listing built page by page reconciles like the whole Vec.
+        let mut paged = registry(&["a"], NamingMode::Always);
+        paged.reconcile("a", tools(&["x", "y", "z"]));
+        let mut listing = Listing::new();
+        listing.extend(tools(&["x"]));
+        listing.extend(tools(&["y", "w"]).into_iter().map(|mut t| {
+            if t.name == "y" {
+                t.description = Some("changed".into());
+            }
+            t
+        }));
+        assert_eq!(listing.len(), 3);
+        let (delta, _) = paged.reconcile_listing("a", listing);
+        assert_eq!(delta, expected);
     }
 
     #[test]
@@ -1142,6 +1494,85 @@ mod tests {
                     .with_input_schema(json!({"type": "object", "properties": {}})),
             })
             .collect()
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            "[a-z]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[a-e]{1,2}", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn value_fingerprint(v: &Value, sorted: bool) -> u64 {
+        let mut h = Canon::new();
+        hash_value_with(&mut h, v, sorted);
+        h.digest()
+    }
+
+    proptest! {
+        /// The sorting fallback (for builds where serde_json keeps insertion order) hashes like
+        /// the sorted iteration, and the fingerprint tells values apart.
+        #[test]
+        fn fingerprint_paths_agree_and_separate(a in json_value(), b in json_value()) {
+            prop_assert!(*MAPS_ARE_SORTED, "this build's serde_json maps iterate sorted");
+            prop_assert_eq!(value_fingerprint(&a, true), value_fingerprint(&a, false));
+            if a != b {
+                prop_assert_ne!(value_fingerprint(&a, true), value_fingerprint(&b, true));
+            }
+        }
+    }
+
+    fn any_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z0-9_]{0,8}",
+            "\\PC{0,12}",
+            "[A-Za-z0-9_.-]{60,80}",
+            "\\PC{60,100}",
+            "[ _/]{1,3}",
+        ]
+    }
+
+    proptest! {
+        /// Whatever the servers and tools are called, every exposed name is valid, unique, routes
+        /// to its own tool, and a fresh registry fed the same listings agrees on every name.
+        #[test]
+        fn arbitrary_names_expose_valid_unique_names(
+            naming in mode(),
+            servers in prop::collection::vec(any_text(), 1..4),
+            listings in prop::collection::vec(prop::collection::vec(any_text(), 0..6), 4),
+        ) {
+            let mut unique = HashSet::new();
+            let servers: Vec<String> = servers.into_iter().filter(|s| unique.insert(s.clone())).collect();
+            let mut r = ToolRegistry::new(servers.clone(), naming.clone());
+            for (server, names) in servers.iter().zip(&listings).rev() {
+                r.reconcile(server, names.iter().map(|n| Tool::new(n.clone())).collect());
+            }
+            let mut seen = HashSet::new();
+            for t in r.tools() {
+                prop_assert!(crate::naming::is_valid_exposed_name(t.exposed_name), "{:?}", t.exposed_name);
+                prop_assert!(seen.insert(t.exposed_name.to_string()), "{:?} twice", t.exposed_name);
+                let route = r.route(t.exposed_name).expect("routes");
+                prop_assert_eq!((route.server, &route.tool.name), (t.server, &t.tool.name));
+            }
+            let mut forward = ToolRegistry::new(servers.clone(), naming);
+            for (server, names) in servers.iter().zip(&listings) {
+                forward.reconcile(server, names.iter().map(|n| Tool::new(n.clone())).collect());
+            }
+            let names = |r: &ToolRegistry| r.tools().map(|t| (t.server.to_string(), t.tool.name.clone(), t.exposed_name.to_string())).collect::<Vec<_>>();
+            prop_assert_eq!(names(&r), names(&forward));
+        }
     }
 
     proptest! {

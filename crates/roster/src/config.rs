@@ -1,11 +1,59 @@
 //! roster's configuration: `roster.toml`, or the `mcpServers` JSON of Claude Desktop, Cursor
-//! and VS Code read as it is.
+//! and VS Code read as it is (any `.json` file given to [`Config::load`]).
 //!
 //! Parsing happens in two steps: serde reads the file into `Raw*` structs (TOML with
 //! `deny_unknown_fields`, so a misspelt key is an error, not a silently ignored line), then
 //! [`Config`] is built from them, checking what serde cannot (one of `command`/`url`, URL
 //! syntax, durations, `${VAR}` expansion). Every error names the file, the key and what was
 //! expected.
+//!
+//! ```toml
+//! [gateway]
+//! naming = "always"            # always | conditional | never
+//! separator = "__"
+//! refresh_interval = "1h"      # a listing is held this long (or the server's shorter ttlMs)
+//! debounce = "500ms"           # list_changed trailing edge; negative is an error
+//! dynamic_tools = true         # ROSTER_DYNAMIC_TOOLS=0 turns re-listing on list_changed off
+//! subscriptions = ["eng"]      # default subscriptions of stdio clients
+//! state_dir = "state"          # default: $ROSTER_STATE_DIR, else $XDG_STATE_HOME/roster
+//! call_timeout = "60s"         # per tools/call; notifications/cancelled on expiry
+//! connect_timeout = "30s"      # spawn/open + handshake
+//! list_timeout = "30s"         # per tools/list page
+//! turn_wait = "10s"            # a turn waits this long for its listings
+//! ping_interval = "30s"        # legacy-era health ping; "0s" = off
+//! backoff_initial = "1s"       # restart / re-list backoff after a failure
+//! backoff_max = "5m"           # also the retry period of a crash loop
+//! stable_period = "60s"        # up this long = failures forgotten
+//! crash_loop_after = 5         # failures without a stable period → crash-loop
+//! startup_wait = "10s"         # Roster::start waits this long for first connections
+//! listen = "127.0.0.1:8931"    # the gateway's serving keys, kept here for it:
+//! delta_notes = true           #   listen, delta_notes, allowed_hosts, allowed_origins,
+//! page_size = 200              #   page_size
+//!
+//! [skills]
+//! paths = ["skills"]           # relative to this file
+//!
+//! [servers.fs]                 # a stdio server
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+//! env = { TOKEN = "${FS_TOKEN}" }   # ${VAR} from the environment; a missing one is an error
+//! cwd = "work"
+//! enabled = true
+//! protocol = "auto"            # auto | legacy (initialize only) | modern (server/discover only)
+//! tools.allow = ["read_*"]     # globs on the server's own tool names, applied to every listing
+//! tools.deny = ["*_secret"]
+//! # call_timeout, connect_timeout, list_timeout, ping_interval override [gateway] per server
+//!
+//! [servers.web]                # an HTTP server
+//! url = "https://example.com/mcp"
+//! transport = "streamable-http"   # or "sse" (legacy HTTP+SSE)
+//! headers = { Authorization = "Bearer ${WEB_TOKEN}" }
+//!
+//! [[clients]]                  # who may connect to the gateway over HTTP
+//! name = "ide"
+//! token_env = "IDE_TOKEN"      # or token_sha256 = "…"
+//! subscriptions = ["eng"]
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -74,8 +122,22 @@ pub struct Config {
     pub gateway: GatewayConfig,
     /// The `[skills]` table.
     pub skills: SkillsConfig,
-    /// The `[[clients]]` entries: bearer tokens and their subscriptions.
-    pub clients: Vec<crate::gateway::ClientEntry>,
+    /// The `[[clients]]` entries: who may connect over HTTP, with which subscriptions.
+    pub clients: Vec<ClientConfig>,
+}
+
+/// One `[[clients]]` entry. The token is named, never written: `token_env` (a variable read at
+/// start) or `token_sha256` (the token's hex SHA-256).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// A name for logs and for the client's session.
+    pub name: String,
+    /// Environment variable holding the bearer token.
+    pub token_env: Option<String>,
+    /// Hex SHA-256 of the bearer token.
+    pub token_sha256: Option<String>,
+    /// Subscriptions this client holds.
+    pub subscriptions: Vec<String>,
 }
 
 /// One `[servers.NAME]` table.
@@ -89,6 +151,10 @@ pub struct ServerConfig {
     pub tools: ToolFilter,
     /// How long a `tools/call` may take before roster cancels it.
     pub call_timeout: Duration,
+    /// How long connecting (spawn or open, then the handshake) may take.
+    pub connect_timeout: Duration,
+    /// How long one `tools/list` page may take before the listing counts as failed.
+    pub list_timeout: Duration,
     /// How often a legacy-era connection is pinged; `None` turns pings off.
     pub ping_interval: Option<Duration>,
     /// Which protocol lifecycle to use (`protocol = "auto" | "legacy" | "modern"`).
@@ -216,6 +282,13 @@ pub struct GatewayConfig {
     pub state_dir: PathBuf,
     /// Default per-call timeout for `tools/call`.
     pub call_timeout: Duration,
+    /// Default bound on connecting to a server (spawn/open plus handshake).
+    pub connect_timeout: Duration,
+    /// Default bound on one `tools/list` page.
+    pub list_timeout: Duration,
+    /// How long a turn waits for its listings; slower ones finish in the background and their
+    /// deltas reach the next turn.
+    pub turn_wait: Duration,
     /// Default ping interval for legacy-era connections; `None` = off.
     pub ping_interval: Option<Duration>,
     /// First restart / re-list delay after a failure.
@@ -231,15 +304,14 @@ pub struct GatewayConfig {
     pub startup_wait: Duration,
     /// Address for `roster serve --http` when none is given on the command line.
     pub listen: String,
-    /// Whether the tool result after a change carries a note naming the tools that appeared
-    /// or vanished.
+    /// Whether a tool result after a change carries a note naming what changed.
     pub delta_notes: bool,
-    /// How long a turn waits for listings before it is answered from what is known.
-    pub turn_wait: Duration,
-    /// `Host` values accepted over HTTP besides loopback.
+    /// Extra `Host` values accepted over HTTP besides loopback.
     pub allowed_hosts: Vec<String>,
-    /// Browser origins accepted over HTTP besides loopback ones.
+    /// Browser origins accepted over HTTP.
     pub allowed_origins: Vec<String>,
+    /// Page size for the gateway's `tools/list` and other list results.
+    pub page_size: usize,
 }
 
 impl GatewayConfig {
@@ -278,6 +350,9 @@ impl GatewayConfig {
             subscriptions: Vec::new(),
             state_dir: default_state_dir(env),
             call_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(30),
+            list_timeout: Duration::from_secs(30),
+            turn_wait: Duration::from_secs(10),
             ping_interval: Some(Duration::from_secs(30)),
             backoff_initial: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
@@ -286,9 +361,9 @@ impl GatewayConfig {
             startup_wait: Duration::from_secs(10),
             listen: "127.0.0.1:8931".to_owned(),
             delta_notes: true,
-            turn_wait: Duration::from_secs(2),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            page_size: 200,
         }
     }
 }
@@ -329,7 +404,7 @@ struct RawToml {
     #[serde(default)]
     skills: RawSkills,
     #[serde(default)]
-    clients: Vec<crate::gateway::ClientEntry>,
+    clients: Vec<RawClient>,
 }
 
 #[derive(Deserialize, Default)]
@@ -349,6 +424,8 @@ struct RawServer {
     #[serde(default)]
     tools: RawToolFilter,
     call_timeout: Option<RawDuration>,
+    connect_timeout: Option<RawDuration>,
+    list_timeout: Option<RawDuration>,
     ping_interval: Option<RawDuration>,
     protocol: Option<Era>,
 }
@@ -373,6 +450,9 @@ struct RawGateway {
     subscriptions: Option<Vec<String>>,
     state_dir: Option<String>,
     call_timeout: Option<RawDuration>,
+    connect_timeout: Option<RawDuration>,
+    list_timeout: Option<RawDuration>,
+    turn_wait: Option<RawDuration>,
     ping_interval: Option<RawDuration>,
     backoff_initial: Option<RawDuration>,
     backoff_max: Option<RawDuration>,
@@ -381,9 +461,19 @@ struct RawGateway {
     startup_wait: Option<RawDuration>,
     listen: Option<String>,
     delta_notes: Option<bool>,
-    turn_wait: Option<RawDuration>,
     allowed_hosts: Option<Vec<String>>,
     allowed_origins: Option<Vec<String>>,
+    page_size: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClient {
+    name: String,
+    token_env: Option<String>,
+    token_sha256: Option<String>,
+    #[serde(default)]
+    subscriptions: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -606,13 +696,28 @@ impl Config {
         if server_order.len() != servers.len() {
             server_order = servers.keys().cloned().collect();
         }
+        let mut clients = Vec::with_capacity(raw.clients.len());
+        for (i, c) in raw.clients.into_iter().enumerate() {
+            if c.token_env.is_none() && c.token_sha256.is_none() {
+                return Err(ctx.invalid(
+                    format!("clients[{i}]"),
+                    format!("`token_env` or `token_sha256` for client \"{}\"", c.name),
+                ));
+            }
+            clients.push(ClientConfig {
+                name: c.name,
+                token_env: c.token_env,
+                token_sha256: c.token_sha256,
+                subscriptions: c.subscriptions,
+            });
+        }
         Ok(Config {
             source: Some(path.to_owned()),
             server_order,
             servers,
             gateway,
             skills,
-            clients: raw.clients,
+            clients,
         })
     }
 
@@ -740,8 +845,25 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
         let d = ctx.duration("gateway.ping_interval", ping)?;
         g.ping_interval = (!d.is_zero()).then_some(d);
     }
-    if g.call_timeout.is_zero() {
-        return Err(ctx.invalid("gateway.call_timeout", "a duration above zero"));
+    dur(
+        "gateway.connect_timeout",
+        &raw.connect_timeout,
+        &mut g.connect_timeout,
+    )?;
+    dur(
+        "gateway.list_timeout",
+        &raw.list_timeout,
+        &mut g.list_timeout,
+    )?;
+    dur("gateway.turn_wait", &raw.turn_wait, &mut g.turn_wait)?;
+    for (key, value) in [
+        ("gateway.call_timeout", g.call_timeout),
+        ("gateway.connect_timeout", g.connect_timeout),
+        ("gateway.list_timeout", g.list_timeout),
+    ] {
+        if value.is_zero() {
+            return Err(ctx.invalid(key, "a duration above zero"));
+        }
     }
     if g.backoff_max < g.backoff_initial {
         return Err(ctx.invalid(
@@ -760,7 +882,9 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
     if let Some(dynamic) = raw.dynamic_tools {
         g.dynamic_tools = dynamic && (ctx.env)("ROSTER_DYNAMIC_TOOLS").as_deref() != Some("0");
     }
-    dur("gateway.turn_wait", &raw.turn_wait, &mut g.turn_wait)?;
+    if let Some(subs) = raw.subscriptions {
+        g.subscriptions = subs;
+    }
     if let Some(listen) = raw.listen {
         g.listen = listen;
     }
@@ -773,8 +897,11 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
     if let Some(origins) = raw.allowed_origins {
         g.allowed_origins = origins;
     }
-    if let Some(subs) = raw.subscriptions {
-        g.subscriptions = subs;
+    if let Some(size) = raw.page_size {
+        if size == 0 {
+            return Err(ctx.invalid("gateway.page_size", "a page size above 0"));
+        }
+        g.page_size = size;
     }
     if (ctx.env)("ROSTER_STATE_DIR").is_none_or(|d| d.is_empty())
         && let Some(dir) = raw.state_dir
@@ -865,13 +992,23 @@ fn build_server_keyed(
     };
     let tools = ToolFilter::new(raw.tools.allow, raw.tools.deny)
         .map_err(|e| ctx.invalid(format!("{key}.tools"), format!("glob patterns ({e})")))?;
-    let call_timeout = match &raw.call_timeout {
-        Some(d) => ctx.duration(&format!("{key}.call_timeout"), d)?,
-        None => gateway.call_timeout,
+    let timeout = |name: &str, raw: &Option<RawDuration>, default: Duration| {
+        let value = match raw {
+            Some(d) => ctx.duration(&format!("{key}.{name}"), d)?,
+            None => default,
+        };
+        if value.is_zero() {
+            return Err(ctx.invalid(format!("{key}.{name}"), "a duration above zero"));
+        }
+        Ok(value)
     };
-    if call_timeout.is_zero() {
-        return Err(ctx.invalid(format!("{key}.call_timeout"), "a duration above zero"));
-    }
+    let call_timeout = timeout("call_timeout", &raw.call_timeout, gateway.call_timeout)?;
+    let connect_timeout = timeout(
+        "connect_timeout",
+        &raw.connect_timeout,
+        gateway.connect_timeout,
+    )?;
+    let list_timeout = timeout("list_timeout", &raw.list_timeout, gateway.list_timeout)?;
     let ping_interval = match &raw.ping_interval {
         Some(d) => {
             let d = ctx.duration(&format!("{key}.ping_interval"), d)?;
@@ -884,6 +1021,8 @@ fn build_server_keyed(
         enabled: raw.enabled.unwrap_or(true),
         tools,
         call_timeout,
+        connect_timeout,
+        list_timeout,
         ping_interval,
         era: raw.protocol.unwrap_or_default(),
     })
@@ -902,6 +1041,8 @@ impl ServerConfig {
             enabled: true,
             tools: ToolFilter::default(),
             call_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(30),
+            list_timeout: Duration::from_secs(30),
             ping_interval: Some(Duration::from_secs(30)),
             era: Era::Auto,
         }
@@ -994,6 +1135,52 @@ mod tests {
             TransportConfig::Sse { .. }
         ));
         assert!(!config.servers["old"].enabled);
+    }
+
+    #[test]
+    fn gateway_serving_keys_and_clients_parse() {
+        let config = parse(
+            r#"
+            [gateway]
+            listen = "127.0.0.1:9000"
+            delta_notes = false
+            page_size = 50
+
+            [[clients]]
+            name = "ide"
+            token_env = "IDE_TOKEN"
+            subscriptions = ["eng"]
+            "#,
+        )
+        .expect("valid");
+        assert_eq!(config.gateway.listen, "127.0.0.1:9000");
+        assert!(!config.gateway.delta_notes);
+        assert_eq!(config.gateway.page_size, 50);
+        assert_eq!(config.clients.len(), 1);
+        assert_eq!(config.clients[0].token_env.as_deref(), Some("IDE_TOKEN"));
+        let err = parse("[[clients]]\nname = \"x\"\n").expect_err("no token");
+        assert!(err.to_string().contains("clients[0]"), "{err}");
+    }
+
+    #[test]
+    fn the_documented_example_parses() {
+        let source = include_str!("config.rs");
+        let start = source.find("//! ```toml\n").expect("example start") + "//! ```toml\n".len();
+        let end = start + source[start..].find("//! ```\n").expect("example end");
+        let example: String = source[start..end]
+            .lines()
+            .map(|l| {
+                l.strip_prefix("//! ")
+                    .unwrap_or(l.trim_start_matches("//!"))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let env = env_of(&[("FS_TOKEN", "a"), ("WEB_TOKEN", "b"), ("HOME", "/h")]);
+        let config =
+            Config::from_toml(&example, Path::new("/c/roster.toml"), &env).expect("example valid");
+        assert_eq!(config.server_order, vec!["fs", "web"]);
+        assert_eq!(config.clients.len(), 1);
+        assert!(!config.servers["fs"].tools.permits("write_file"));
     }
 
     #[test]

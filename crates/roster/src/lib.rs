@@ -1,6 +1,10 @@
 //! roster: an MCP gateway with a live tool registry and a skill catalog.
 //!
 //! The pure rules live in [`roster_core`]; this crate wires them to processes and sockets.
+//!
+//! - [`config`]: `roster.toml` and the `mcpServers` JSON of Claude Desktop, Cursor, VS Code.
+//! - [`servers`]: connections (stdio, streamable HTTP, legacy SSE), notifications, re-listing.
+//! - [`Roster`]: the library façade for agent hosts, and what the gateway serves.
 
 pub use roster_core as core;
 
@@ -8,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod gateway;
+pub mod inbox;
 mod roster;
 pub mod servers;
 pub mod store;

@@ -10,6 +10,12 @@ use roster::gateway::admin::{self, AdminCommand};
 use roster::gateway::{Gateway, RosterBackend, ServeConfig, Skills};
 use roster::{Config, Roster};
 
+// Binary-side subcommands (they use the library as `roster::...`).
+#[path = "cli/completions.rs"]
+mod completions;
+#[path = "cli/inbox.rs"]
+mod inbox;
+
 /// roster — an MCP gateway with a live tool registry and a skill catalog.
 #[derive(Debug, Parser)]
 #[command(name = "roster", version, about, long_about = None)]
@@ -41,6 +47,13 @@ enum Command {
     /// Work with skill directories.
     #[command(subcommand)]
     Skills(roster::cli::skills::SkillsCommand),
+    /// Notifications servers pushed, and requests waiting for your decision.
+    Inbox(inbox::InboxArgs),
+    /// Print a shell completion script (bash, zsh or fish).
+    Completions(completions::CompletionsArgs),
+    /// Candidates for the completion scripts (not for people).
+    #[command(name = "__complete", hide = true)]
+    Complete(completions::CompleteArgs),
 }
 
 #[derive(Debug, Args)]
@@ -63,8 +76,22 @@ struct AdminArgs {
 
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    if let Some(Command::Skills(command)) = cli.command {
-        return roster::cli::skills::run(command);
+    match cli.command {
+        Some(Command::Skills(command)) => return roster::cli::skills::run(command),
+        Some(Command::Inbox(args)) => {
+            inbox::run(args)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Completions(args)) => {
+            use clap::CommandFactory;
+            completions::run(args, Cli::command())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Complete(args)) => {
+            completions::complete(args)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
     }
     let runtime = tokio::runtime::Runtime::new()?;
     match cli.command {
@@ -82,7 +109,9 @@ fn main() -> anyhow::Result<ExitCode> {
         Some(Command::Refresh(args)) => {
             runtime.block_on(admin_command(&cli.config, AdminCommand::Refresh, args))?
         }
-        Some(Command::Skills(_)) => {}
+        Some(
+            Command::Skills(_) | Command::Inbox(_) | Command::Completions(_) | Command::Complete(_),
+        ) => {}
         None => {
             use clap::CommandFactory;
             Cli::command().print_help()?;

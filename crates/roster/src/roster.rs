@@ -18,9 +18,12 @@
 //! queued deltas. [`Roster::call`] does not start a turn by itself: the host decides when its
 //! turns begin.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
-use roster_core::{Delta, NamingError, ScheduleConfigError, Tool, ToolRegistry};
+use roster_core::{
+    Delta, NamingError, ScheduleConfigError, Tool, ToolLookup, ToolPresence, ToolRegistry,
+};
 use serde_json::{Map, Value};
 
 use crate::config::Config;
@@ -108,8 +111,8 @@ pub struct Turn {
 pub struct RosterOptions {
     /// Where every server notification is recorded (the inbox). Default: [`LogSink`].
     pub sink: Arc<dyn NotificationSink>,
-    /// Called with the registry after every reconcile that changed something (plug
-    /// `SkillRegistry::refresh_all` in here).
+    /// Called with `(server, delta)` after every non-empty delta (plug
+    /// `SkillRegistry::refresh_all` in here, with [`Roster::tool_lookup`] as its lookup).
     pub on_reconcile: Option<ReconcileHook>,
 }
 
@@ -127,6 +130,17 @@ impl std::fmt::Debug for RosterOptions {
         f.debug_struct("RosterOptions")
             .field("on_reconcile", &self.on_reconcile.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+struct LiveTools(std::sync::Weak<Runtime>);
+
+impl ToolLookup for LiveTools {
+    fn presence(&self, reference: &str) -> ToolPresence {
+        match self.0.upgrade() {
+            Some(rt) => rt.state().registry.presence(reference),
+            None => ToolPresence::Unknown,
+        }
     }
 }
 
@@ -155,11 +169,13 @@ impl std::fmt::Debug for Roster {
     }
 }
 
-/// One client session: its own delta queue, drained at its turns.
+/// One client session: its own delta queue, drained at its turns. It works while the
+/// [`Roster`] it came from is alive (dropping the last `Roster` stops the servers).
 #[derive(Clone)]
 pub struct Session {
     rt: Arc<Runtime>,
     queue: Arc<SessionQueue>,
+    seen: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Session {
@@ -171,6 +187,13 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    fn new(rt: Arc<Runtime>) -> Session {
+        let queue = rt.new_session();
+        // Deltas queued before the session existed are not news to it.
+        let seen = Arc::new(AtomicU64::new(*queue.generation.borrow()));
+        Session { rt, queue, seen }
+    }
+
     /// Starts a turn: lists the servers that are stale or due, then drains this session's
     /// deltas.
     pub async fn begin_turn(&self) -> Turn {
@@ -200,16 +223,34 @@ impl Session {
             .is_empty()
     }
 
+    /// Resolves once per burst of deltas queued for this session since it last resolved (a
+    /// delta queued while nobody waited makes the next call resolve at once). Edge-triggered,
+    /// unlike [`Session::delta_arrived`]: a watcher can loop on it without spinning.
+    pub async fn changed(&self) {
+        let mut generation = self.queue.generation.subscribe();
+        loop {
+            let now = *generation.borrow_and_update();
+            if self.seen.fetch_max(now, Ordering::SeqCst) < now {
+                return;
+            }
+            if generation.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+
     /// Resolves once a delta is waiting for this session (at once if one already is). The
     /// gateway waits on this to send `notifications/tools/list_changed` upstream; the delta
     /// itself stays queued until the session's next turn drains it.
     pub async fn delta_arrived(&self) {
+        let mut generation = self.queue.generation.subscribe();
         loop {
-            let arrived = self.queue.arrived.notified();
             if self.has_pending() {
                 return;
             }
-            arrived.await;
+            if generation.changed().await.is_err() {
+                return std::future::pending().await;
+            }
         }
     }
 }
@@ -239,10 +280,7 @@ impl Roster {
         if !startup_wait.is_zero() {
             rt.wait_first_attempts(startup_wait).await;
         }
-        let default_session = Session {
-            queue: rt.new_session(),
-            rt: rt.clone(),
-        };
+        let default_session = Session::new(rt.clone());
         Ok(Roster {
             rt,
             default_session,
@@ -266,7 +304,14 @@ impl Roster {
         tools
     }
 
-    /// Reads the registry (for the skill catalog's `ToolLookup`, collisions, counts).
+    /// A live [`ToolLookup`] over the registry for the skill catalog: each question reads the
+    /// registry as it is at that moment. It holds the roster weakly (everything reports
+    /// `Unknown` once the roster is gone).
+    pub fn tool_lookup(&self) -> Arc<dyn ToolLookup + Send + Sync> {
+        Arc::new(LiveTools(Arc::downgrade(&self.rt)))
+    }
+
+    /// Reads the registry (collisions, counts, exposed names).
     pub fn with_registry<R>(&self, read: impl FnOnce(&ToolRegistry) -> R) -> R {
         read(&self.rt.state().registry)
     }
@@ -320,9 +365,12 @@ impl Roster {
     }
 
     /// Marks every server stale. Dials nothing: the next turn lists each server once, however
-    /// often this was called before it.
-    pub fn refresh(&self) {
-        self.rt.state().schedule.mark_all_stale();
+    /// often this was called before it. Returns how many servers are scheduled (the enabled
+    /// ones); a failed or crash-looping server keeps its backoff.
+    pub fn refresh(&self) -> usize {
+        let mut state = self.rt.state();
+        state.schedule.mark_all_stale();
+        state.schedule.iter().count()
     }
 
     /// Starts a turn for the default session (see [`Session::begin_turn`]).
@@ -332,15 +380,19 @@ impl Roster {
 
     /// A new client session with its own delta queue (it sees deltas from now on).
     pub fn subscribe_session(&self) -> Session {
-        Session {
-            queue: self.rt.new_session(),
-            rt: self.rt.clone(),
-        }
+        Session::new(self.rt.clone())
     }
 
     /// Every configured server's state, in name order.
     pub fn status(&self) -> Vec<ServerStatus> {
         self.rt.status()
+    }
+
+    /// [`Roster::status`] as JSON (`{"servers": [...]}`), for `roster status` and health checks.
+    pub fn status_json(&self) -> Value {
+        let now = std::time::Instant::now();
+        let servers: Vec<Value> = self.status().iter().map(|s| s.to_json(now)).collect();
+        serde_json::json!({ "servers": servers })
     }
 
     /// Lists one server now, whatever its schedule says.

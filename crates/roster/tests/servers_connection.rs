@@ -309,3 +309,29 @@ async fn listing_pages_to_the_end_and_keeps_unknown_fields() {
         .expect("call");
     assert_eq!(text_of(&result), "called tool_07");
 }
+
+#[tokio::test]
+async fn sse_server_going_away_closes_the_connection() {
+    common::init_tracing();
+    let (mut server, port) = common::spawn_http_fixture("sse", &[]);
+    let mut config = ServerConfig::stdio("unused", vec![]);
+    config.transport = TransportConfig::Sse {
+        url: format!("http://127.0.0.1:{port}/sse"),
+        headers: Default::default(),
+    };
+    config.era = Era::Legacy;
+    let conn = Connection::connect("web", &config, Notifications::new())
+        .await
+        .expect("connects");
+    conn.list_tools().await.expect("lists");
+    server.0.kill().expect("kill the SSE server");
+    let _ = server.0.wait();
+    tokio::time::timeout(Duration::from_secs(20), conn.closed())
+        .await
+        .expect("the end of the event stream closes the connection");
+    let err = conn.list_tools().await.expect_err("closed");
+    assert!(
+        matches!(err, roster::servers::RequestError::Closed),
+        "{err}"
+    );
+}

@@ -13,12 +13,8 @@ Usage: dynamic.py [--name NAME] [--fail-first-listing] [--garbage] [--exit-at-st
 from __future__ import annotations
 
 import argparse
-import anyio
 import os
 import sys
-
-from mcp.server.caching import CacheHint
-from mcp.server.mcpserver import Context, MCPServer
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--name", default="dynamic")
@@ -27,6 +23,7 @@ parser.add_argument("--garbage", action="store_true")
 parser.add_argument("--exit-at-start", action="store_true")
 parser.add_argument("--transport", default="stdio")
 parser.add_argument("--port", type=int, default=0)
+parser.add_argument("--hang-listing-after", type=int, default=0)
 # The tools/list freshness hint for 2026-07-28 sessions (the SDK default is 0: never fresh).
 parser.add_argument("--ttl-ms", type=int, default=3_600_000)
 args = parser.parse_args()
@@ -39,6 +36,13 @@ if args.garbage:
     # Before the SDK owns stdout: a banner line, a JSON scalar, half a JSON object.
     sys.stdout.write("Starting dynamic server...\n42\n{\"jsonrpc\": \n")
     sys.stdout.flush()
+    sys.stdout.buffer.write(b"\xff\xfe not UTF-8\n")
+    sys.stdout.buffer.flush()
+
+# Imported after the early exit, which so stays fast (the SDK takes a while to import).
+import anyio  # noqa: E402
+from mcp.server.caching import CacheHint  # noqa: E402
+from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
 
 
 class CountingServer(MCPServer):
@@ -49,6 +53,8 @@ class CountingServer(MCPServer):
         print(f"tools/list #{CountingServer.listings}", file=sys.stderr, flush=True)
         if args.fail_first_listing and CountingServer.listings == 1:
             raise RuntimeError("first listing fails on purpose")
+        if args.hang_listing_after and CountingServer.listings > args.hang_listing_after:
+            await anyio.sleep(3600)
         return await super()._handle_list_tools(ctx, params)
 
 

@@ -1,28 +1,8 @@
 //! Who is calling: `[[clients]]` bearer tokens and the subscriptions they hold.
 
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-/// One `[[clients]]` entry of `roster.toml`.
-///
-/// The token is given either as `token_env` (the name of an environment variable holding it,
-/// read at start) or as `token_sha256` (the hex SHA-256 of the token), so the file itself never
-/// has to hold a secret.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClientEntry {
-    /// A name for logs and for the client's session.
-    pub name: String,
-    /// Environment variable holding this client's bearer token.
-    #[serde(default)]
-    pub token_env: Option<String>,
-    /// Hex SHA-256 of this client's bearer token.
-    #[serde(default)]
-    pub token_sha256: Option<String>,
-    /// Subscriptions this client holds: skills with one of these labels are visible to it.
-    #[serde(default)]
-    pub subscriptions: Vec<String>,
-}
+pub use crate::config::ClientConfig as ClientEntry;
 
 /// A client that cannot be admitted as configured.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use rmcp::handler::server::skill_catalog::SkillCatalog as SkillFiles;
 use rmcp::model::{Resource, Skill as SkillFile};
 use roster_core::catalog::{Catalog, Subscriptions};
 use roster_core::skills::load;
-use roster_core::{SkillSource, ToolLookup, ToolPresence};
+use roster_core::SkillSource;
 
 use crate::Roster;
 use crate::store::scan_skills_dir;
@@ -65,17 +65,12 @@ impl Skills {
     pub fn follow(self: &Arc<Self>, roster: &Roster) {
         self.write()
             .registry_mut()
-            .set_tool_lookup(Arc::new(RosterLookup(roster.clone())));
+            .set_tool_lookup(roster.tool_lookup());
         self.refresh();
         let skills = Arc::downgrade(self);
-        roster.set_reconcile_hook(Some(Arc::new(move |_registry| {
-            // The hook runs with the registry locked; the lookup reads the registry itself,
-            // so the refresh runs after the hook returns, on its own task.
-            let Some(skills) = skills.upgrade() else {
-                return;
-            };
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move { skills.refresh() });
+        roster.set_reconcile_hook(Some(Arc::new(move |_server, _delta| {
+            if let Some(skills) = skills.upgrade() {
+                skills.refresh();
             }
         })));
     }
@@ -146,14 +141,5 @@ impl Skills {
     /// Whether any skill file is served (the extension is declared only then).
     pub(crate) fn serves_files(&self) -> bool {
         self.files.iter().any(|f| !f.skills().is_empty())
-    }
-}
-
-struct RosterLookup(Roster);
-
-impl ToolLookup for RosterLookup {
-    fn presence(&self, reference: &str) -> ToolPresence {
-        self.0
-            .with_registry(|registry| registry.presence(reference))
     }
 }

@@ -46,8 +46,20 @@ pub struct ListenerId(u64);
 pub struct Notifications {
     next: AtomicU64,
     listeners: RwLock<Vec<(ListenerId, NotificationListener)>>,
-    progress: Mutex<HashMap<String, ProgressListener>>,
+    progress: Mutex<Progress>,
 }
+
+/// Progress listeners by token, and progress that arrived before its call registered (rmcp
+/// picks the token while sending, so a quick server can report before the listener exists).
+#[derive(Default)]
+struct Progress {
+    listeners: HashMap<String, ProgressListener>,
+    early: std::collections::VecDeque<(std::time::Instant, String, Value)>,
+}
+
+/// How many early progress notifications are kept, and for how long.
+const EARLY_PROGRESS_KEPT: usize = 64;
+const EARLY_PROGRESS_FOR: Duration = Duration::from_secs(5);
 
 impl std::fmt::Debug for Notifications {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -88,12 +100,22 @@ impl Notifications {
         if method == "notifications/progress"
             && let Some(token) = params.get("progressToken")
         {
-            let listener = self
-                .progress
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&token.to_string())
-                .cloned();
+            let key = token.to_string();
+            let listener = {
+                let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+                let listener = progress.listeners.get(&key).cloned();
+                if listener.is_none() {
+                    let now = std::time::Instant::now();
+                    progress
+                        .early
+                        .retain(|(at, _, _)| now.duration_since(*at) < EARLY_PROGRESS_FOR);
+                    if progress.early.len() >= EARLY_PROGRESS_KEPT {
+                        progress.early.pop_front();
+                    }
+                    progress.early.push_back((now, key, params.clone()));
+                }
+                listener
+            };
             if let Some(listener) = listener {
                 listener(params);
             }
@@ -112,16 +134,24 @@ impl Notifications {
     }
 
     fn watch_progress(&self, token: String, listener: ProgressListener) {
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(token, listener);
+        let early: Vec<Value> = {
+            let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+            progress.listeners.insert(token.clone(), listener.clone());
+            let (mine, others): (Vec<_>, Vec<_>) =
+                progress.early.drain(..).partition(|(_, t, _)| *t == token);
+            progress.early = others.into();
+            mine.into_iter().map(|(_, _, params)| params).collect()
+        };
+        for params in &early {
+            listener(params);
+        }
     }
 
     fn unwatch_progress(&self, token: &str) {
         self.progress
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .listeners
             .remove(token);
     }
 }
@@ -309,6 +339,7 @@ pub struct Connection {
     raw: RawResults,
     negotiated: Negotiated,
     listing: tokio::sync::Mutex<()>,
+    list_timeout: Duration,
     _guard: Guard,
 }
 
@@ -491,6 +522,7 @@ impl Connection {
             raw,
             negotiated,
             listing: tokio::sync::Mutex::new(()),
+            list_timeout: config.list_timeout,
             _guard: guard,
         })
     }
@@ -556,7 +588,8 @@ impl Connection {
         Ok(())
     }
 
-    /// Pages `tools/list` to its end. One listing at a time per connection.
+    /// Pages `tools/list` to its end. One listing at a time per connection; each page must
+    /// come within the server's `list_timeout` (else `notifications/cancelled` is sent).
     pub async fn list_tools(&self) -> Result<ToolListing, RequestError> {
         const MAX_PAGES: usize = 1000;
         let _one_at_a_time = self.listing.lock().await;
@@ -575,7 +608,10 @@ impl Connection {
             let request = client_request(json!({"method": "tools/list", "params": params}))?;
             let handle = self
                 .peer
-                .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+                .send_cancellable_request(
+                    request,
+                    rmcp::service::PeerRequestOptions::with_timeout(self.list_timeout),
+                )
                 .await?;
             let id = handle.id.clone();
             let answer = handle.await_response().await;
@@ -643,6 +679,7 @@ impl Connection {
             .map(|t| t.to_string())
             .unwrap_or_default();
         if let Some(progress) = options.progress.clone() {
+            // Early progress for this token is replayed; the wait below keeps the order.
             self.notifications.watch_progress(token.clone(), progress);
         }
         let cancel = options.cancel.clone().unwrap_or_default();
@@ -716,4 +753,28 @@ fn parse_tools(raw: &Value) -> Result<Vec<Tool>, RequestError> {
         }
     }
     Ok(tools)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_before_registration_is_replayed_once() {
+        let notifications = Notifications::new();
+        let params = json!({"progressToken": 7, "progress": 1});
+        notifications.dispatch_notification("notifications/progress", &params);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        notifications.watch_progress(
+            json!(7).to_string(),
+            Arc::new(move |p: &Value| sink.lock().expect("lock").push(p.clone())),
+        );
+        let later = json!({"progressToken": 7, "progress": 2});
+        notifications.dispatch_notification("notifications/progress", &later);
+        assert_eq!(*seen.lock().expect("lock"), vec![params, later]);
+        let other = json!({"progressToken": 8, "progress": 1});
+        notifications.dispatch_notification("notifications/progress", &other);
+        assert_eq!(seen.lock().expect("lock").len(), 2);
+    }
 }

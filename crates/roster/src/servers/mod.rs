@@ -1,5 +1,24 @@
 //! Connections to servers: stdio child processes, streamable HTTP, legacy SSE; the
 //! notification fan-out, the debounced re-list on `list_changed`, and supervision.
+//!
+//! - [`Connection`]: one live connection on rmcp's client side. It speaks both eras: it
+//!   probes `server/discover` (2026-07-28) and falls back to `initialize` (2025-11-25 and
+//!   older), or uses the one `protocol = "legacy" | "modern"` asks for. On a 2026-07-28
+//!   connection it opens `subscriptions/listen` for `toolsListChanged`, on every reconnect.
+//! - Transports: rmcp's streamable HTTP client; roster's own stdio transport (stderr into the
+//!   log, a waiter task that reaps the child, kill on drop) and legacy SSE client (rmcp no
+//!   longer ships one). Both of roster's own transports drop lines that are not JSON-RPC.
+//! - **Why raw JSON for tools.** rmcp's typed `Tool` drops fields it does not model (e.g.
+//!   2025-11-25 `execution`). On stdio and SSE the raw `result` of `tools/list` and
+//!   `tools/call` is kept by request id and [`roster_core::Tool`] is built from it, unknown
+//!   fields included. On streamable HTTP rmcp decodes inside its transport, so the tool is
+//!   rebuilt from rmcp's typed value and fields rmcp does not know are lost there.
+//! - [`Notifications`]: every notification as `(method, params)`, per server, surviving
+//!   restarts. [`NotificationSink`] is where the inbox records each one.
+//! - [`RefreshHook`]: `list_changed` → debounced re-list of that one server, on its own task.
+//! - Supervision (inside [`crate::Roster`]): exit, drop or an unanswered ping removes the
+//!   server's tools, then reconnects with the core schedule's backoff; tools return after the
+//!   new connection is listed; repeated failures park the server in `crash-loop`.
 
 mod connection;
 mod refresh;

@@ -23,3 +23,10 @@ impl NotificationSink for LogSink {
         tracing::debug!(server = channel, method, handled, %params, "server notification");
     }
 }
+
+/// The inbox records every notification: a bounded ring plus the JSONL audit trail.
+impl NotificationSink for crate::inbox::Inbox {
+    fn record(&self, channel: &str, method: &str, params: Value, handled: bool) {
+        crate::inbox::Inbox::record(self, channel, method, params, handled);
+    }
+}

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::wire::{RawResults, WireTransport, parse_line};
 
@@ -157,9 +158,12 @@ pub(crate) async fn connect(
 
     let (in_tx, in_rx) = mpsc::channel::<Value>(256);
     let (out_tx, mut out_rx) = mpsc::channel::<Value>(256);
-    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+    // Cancelled when the guard drops or the POST side dies: either way the stream ends, so the
+    // connection closes and supervision reconnects, instead of a half-open connection.
+    let dead = CancellationToken::new();
 
     let name = server.clone();
+    let dead_reader = dead.clone();
     tokio::spawn(async move {
         let mut events = pending;
         loop {
@@ -185,12 +189,13 @@ pub(crate) async fn connect(
                         return;
                     }
                 },
-                _ = &mut stop_rx => return,
+                _ = dead_reader.cancelled() => return,
             }
         }
     });
 
     let name = server.clone();
+    let dead_writer = dead.clone();
     tokio::spawn(async move {
         while let Some(value) = out_rx.recv().await {
             let result = client
@@ -202,6 +207,11 @@ pub(crate) async fn connect(
                 .await;
             match result {
                 Ok(response) if response.status().is_success() => {}
+                // The session is gone: nothing sent on it can be answered.
+                Ok(response) if response.status() == reqwest::StatusCode::NOT_FOUND => {
+                    tracing::warn!(server = %name, "SSE session no longer exists");
+                    break;
+                }
                 Ok(response) => {
                     tracing::warn!(server = %name, status = %response.status(), "SSE POST rejected");
                 }
@@ -211,12 +221,13 @@ pub(crate) async fn connect(
                 }
             }
         }
+        dead_writer.cancel();
     });
 
     Ok((
         WireTransport::new(server, out_tx, in_rx, raw),
         SseGuard {
-            _stop: Some(stop_tx),
+            stop: dead.drop_guard(),
         },
     ))
 }
@@ -224,7 +235,8 @@ pub(crate) async fn connect(
 /// Closes the SSE stream when dropped.
 #[derive(Debug)]
 pub struct SseGuard {
-    _stop: Option<oneshot::Sender<()>>,
+    #[allow(dead_code)] // held for its Drop
+    stop: tokio_util::sync::DropGuard,
 }
 
 #[cfg(test)]

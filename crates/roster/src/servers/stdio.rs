@@ -10,11 +10,15 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::wire::{RawResults, WireTransport, parse_line};
+
+/// The longest line read from a server's stdout (64 MiB); a longer one is dropped as garbage
+/// rather than buffered without bound.
+const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How a child process ended, as seen by its waiter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,19 +107,44 @@ pub(crate) fn spawn(
 
     let name = server.clone();
     tokio::spawn(async move {
-        let mut lines = BufReader::new(stdout).lines();
+        let mut reader = BufReader::new(stdout);
+        let mut line = Vec::new();
         loop {
-            match lines.next_line().await {
-                Ok(Some(line)) => {
-                    if let Some(value) = parse_line(&name, &line)
+            line.clear();
+            let read = (&mut reader)
+                .take(MAX_LINE_BYTES)
+                .read_until(b'\n', &mut line)
+                .await;
+            match read {
+                Ok(0) => break,
+                Ok(_) if !line.ends_with(b"\n") && line.len() as u64 >= MAX_LINE_BYTES => {
+                    tracing::warn!(server = %name, limit = MAX_LINE_BYTES, "dropped an over-long line");
+                    // Skip the rest of it, whatever its length.
+                    let mut rest = Vec::new();
+                    loop {
+                        rest.clear();
+                        match (&mut reader)
+                            .take(MAX_LINE_BYTES)
+                            .read_until(b'\n', &mut rest)
+                            .await
+                        {
+                            Ok(0) | Err(_) => break,
+                            Ok(_) if rest.ends_with(b"\n") => break,
+                            Ok(_) => {}
+                        }
+                    }
+                }
+                Ok(_) => {
+                    // Bytes, not `lines()`: a line of invalid UTF-8 is garbage to drop, not
+                    // the end of the stream.
+                    let text = String::from_utf8_lossy(&line);
+                    if let Some(value) = parse_line(&name, &text)
                         && in_tx.send(value).await.is_err()
                     {
                         break;
                     }
                 }
-                Ok(None) => break,
                 Err(error) => {
-                    // Invalid UTF-8 ends `lines()`; nothing sane can follow on that pipe.
                     tracing::warn!(server = %name, %error, "stopped reading the server's stdout");
                     break;
                 }

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use roster_core::{Delta, DeltaQueue, ListingState, Schedule, Tool, ToolRegistry};
+use roster_core::{Delta, DeltaQueue, Listing, ListingState, Schedule, ToolRegistry};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -29,9 +29,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Called with the registry after every reconcile that changed something (the skill catalog
-/// plugs `SkillRegistry::refresh_all` in here). Runs under the registry lock: keep it quick.
-pub type ReconcileHook = Arc<dyn Fn(&ToolRegistry) + Send + Sync>;
+/// Called with `(server, delta)` after every non-empty delta (a reconcile, or a server's tools
+/// removed when it went down), once the delta is queued for the sessions. The skill catalog
+/// plugs `SkillRegistry::refresh_all` in here, reading tools through
+/// [`crate::Roster::tool_lookup`]. No roster lock is held while it runs.
+pub type ReconcileHook = Arc<dyn Fn(&str, &Delta) + Send + Sync>;
 
 /// A server's connection state, as status shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +90,54 @@ pub struct ServerStatus {
     pub pid: Option<u32>,
     /// Debounced re-lists fired by `list_changed`.
     pub refresh_count: u64,
+}
+
+impl ServerStatus {
+    /// A JSON view: instants become "in N ms" / "N ms ago" relative to `now`.
+    pub fn to_json(&self, now: Instant) -> serde_json::Value {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let listing = match &self.listing {
+            None => serde_json::json!(null),
+            Some(ListingState::NeverListed) => serde_json::json!({"state": "never-listed"}),
+            Some(ListingState::Listed { at, valid_until }) => serde_json::json!({
+                "state": "listed",
+                "listed_ms_ago": ms(now.saturating_duration_since(*at)),
+                "valid_for_ms": ms(valid_until.saturating_duration_since(now)),
+            }),
+            Some(ListingState::Stale { .. }) => serde_json::json!({"state": "stale"}),
+            Some(ListingState::Failed {
+                attempt,
+                next_try,
+                error,
+            }) => serde_json::json!({
+                "state": "failed",
+                "attempt": attempt,
+                "next_try_in_ms": ms(next_try.saturating_duration_since(now)),
+                "error": error,
+            }),
+            Some(ListingState::CrashLoop {
+                failures,
+                next_try,
+                error,
+            }) => serde_json::json!({
+                "state": "crash-loop",
+                "failures": failures,
+                "next_try_in_ms": ms(next_try.saturating_duration_since(now)),
+                "error": error,
+            }),
+        };
+        serde_json::json!({
+            "name": self.name,
+            "state": self.state.as_str(),
+            "listing": listing,
+            "tools": self.tools,
+            "protocol_version": self.protocol_version,
+            "restarts": self.restarts,
+            "last_error": self.last_error,
+            "pid": self.pid,
+            "refresh_count": self.refresh_count,
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -156,11 +206,19 @@ pub enum RelistError {
     Unknown(String),
 }
 
-/// One session's queue of deltas and the signal that one arrived.
-#[derive(Default)]
+/// One session's queue of deltas and a counter of deltas queued, to wait on.
 pub(crate) struct SessionQueue {
     pub(crate) deltas: Mutex<DeltaQueue>,
-    pub(crate) arrived: tokio::sync::Notify,
+    pub(crate) generation: watch::Sender<u64>,
+}
+
+impl Default for SessionQueue {
+    fn default() -> Self {
+        SessionQueue {
+            deltas: Mutex::new(DeltaQueue::new()),
+            generation: watch::channel(0).0,
+        }
+    }
 }
 
 pub(crate) struct State {
@@ -309,25 +367,21 @@ impl Runtime {
             removed = delta.removed.len(),
             "tools changed"
         );
-        let mut sessions = lock(&self.sessions);
-        sessions.retain(|weak| match weak.upgrade() {
+        lock(&self.sessions).retain(|weak| match weak.upgrade() {
             Some(queue) => {
                 lock(&queue.deltas).push(delta.clone());
-                queue.arrived.notify_one();
+                queue.generation.send_modify(|g| *g += 1);
                 true
             }
             None => false,
         });
-    }
-
-    fn reconciled(&self, registry: &ToolRegistry) {
         let hook = self
             .reconcile_hook
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         if let Some(hook) = hook {
-            hook(registry);
+            hook(server, delta);
         }
     }
 
@@ -352,22 +406,21 @@ impl Runtime {
         };
         match connection.list_tools().await {
             Ok(listing) => {
-                let tools: Vec<Tool> = listing
+                // Fingerprints are computed here, outside the lock; the copies the reconcile
+                // does not keep are freed after the lock is released.
+                let tools: Listing = listing
                     .tools
                     .into_iter()
                     .filter(|t| slot.config.tools.permits(&t.name))
                     .collect();
-                let delta = {
+                let (delta, superseded) = {
                     let mut state = self.state();
                     if let Some(schedule) = state.schedule.server_mut(&slot.name) {
                         schedule.listed(Instant::now(), listing.ttl);
                     }
-                    let delta = state.registry.reconcile(&slot.name, tools);
-                    if !delta.is_empty() {
-                        self.reconciled(&state.registry);
-                    }
-                    delta
+                    state.registry.reconcile_listing(&slot.name, tools)
                 };
+                drop(superseded);
                 self.publish(&slot.name, &delta);
                 Ok(delta)
             }
@@ -407,23 +460,40 @@ impl Runtime {
         };
     }
 
-    /// Re-lists every server that is due and connected, concurrently.
-    pub(crate) async fn list_due(&self) {
+    /// Re-lists every server that is due and connected, concurrently, waiting at most
+    /// `turn_wait`: a slower listing goes on in the background and its delta reaches the
+    /// session at a later turn.
+    pub(crate) async fn list_due(self: &Arc<Self>) {
         let turn_started = Instant::now();
         let due: Vec<Arc<Slot>> = {
             let state = self.state();
             state
                 .schedule
-                .due(Instant::now())
+                .due(turn_started)
                 .into_iter()
                 .filter_map(|name| self.slots.get(name).cloned())
                 .collect()
         };
-        let due = due.into_iter().filter(|slot| slot.connection().is_some());
-        let listings = due.map(|slot| async move {
-            let _ = self.relist(&slot, Relisting::IfDue { turn_started }).await;
-        });
-        futures::future::join_all(listings).await;
+        let listings: Vec<_> = due
+            .into_iter()
+            .filter(|slot| slot.connection().is_some())
+            .map(|slot| {
+                let rt = self.clone();
+                tokio::spawn(async move {
+                    let _ = rt.relist(&slot, Relisting::IfDue { turn_started }).await;
+                })
+            })
+            .collect();
+        if listings.is_empty() {
+            return;
+        }
+        let all = futures::future::join_all(listings);
+        if tokio::time::timeout(self.gateway.turn_wait, all)
+            .await
+            .is_err()
+        {
+            tracing::info!("a listing outlasted the turn wait; it finishes in the background");
+        }
     }
 
     pub(crate) fn status(&self) -> Vec<ServerStatus> {
@@ -486,10 +556,20 @@ async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         if lock(&slot.live).state != ServerState::CrashLoop {
             slot.set_state(ServerState::Connecting);
         }
+        let connect = tokio::time::timeout(
+            slot.config.connect_timeout,
+            Connection::connect(&slot.name, &slot.config, slot.notifications.clone()),
+        );
         let attempt = tokio::select! {
-            attempt = Connection::connect(&slot.name, &slot.config, slot.notifications.clone()) => attempt,
+            attempt = connect => attempt,
             _ = rt.shutdown.cancelled() => return,
         };
+        let attempt = attempt.unwrap_or_else(|_| {
+            Err(super::ConnectError::Handshake(format!(
+                "no answer within {:?}",
+                slot.config.connect_timeout
+            )))
+        });
         let connection = match attempt {
             Ok(connection) => Arc::new(connection),
             Err(error) => {

@@ -136,12 +136,29 @@ pub fn dynamic_server_toml(name: &str, protocol: &str, extra: &[&str]) -> String
     )
 }
 
-/// A config with fast test settings (short debounce and backoff) and the given servers.
+/// A config with fast test settings (short debounce and backoff) and the given servers;
+/// `gateway_extra` lines are added to `[gateway]` and win over these defaults.
 pub fn test_config(servers: &str, gateway_extra: &str) -> roster::Config {
-    let text = format!(
-        "[gateway]\ndebounce = \"150ms\"\nbackoff_initial = \"20ms\"\nbackoff_max = \"400ms\"\n\
-         crash_loop_after = 3\nstartup_wait = \"60s\"\n{gateway_extra}\n{servers}"
-    );
+    let defaults = [
+        ("debounce", "\"150ms\""),
+        ("backoff_initial", "\"20ms\""),
+        ("backoff_max", "\"400ms\""),
+        ("crash_loop_after", "3"),
+        ("startup_wait", "\"60s\""),
+    ];
+    let overridden = |key: &str| {
+        gateway_extra.lines().any(|l| {
+            l.trim_start().starts_with(&format!("{key} "))
+                || l.trim_start().starts_with(&format!("{key}="))
+        })
+    };
+    let mut gateway: Vec<String> = defaults
+        .iter()
+        .filter(|(k, _)| !overridden(k))
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    gateway.push(gateway_extra.to_owned());
+    let text = format!("[gateway]\n{}\n{servers}", gateway.join("\n"));
     let env = |name: &str| std::env::var(name).ok();
     roster::Config::from_toml(&text, &workspace_root().join("roster.toml"), &env)
         .unwrap_or_else(|e| panic!("test config is valid: {e}\n{text}"))

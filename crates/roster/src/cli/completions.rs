@@ -1,0 +1,173 @@
+//! `roster completions bash|zsh|fish`, and the hidden `roster __complete` the scripts call.
+//!
+//! The static part (every subcommand, flag and fixed value) is clap_complete's generated
+//! script. clap_complete's completion from live values (`ArgValueCompleter`) is still behind
+//! its `unstable-dynamic` feature, so the values that only exist at run time — the unread seqs
+//! for `inbox ack <SEQ>`, the pending ids for `inbox confirm <ID>`, server names for
+//! `inbox list --channel` — come from `roster __complete <what>`, which a few lines appended to
+//! each script call.
+
+use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum, ValueHint};
+use clap_complete::Shell;
+use roster::inbox::{DEFAULT_CAPACITY, Inbox};
+
+use super::inbox::resolve_state_dir;
+
+/// `roster completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to print a completion script for.
+    pub shell: CompletionShell,
+}
+
+/// The shells `roster completions` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    /// bash: `source <(roster completions bash)`.
+    Bash,
+    /// zsh: `source <(roster completions zsh)`.
+    Zsh,
+    /// fish: `roster completions fish | source`.
+    Fish,
+}
+
+/// `roster __complete`: prints completion candidates, one per line as `value<TAB>description`.
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    /// Which values to list.
+    pub what: Completable,
+    /// roster's state directory.
+    #[arg(long, env = "ROSTER_STATE_DIR", value_hint = ValueHint::DirPath)]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// The run-time values the completion scripts ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Completable {
+    /// Unread seqs, for `roster inbox ack <SEQ>`.
+    #[value(name = "inbox-ack")]
+    UnreadSeq,
+    /// Pending confirm ids, for `roster inbox confirm <ID>`.
+    #[value(name = "inbox-confirm")]
+    PendingId,
+    /// Server names seen in the inbox, for `roster inbox list --channel`.
+    #[value(name = "inbox-channel")]
+    Channel,
+}
+
+/// Prints the completion script for `args.shell`.
+pub fn run(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<()> {
+    let (shell, dynamic) = match args.shell {
+        CompletionShell::Bash => (Shell::Bash, BASH_DYNAMIC),
+        CompletionShell::Zsh => (Shell::Zsh, ZSH_DYNAMIC),
+        CompletionShell::Fish => (Shell::Fish, FISH_DYNAMIC),
+    };
+    let mut out = std::io::stdout().lock();
+    clap_complete::generate(shell, &mut command, "roster", &mut out);
+    out.write_all(dynamic.as_bytes())?;
+    Ok(())
+}
+
+/// Prints the candidates for `args.what`. Silent (and successful) when there is no inbox yet:
+/// a completion must never print an error into the user's command line.
+pub fn complete(args: CompleteArgs) -> anyhow::Result<()> {
+    let Ok(dir) = resolve_state_dir(args.state_dir) else {
+        return Ok(());
+    };
+    let Ok(snapshot) = Inbox::snapshot(&dir, DEFAULT_CAPACITY) else {
+        return Ok(());
+    };
+    let mut out = std::io::stdout().lock();
+    match args.what {
+        Completable::UnreadSeq => {
+            for entry in snapshot.unread() {
+                writeln!(out, "{}\t{} {}", entry.seq, entry.channel, entry.method)?;
+            }
+        }
+        Completable::PendingId => {
+            for confirm in snapshot.pending_confirms() {
+                writeln!(
+                    out,
+                    "{}\t{} {}",
+                    confirm.id, confirm.channel, confirm.method
+                )?;
+            }
+        }
+        Completable::Channel => {
+            let channels: BTreeSet<String> = snapshot
+                .list(None, usize::MAX)
+                .into_iter()
+                .map(|e| e.channel)
+                .collect();
+            for channel in channels {
+                writeln!(out, "{channel}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Wraps clap's `_roster` so the run-time values come from `roster __complete`.
+const BASH_DYNAMIC: &str = r#"
+_roster_live() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" what=""
+    if [[ "${COMP_WORDS[1]}" == "inbox" ]]; then
+        if [[ "$prev" == "--channel" ]]; then
+            what=inbox-channel
+        elif [[ ${COMP_CWORD} -eq 3 && "$cur" != -* ]]; then
+            case "${COMP_WORDS[2]}" in
+                ack) what=inbox-ack ;;
+                confirm) what=inbox-confirm ;;
+            esac
+        fi
+    fi
+    if [[ -n "$what" ]]; then
+        local values
+        values="$("${COMP_WORDS[0]}" __complete "$what" 2>/dev/null | cut -f1)"
+        COMPREPLY=( $(compgen -W "$values" -- "$cur") )
+        return 0
+    fi
+    _roster "$@"
+}
+if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
+    complete -F _roster_live -o nosort -o bashdefault -o default roster
+else
+    complete -F _roster_live -o bashdefault -o default roster
+fi
+"#;
+
+/// Wraps clap's `_roster` so the run-time values come from `roster __complete`.
+const ZSH_DYNAMIC: &str = r#"
+_roster_live() {
+    local what=""
+    if [[ ${words[2]} == inbox ]]; then
+        if [[ ${words[CURRENT-1]} == --channel ]]; then
+            what=inbox-channel
+        elif (( CURRENT == 4 )) && [[ ${words[CURRENT]} != -* ]]; then
+            case ${words[3]} in
+                ack) what=inbox-ack ;;
+                confirm) what=inbox-confirm ;;
+            esac
+        fi
+    fi
+    if [[ -n $what ]]; then
+        local -a values
+        values=(${(f)"$(${words[1]} __complete $what 2>/dev/null | sed $'s/\t/:/')"})
+        _describe -t values $what values
+        return
+    fi
+    _roster "$@"
+}
+compdef _roster_live roster
+"#;
+
+/// Adds run-time values to clap's fish completions.
+const FISH_DYNAMIC: &str = r#"
+complete -c roster -n '__fish_seen_subcommand_from inbox; and __fish_seen_subcommand_from ack' -f -a '(roster __complete inbox-ack 2>/dev/null)'
+complete -c roster -n '__fish_seen_subcommand_from inbox; and __fish_seen_subcommand_from confirm; and test (count (commandline -opc)) -eq 3' -f -a '(roster __complete inbox-confirm 2>/dev/null)'
+complete -c roster -n '__fish_seen_subcommand_from inbox; and __fish_seen_subcommand_from list' -l channel -f -r -a '(roster __complete inbox-channel 2>/dev/null)'
+"#;

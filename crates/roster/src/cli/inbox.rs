@@ -1,0 +1,267 @@
+//! `roster inbox`: the person's side of the inbox.
+//!
+//! Every command goes through an [`InboxBackend`]. Today that is [`DirectBackend`], which works
+//! on the audit trail in the state directory and is what runs when no gateway does; the
+//! gateway's admin socket becomes a second backend, picked by [`backend_for`] when a gateway
+//! answers on it.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Subcommand, ValueEnum, ValueHint};
+use roster::inbox::{
+    ClearReport, ConfirmDecision, ConfirmEntry, ConfirmId, DEFAULT_CAPACITY, DEFAULT_LIST_LIMIT,
+    Entry, FsyncPolicy, Inbox, InboxConfig, Seq, default_state_dir, render,
+};
+
+/// Options shared by every `roster inbox` command.
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    /// roster's state directory, where the audit trail lives
+    /// [default: $XDG_STATE_HOME/roster, else ~/.local/state/roster]
+    #[arg(long, env = "ROSTER_STATE_DIR", global = true, value_hint = ValueHint::DirPath)]
+    pub state_dir: Option<PathBuf>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: InboxCommand,
+}
+
+/// The `roster inbox` commands.
+#[derive(Debug, Subcommand)]
+pub enum InboxCommand {
+    /// Show recent notifications, newest first.
+    List {
+        /// Only notifications from this server.
+        #[arg(long, value_name = "SERVER")]
+        channel: Option<String>,
+        /// Show at most this many.
+        #[arg(long, default_value_t = DEFAULT_LIST_LIMIT)]
+        limit: usize,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show notifications not yet acknowledged, oldest first.
+    Unread {
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mark notifications as read: all of them, or those up to SEQ.
+    Ack {
+        /// Acknowledge up to and including this seq.
+        seq: Option<Seq>,
+    },
+    /// Show server requests waiting for your yes or no.
+    Pending {
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a pending server request.
+    Confirm {
+        /// The request's id (from `roster inbox pending`).
+        id: ConfirmId,
+        /// Your answer.
+        answer: Answer,
+    },
+    /// Empty the inbox (acknowledging everything, declining pending requests). The audit trail
+    /// stays on disk, so a restart replays it; --all purges it too.
+    Clear {
+        /// Also delete the audit trail on disk, so nothing comes back after a restart.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+/// A person's answer to a pending request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Answer {
+    /// Confirm.
+    Yes,
+    /// Decline.
+    No,
+}
+
+/// The operations `roster inbox` needs, whoever carries them out.
+pub trait InboxBackend {
+    /// Recent entries, newest first.
+    fn list(&self, channel: Option<&str>, limit: usize) -> anyhow::Result<Vec<Entry>>;
+    /// Unread entries, oldest first.
+    fn unread(&self) -> anyhow::Result<Vec<Entry>>;
+    /// Pending confirms, oldest first.
+    fn pending_confirms(&self) -> anyhow::Result<Vec<ConfirmEntry>>;
+    /// Acknowledges up to `up_to` (or everything); returns how many entries changed.
+    fn ack(&self, up_to: Option<Seq>) -> anyhow::Result<usize>;
+    /// Clears the inbox (and with `all` the audit trail).
+    fn clear(&self, all: bool) -> anyhow::Result<ClearReport>;
+    /// Decides a pending confirm.
+    fn confirm(&self, id: ConfirmId, yes: bool) -> anyhow::Result<ConfirmDecision>;
+}
+
+/// Works on the audit trail in the state directory. Reads need no lock, so they also show a
+/// running gateway's trail; changes take the inbox's lock, which a running gateway holds.
+#[derive(Debug, Clone)]
+pub struct DirectBackend {
+    dir: PathBuf,
+}
+
+impl DirectBackend {
+    /// The backend for the state directory `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        DirectBackend { dir: dir.into() }
+    }
+
+    fn snapshot(&self) -> anyhow::Result<roster::inbox::InboxSnapshot> {
+        Ok(Inbox::snapshot(&self.dir, DEFAULT_CAPACITY)?)
+    }
+
+    fn open(&self) -> anyhow::Result<Inbox> {
+        // A one-shot command: each change is synced before the process exits.
+        let config = InboxConfig {
+            fsync: FsyncPolicy::Always,
+            ..InboxConfig::new(&self.dir)
+        };
+        Ok(Inbox::open(config)?)
+    }
+}
+
+impl InboxBackend for DirectBackend {
+    fn list(&self, channel: Option<&str>, limit: usize) -> anyhow::Result<Vec<Entry>> {
+        Ok(self.snapshot()?.list(channel, limit))
+    }
+
+    fn unread(&self) -> anyhow::Result<Vec<Entry>> {
+        Ok(self.snapshot()?.unread())
+    }
+
+    fn pending_confirms(&self) -> anyhow::Result<Vec<ConfirmEntry>> {
+        Ok(self.snapshot()?.pending_confirms())
+    }
+
+    fn ack(&self, up_to: Option<Seq>) -> anyhow::Result<usize> {
+        Ok(self.open()?.ack(up_to))
+    }
+
+    fn clear(&self, all: bool) -> anyhow::Result<ClearReport> {
+        Ok(self.open()?.clear(all))
+    }
+
+    fn confirm(&self, id: ConfirmId, yes: bool) -> anyhow::Result<ConfirmDecision> {
+        // Owning the inbox means no gateway runs, so no server waits: opening expires what was
+        // pending, and the answer says so.
+        Ok(self.open()?.confirm(id, yes)?)
+    }
+}
+
+/// The state directory from `--state-dir` / `ROSTER_STATE_DIR`, else the XDG default.
+pub fn resolve_state_dir(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(dir) => Ok(dir),
+        None => default_state_dir().context(
+            "no state directory: pass --state-dir, or set ROSTER_STATE_DIR, XDG_STATE_HOME or HOME",
+        ),
+    }
+}
+
+/// The backend for `dir`: the direct one until the gateway's admin socket exists.
+pub fn backend_for(dir: &Path) -> Box<dyn InboxBackend> {
+    Box::new(DirectBackend::new(dir))
+}
+
+/// Runs one `roster inbox` command.
+pub fn run(args: InboxArgs) -> anyhow::Result<()> {
+    let dir = resolve_state_dir(args.state_dir)?;
+    let backend = backend_for(&dir);
+    let mut out = std::io::stdout().lock();
+    match args.command {
+        InboxCommand::List {
+            channel,
+            limit,
+            json,
+        } => {
+            let entries = backend.list(channel.as_deref(), limit)?;
+            print_entries(&mut out, &entries, json)?;
+        }
+        InboxCommand::Unread { json } => {
+            let entries = backend.unread()?;
+            print_entries(&mut out, &entries, json)?;
+        }
+        InboxCommand::Ack { seq } => {
+            let changed = backend.ack(seq)?;
+            writeln!(
+                out,
+                "acknowledged {changed} notification{}",
+                plural(changed)
+            )?;
+        }
+        InboxCommand::Pending { json } => {
+            let pending = backend.pending_confirms()?;
+            if json {
+                for confirm in &pending {
+                    writeln!(out, "{}", serde_json::to_string(confirm)?)?;
+                }
+            } else if pending.is_empty() {
+                writeln!(out, "no requests are waiting for a decision")?;
+            } else {
+                for confirm in &pending {
+                    writeln!(out, "{}", confirm_line(confirm))?;
+                }
+            }
+        }
+        InboxCommand::Confirm { id, answer } => {
+            let decision = backend.confirm(id, answer == Answer::Yes)?;
+            writeln!(out, "request {id}: {decision}")?;
+        }
+        InboxCommand::Clear { all } => {
+            let report = backend.clear(all)?;
+            writeln!(
+                out,
+                "cleared {} notification{}{}",
+                report.cleared,
+                plural(report.cleared),
+                if report.declined_confirms > 0 {
+                    format!(
+                        ", declined {} pending request{}",
+                        report.declined_confirms,
+                        plural(report.declined_confirms)
+                    )
+                } else {
+                    String::new()
+                }
+            )?;
+            if let Some(warning) = report.partial_warning {
+                bail!(warning);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_entries(
+    out: &mut impl std::io::Write,
+    entries: &[Entry],
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        for entry in entries {
+            writeln!(out, "{}", serde_json::to_string(entry)?)?;
+        }
+    } else {
+        writeln!(out, "{}", render(entries, usize::MAX, usize::MAX))?;
+    }
+    Ok(())
+}
+
+fn confirm_line(confirm: &ConfirmEntry) -> String {
+    format!(
+        "#{} {} {} {} expires {} {}",
+        confirm.id, confirm.at, confirm.channel, confirm.method, confirm.expires_at, confirm.params
+    )
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

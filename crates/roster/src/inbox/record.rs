@@ -1,0 +1,68 @@
+//! The audit trail's line format: one [`AuditRecord`] per line of `audit.jsonl`.
+//!
+//! The file is the inbox's memory across restarts, so everything that changes what a replay must
+//! show is itself a record: entries, acknowledgements, pending confirms and their decisions, and
+//! checkpoints (written at the head of every fresh file, so a file read alone still knows where
+//! `seq` stands and what was acknowledged or purged).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ConfirmDecision, Seq};
+
+/// One line of the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum AuditRecord {
+    /// A notification a server pushed.
+    Entry {
+        seq: Seq,
+        at: String,
+        channel: String,
+        method: String,
+        params: Value,
+        state: RecordedState,
+    },
+    /// Everything up to and including `up_to` was read.
+    Ack { at: String, up_to: Seq },
+    /// A server request only a person may decide. Never part of the model's view.
+    Confirm {
+        seq: Seq,
+        at: String,
+        channel: String,
+        method: String,
+        params: Value,
+        expires_at: String,
+    },
+    /// The answer given to a pending confirm.
+    Decision {
+        seq: Seq,
+        at: String,
+        decision: ConfirmDecision,
+        reason: String,
+    },
+    /// State carried into a fresh file (after rotation or `clear --all`).
+    Checkpoint {
+        at: String,
+        next_seq: Seq,
+        acked_through: Seq,
+        purged_through: Seq,
+    },
+}
+
+/// The state an entry was recorded with; `read` is derived from acknowledgements on replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum RecordedState {
+    Unread,
+    Handled,
+}
+
+impl AuditRecord {
+    /// The record as one line, newline included, so a single `write_all` puts it on disk whole.
+    pub(crate) fn to_line(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut line = serde_json::to_vec(self)?;
+        line.push(b'\n');
+        Ok(line)
+    }
+}

@@ -1,0 +1,388 @@
+//! `roster inbox` and `roster completions` as real processes against a temp state directory
+//! filled through the library. Every run is a fresh process, so every run is a restart that
+//! replays the audit trail.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use roster::inbox::{
+    AUDIT_BACKUP_FILE, ConfirmRequest, EntryState, FsyncPolicy, Inbox, InboxConfig,
+};
+use serde_json::{Value, json};
+
+const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
+
+fn roster(dir: &Path, args: &[&str]) -> Output {
+    Command::new(ROSTER)
+        .args(args)
+        .env("ROSTER_STATE_DIR", dir)
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .expect("run roster")
+}
+
+fn stdout_of(dir: &Path, args: &[&str]) -> String {
+    let out = roster(dir, args);
+    assert!(
+        out.status.success(),
+        "roster {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+fn open(dir: &Path) -> Inbox {
+    Inbox::open(InboxConfig {
+        fsync: FsyncPolicy::Never,
+        ..InboxConfig::new(dir)
+    })
+    .expect("the inbox opens")
+}
+
+/// Seqs at the start of rendered lines (`#N ...`).
+fn shown_seqs(text: &str) -> Vec<u64> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix('#'))
+        .filter_map(|l| l.split(' ').next())
+        .map(|n| n.parse().expect("a seq"))
+        .collect()
+}
+
+fn fill(dir: &Path) {
+    let inbox = open(dir);
+    inbox.record(
+        "files",
+        "notifications/message",
+        json!({"data": "one"}),
+        false,
+    );
+    inbox.record(
+        "files",
+        "notifications/tools/list_changed",
+        Value::Null,
+        true,
+    );
+    inbox.record(
+        "git",
+        "notifications/message",
+        json!({"data": "three"}),
+        false,
+    );
+    inbox.record(
+        "git",
+        "notifications/resources/updated",
+        json!({"uri": "file:///x"}),
+        false,
+    );
+    inbox.ack(Some(1));
+}
+
+#[test]
+fn list_and_unread_replay_what_the_library_recorded() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    fill(dir.path());
+
+    let listed = stdout_of(dir.path(), &["inbox", "list"]);
+    assert_eq!(shown_seqs(&listed), [4, 3, 2, 1], "{listed}");
+    assert!(
+        listed.contains("#2 ") && listed.contains(" handled"),
+        "{listed}"
+    );
+    assert!(listed.contains("{\"uri\":\"file:///x\"}"), "{listed}");
+
+    let files = stdout_of(dir.path(), &["inbox", "list", "--channel", "files"]);
+    assert_eq!(shown_seqs(&files), [2, 1]);
+    let limited = stdout_of(dir.path(), &["inbox", "list", "--limit", "2"]);
+    assert_eq!(shown_seqs(&limited), [4, 3]);
+
+    let unread = stdout_of(dir.path(), &["inbox", "unread"]);
+    assert_eq!(
+        shown_seqs(&unread),
+        [3, 4],
+        "oldest first, handled and acked left out"
+    );
+
+    let json = stdout_of(dir.path(), &["inbox", "unread", "--json"]);
+    let values: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(values.len(), 2);
+    assert_eq!(values[0]["seq"], 3);
+    assert_eq!(values[0]["state"], "unread");
+    assert_eq!(values[1]["channel"], "git");
+}
+
+#[test]
+fn ack_in_one_process_is_seen_by_the_next_and_by_the_library() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    fill(dir.path());
+    assert_eq!(
+        stdout_of(dir.path(), &["inbox", "ack", "3"]).trim(),
+        "acknowledged 1 notification"
+    );
+    assert_eq!(
+        shown_seqs(&stdout_of(dir.path(), &["inbox", "unread"])),
+        [4]
+    );
+    assert_eq!(
+        stdout_of(dir.path(), &["inbox", "ack"]).trim(),
+        "acknowledged 1 notification"
+    );
+    assert_eq!(
+        stdout_of(dir.path(), &["inbox", "unread"]).trim(),
+        "(no entries)"
+    );
+
+    let inbox = open(dir.path());
+    assert!(inbox.unread().is_empty());
+    let states: Vec<EntryState> = inbox.list(None, 10).iter().map(|e| e.state).collect();
+    assert_eq!(
+        states,
+        [
+            EntryState::Read,
+            EntryState::Read,
+            EntryState::Handled,
+            EntryState::Read
+        ]
+    );
+    assert_eq!(
+        inbox.record("files", "m", Value::Null, false),
+        5,
+        "seq continues"
+    );
+}
+
+#[test]
+fn clear_then_restart_replays_but_clear_all_then_restart_is_empty() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    fill(dir.path());
+    let cleared = stdout_of(dir.path(), &["inbox", "clear"]);
+    assert_eq!(cleared.trim(), "cleared 4 notifications");
+    assert_eq!(
+        shown_seqs(&stdout_of(dir.path(), &["inbox", "list"])),
+        [4, 3, 2, 1],
+        "the trail stayed on disk"
+    );
+    assert_eq!(
+        stdout_of(dir.path(), &["inbox", "unread"]).trim(),
+        "(no entries)"
+    );
+
+    stdout_of(dir.path(), &["inbox", "clear", "--all"]);
+    assert_eq!(
+        stdout_of(dir.path(), &["inbox", "list"]).trim(),
+        "(no entries)"
+    );
+    let inbox = open(dir.path());
+    assert!(inbox.list(None, 100).is_empty());
+    assert_eq!(inbox.record("files", "m", Value::Null, false), 5);
+}
+
+#[test]
+fn clear_all_with_an_unremovable_backup_fails_loudly_but_drains() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    fill(dir.path());
+    let blocker = dir.path().join(AUDIT_BACKUP_FILE);
+    fs::create_dir(&blocker).expect("mkdir");
+    fs::write(blocker.join("keep"), b"x").expect("write");
+
+    let out = roster(dir.path(), &["inbox", "clear", "--all"]);
+    assert!(!out.status.success(), "a partial purge is not a success");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not fully purged") && stderr.contains(AUDIT_BACKUP_FILE),
+        "{stderr}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "cleared 4 notifications"
+    );
+    // The purge record keeps the active file's old entries from coming back.
+    assert_eq!(
+        stdout_of(dir.path(), &["inbox", "list"]).trim(),
+        "(no entries)"
+    );
+    let inbox = open(dir.path());
+    assert_eq!(inbox.record("git", "m", Value::Null, false), 5);
+    drop(inbox);
+    assert_eq!(shown_seqs(&stdout_of(dir.path(), &["inbox", "list"])), [5]);
+}
+
+#[test]
+fn changes_are_refused_while_a_gateway_owns_the_inbox_but_reads_work() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    fill(dir.path());
+    let running = open(dir.path());
+    running.record(
+        "git",
+        "notifications/message",
+        json!({"data": "live"}),
+        false,
+    );
+
+    let out = roster(dir.path(), &["inbox", "ack"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("another roster process owns the inbox"),
+        "{stderr}"
+    );
+    assert_eq!(
+        shown_seqs(&stdout_of(dir.path(), &["inbox", "unread"])),
+        [3, 4, 5]
+    );
+    assert_eq!(
+        running.unread_count(),
+        3,
+        "nothing was acknowledged behind the owner's back"
+    );
+}
+
+#[test]
+fn pending_confirms_show_only_to_the_person_and_expire_with_the_process() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let running = open(dir.path());
+    running.record(
+        "files",
+        "notifications/message",
+        json!({"data": "one"}),
+        false,
+    );
+    let pending = running.record_pending_confirm(
+        "files",
+        ConfirmRequest {
+            method: "elicitation/create".into(),
+            params: json!({"message": "wipe the disk?"}),
+            ttl: Duration::from_secs(600),
+        },
+    );
+    assert!(!stdout_of(dir.path(), &["inbox", "list"]).contains("wipe the disk"));
+    assert!(!stdout_of(dir.path(), &["inbox", "unread"]).contains("elicitation"));
+    let shown = stdout_of(dir.path(), &["inbox", "pending"]);
+    assert!(shown.starts_with(&format!("#{} ", pending.id)), "{shown}");
+    assert!(shown.contains("wipe the disk"), "{shown}");
+    let ids = stdout_of(dir.path(), &["__complete", "inbox-confirm"]);
+    assert_eq!(ids, format!("{}\tfiles elicitation/create\n", pending.id));
+
+    // The gateway goes away without an answer; a later run owns the inbox and the request is
+    // expired, which `confirm` says plainly.
+    let id = pending.id.to_string();
+    drop(running);
+    assert_eq!(
+        pending.blocking_decision(),
+        roster::inbox::ConfirmDecision::Expired
+    );
+    let out = roster(dir.path(), &["inbox", "confirm", &id, "yes"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("already decided: expired"), "{stderr}");
+    assert!(stdout_of(dir.path(), &["inbox", "pending"]).contains("no requests are waiting"));
+}
+
+#[test]
+fn complete_lists_live_values() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    fill(dir.path());
+    assert_eq!(
+        stdout_of(dir.path(), &["__complete", "inbox-ack"]),
+        "3\tgit notifications/message\n4\tgit notifications/resources/updated\n"
+    );
+    assert_eq!(
+        stdout_of(dir.path(), &["__complete", "inbox-channel"]),
+        "files\ngit\n"
+    );
+    let empty = tempfile::tempdir().expect("temp dir");
+    assert_eq!(
+        stdout_of(&empty.path().join("missing"), &["__complete", "inbox-ack"]),
+        ""
+    );
+}
+
+#[test]
+fn completion_scripts_cover_every_subcommand() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout_of(dir.path(), &["completions", shell]);
+        for word in [
+            "inbox",
+            "list",
+            "unread",
+            "ack",
+            "pending",
+            "confirm",
+            "clear",
+            "completions",
+            "channel",
+            "limit",
+            "all",
+            "state-dir",
+            "json",
+        ] {
+            assert!(script.contains(word), "{shell} script lacks {word}");
+        }
+        for live in ["__complete", "inbox-ack", "inbox-confirm", "inbox-channel"] {
+            assert!(script.contains(live), "{shell} script lacks {live}");
+        }
+    }
+}
+
+/// Completes `words` (the last one is being typed) with the real bash and the real script.
+fn bash_complete(dir: &Path, words: &[&str]) -> Vec<String> {
+    let script = stdout_of(dir, &["completions", "bash"]);
+    let script_path = dir.join("roster.bash");
+    fs::write(&script_path, script).expect("write the script");
+    let mut all = vec![ROSTER.to_string()];
+    all.extend(words.iter().map(|w| format!("'{w}'")));
+    let program = format!(
+        "source '{}'\nCOMP_WORDS=({})\nCOMP_CWORD={}\n_roster_live '{ROSTER}' '{}' '{}'\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script_path.display(),
+        all.join(" "),
+        words.len(),
+        words.last().copied().unwrap_or(""),
+        if words.len() >= 2 {
+            words[words.len() - 2]
+        } else {
+            ROSTER
+        },
+    );
+    let out = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &program])
+        .env("ROSTER_STATE_DIR", dir)
+        .output()
+        .expect("run bash");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn bash_completes_subcommands_and_live_values() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    fill(dir.path());
+    assert_eq!(bash_complete(dir.path(), &["inb"]), ["inbox"]);
+    let commands = bash_complete(dir.path(), &["inbox", ""]);
+    for word in ["list", "unread", "ack", "pending", "confirm", "clear"] {
+        assert!(commands.iter().any(|c| c == word), "{commands:?}");
+    }
+    assert_eq!(bash_complete(dir.path(), &["inbox", "ack", ""]), ["3", "4"]);
+    assert_eq!(
+        bash_complete(dir.path(), &["inbox", "list", "--channel", "g"]),
+        ["git"]
+    );
+    let answers = bash_complete(dir.path(), &["inbox", "confirm", "9", ""]);
+    assert!(
+        answers.ends_with(&["yes".to_string(), "no".to_string()]),
+        "{answers:?}"
+    );
+    assert_eq!(bash_complete(dir.path(), &["completions", "f"]), ["fish"]);
+}
