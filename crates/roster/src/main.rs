@@ -8,7 +8,9 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use roster::gateway::admin::{self, AdminCommand};
 use roster::gateway::{Gateway, RosterBackend, ServeConfig, Skills};
-use roster::{Config, Roster};
+use roster::inbox::{Inbox, InboxConfig};
+use roster::servers::LogSink;
+use roster::{Config, Roster, RosterOptions};
 
 // Binary-side subcommands (they use the library as `roster::...`).
 #[path = "cli/completions.rs"]
@@ -146,12 +148,34 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!("skill left out: {problem}");
     }
     let skills = Arc::new(skills);
-    let roster = Roster::start(config.clone()).await?;
+    // One gateway owns a state directory's inbox; another one on the same directory (a second
+    // stdio client) runs without it, and without the `channels` tool.
+    let inbox = match Inbox::open(InboxConfig::new(&config.gateway.state_dir)) {
+        Ok(inbox) => Some(Arc::new(inbox)),
+        Err(e) => {
+            tracing::warn!("no inbox for this gateway: {e}");
+            None
+        }
+    };
+    let options = RosterOptions {
+        sink: match &inbox {
+            Some(inbox) => inbox.clone(),
+            None => Arc::new(LogSink),
+        },
+        on_reconcile: None,
+    };
+    let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);
     let backend = RosterBackend::new(roster, &config, config.gateway.turn_wait);
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
-    let gateway = Gateway::new(Arc::new(backend), serve_config, &config.clients, skills)?;
+    let gateway = Gateway::new(
+        Arc::new(backend),
+        serve_config,
+        &config.clients,
+        skills,
+        inbox,
+    )?;
 
     // Several clients may each start their own `roster serve` on one state directory; only
     // the first gets the admin socket, the others serve without it.

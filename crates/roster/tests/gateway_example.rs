@@ -1,5 +1,6 @@
 //! The first run: `examples/roster.toml` (roster fronting `roster demo-server` as `demo`, and
-//! the example skills), driven by the official Python SDK client over stdio.
+//! the example skills), driven by the official Python SDK client over stdio; and the `channels`
+//! tool reading the inbox that run filled.
 //!
 //! The example starts the demo server through `cargo run`; under `cargo test` that would wait
 //! on the build lock, so the test runs the example file with only `command`/`args`/`cwd` of
@@ -73,6 +74,8 @@ fn the_example_serves_the_demo_tools_its_skills_and_a_live_tool_change() {
         ["wait:list_changed", {}],
         ["demo__echo", {"text": "after"}],
         ["demo__surprise", {}],
+        ["channels", {"action": "list", "channel": "demo"}],
+        ["channels", {"action": "shout"}],
     ]);
     let output = Command::new(common::python())
         .arg(common::workspace_root().join("tests/python/clients/call_tools.py"))
@@ -110,4 +113,27 @@ fn the_example_serves_the_demo_tools_its_skills_and_a_live_tool_change() {
         "the note names the new tool: {report}"
     );
     assert_eq!(r[7]["isError"], false, "the new tool is callable: {report}");
+
+    // The inbox recorded the server's list_changed, which roster handled itself.
+    let entries = r[8]["structuredContent"]["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("channels list: {report}"));
+    assert!(
+        entries.iter().any(|e| e["channel"] == "demo"
+            && e["method"] == "notifications/tools/list_changed"
+            && e["state"] == "handled"),
+        "{report}"
+    );
+    assert!(
+        r[8]["structuredContent"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("notifications/tools/list_changed")),
+        "{report}"
+    );
+    assert_eq!(r[9]["isError"], true, "{report}");
+    assert!(
+        r[9]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("shout"))
+    );
 }

@@ -182,24 +182,27 @@ pub struct Gateway {
     config: ServeConfig,
     clients: Vec<AdmittedClient>,
     skills: Arc<Skills>,
+    inbox: Option<Arc<crate::inbox::Inbox>>,
     stateless: Mutex<HashMap<String, Arc<Session>>>,
     shutdown: CancellationToken,
 }
 
 impl Gateway {
-    /// A gateway over `backend` with the `[gateway]` settings and `[[clients]]` entries; fails
-    /// when a client's token cannot be read.
+    /// A gateway over `backend` with the `[gateway]` settings, `[[clients]]` entries, the skill
+    /// catalog and (for `channels`) the inbox; fails when a client's token cannot be read.
     pub fn new(
         backend: Arc<dyn Backend>,
         config: ServeConfig,
         clients: &[ClientEntry],
         skills: Arc<Skills>,
+        inbox: Option<Arc<crate::inbox::Inbox>>,
     ) -> Result<Arc<Self>, ClientEntryError> {
         Ok(Arc::new(Self {
             backend,
             config,
             clients: auth::admit_all(clients)?,
             skills,
+            inbox,
             stateless: Mutex::new(HashMap::new()),
             shutdown: CancellationToken::new(),
         }))
@@ -213,6 +216,12 @@ impl Gateway {
     /// The skill catalog served by the native tools and the skills extension.
     pub fn skills(&self) -> &Skills {
         &self.skills
+    }
+
+    /// The inbox behind the `channels` tool (absent when another gateway owns the state
+    /// directory's inbox; `channels` is then not offered).
+    pub fn inbox(&self) -> Option<&crate::inbox::Inbox> {
+        self.inbox.as_deref()
     }
 
     /// The `[gateway]` settings in force.

@@ -30,8 +30,86 @@ fn entry_schema(extra: Value) -> Value {
     })
 }
 
+fn channels_tool() -> Tool {
+    tool(
+        "channels",
+        "Read the inbox of notifications the servers pushed (log messages, resource updates, \
+         progress of finished work). `list` shows the newest entries, `unread` what you have not \
+         acknowledged, `ack` marks entries read (up to `up_to`, or all).",
+        json!({
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": ["list", "unread", "ack"]},
+                "channel": {"type": "string", "description": "Only this server's notifications."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+                "up_to": {"type": "integer", "minimum": 0, "description": "For ack: the last seq to mark read."}
+            },
+            "required": ["action"],
+            "additionalProperties": false
+        }),
+        json!({
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "entries": {"type": "array", "items": {"type": "object"}},
+                "acknowledged": {"type": "integer", "minimum": 0}
+            },
+            "required": ["text"]
+        }),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    )
+}
+
+fn channels_call(inbox: &crate::inbox::Inbox, args: &JsonObject) -> Result<Value, String> {
+    use crate::inbox::{DEFAULT_LIST_LIMIT, DEFAULT_MAX_CHARS, render};
+    let channel = optional_str(args, "channel")?;
+    let limit = match args.get("limit") {
+        None | Some(Value::Null) => DEFAULT_LIST_LIMIT,
+        Some(v) => v
+            .as_u64()
+            .filter(|n| (1..=500).contains(n))
+            .ok_or("limit must be an integer from 1 to 500")? as usize,
+    };
+    let shown = |entries: Vec<crate::inbox::Entry>| {
+        json!({
+            "text": render(&entries, limit, DEFAULT_MAX_CHARS),
+            "entries": entries.iter().take(limit).collect::<Vec<_>>(),
+        })
+    };
+    match required_str(args, "action")? {
+        "list" => Ok(shown(inbox.list(channel, limit))),
+        "unread" => Ok(shown(
+            inbox
+                .unread()
+                .into_iter()
+                .filter(|e| channel.is_none_or(|c| e.channel == c))
+                .collect(),
+        )),
+        "ack" => {
+            let up_to = match args.get("up_to") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_u64().ok_or("up_to must be a non-negative integer")?),
+            };
+            let acknowledged = inbox.ack(up_to);
+            Ok(json!({
+                "text": format!("marked {acknowledged} entr{} read", if acknowledged == 1 { "y" } else { "ies" }),
+                "acknowledged": acknowledged,
+            }))
+        }
+        other => Err(format!(
+            "action must be \"list\", \"unread\" or \"ack\", not {other:?}"
+        )),
+    }
+}
+
 /// The native tools, in the order `tools/list` shows them.
-pub(crate) fn tools(_gateway: &Gateway) -> Vec<Tool> {
+pub(crate) fn tools(gateway: &Gateway) -> Vec<Tool> {
     let read_only = || {
         ToolAnnotations::new()
             .read_only(true)
@@ -39,7 +117,7 @@ pub(crate) fn tools(_gateway: &Gateway) -> Vec<Tool> {
             .idempotent(true)
             .open_world(false)
     };
-    vec![
+    let mut tools = vec![
         tool(
             "list_skills",
             "List the skills you can use: knowledge skills (text to read with get_skill) and \
@@ -158,7 +236,11 @@ pub(crate) fn tools(_gateway: &Gateway) -> Vec<Tool> {
                 .idempotent(true)
                 .open_world(false),
         ),
-    ]
+    ];
+    if gateway.inbox().is_some() {
+        tools.push(channels_tool());
+    }
+    tools
 }
 
 fn entry_json(entry: &SkillEntry) -> Value {
@@ -305,6 +387,13 @@ pub(crate) fn call(
     arguments: &JsonObject,
 ) -> Option<CallToolResult> {
     match name {
+        "channels" => {
+            let inbox = gateway.inbox()?;
+            Some(match channels_call(inbox, arguments) {
+                Ok(value) => structured(value),
+                Err(message) => error(message),
+            })
+        }
         "list_skills" | "search_skills" | "get_skill" | "resolve_flow_template" => {
             // Visibility is checked here, at every call, against the catalog as it is now.
             Some(match skills_call(gateway, who, name, arguments) {

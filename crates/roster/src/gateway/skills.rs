@@ -7,9 +7,9 @@ use std::sync::{Arc, RwLock};
 
 use rmcp::handler::server::skill_catalog::SkillCatalog as SkillFiles;
 use rmcp::model::{Resource, Skill as SkillFile};
+use roster_core::SkillSource;
 use roster_core::catalog::{Catalog, Subscriptions};
 use roster_core::skills::load;
-use roster_core::SkillSource;
 
 use crate::Roster;
 use crate::store::scan_skills_dir;
