@@ -307,3 +307,52 @@ fn healthz_and_admin_commands_report_the_running_gateway() {
         "refresh marks the server stale: {status}"
     );
 }
+
+fn alive(pid: u64) -> bool {
+    // A reaped process has no /proc entry; one not yet reaped is a zombie ("Z"), i.e. gone.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn sigterm_shuts_the_gateway_down_and_stops_its_servers() {
+    let mut gateway = start_http("", &[]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let health: Value = runtime.block_on(async {
+        reqwest::get(gateway.url.replace("/mcp", "/healthz"))
+            .await
+            .expect("GET /healthz")
+            .json()
+            .await
+            .expect("healthz is JSON")
+    });
+    let server_pid = health["servers"][0]["pid"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no server pid in {health}"));
+    assert!(alive(server_pid), "the server runs while the gateway does");
+
+    let status = Command::new("kill")
+        .args(["-TERM", &gateway.child.id().to_string()])
+        .status()
+        .expect("send SIGTERM");
+    assert!(status.success());
+    let exit = gateway.child.wait().expect("roster exits after SIGTERM");
+    assert!(exit.success(), "a graceful shutdown exits 0: {exit:?}");
+    // The child may take a moment to be reaped by its new parent; this bounds a hang only.
+    let mut gone = false;
+    for _ in 0..100 {
+        if !alive(server_pid) {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        gone,
+        "the server process {server_pid} was stopped with the gateway"
+    );
+}

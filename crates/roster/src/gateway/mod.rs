@@ -157,7 +157,7 @@ impl ServeConfig {
             delta_notes: gateway.delta_notes,
             allowed_hosts: gateway.allowed_hosts.clone(),
             allowed_origins: gateway.allowed_origins.clone(),
-            ..Self::default()
+            page_size: gateway.page_size,
         }
     }
 }
