@@ -30,9 +30,14 @@ fn roster_bin() -> PathBuf {
 
 /// A config fronting the dynamic Python server as `dynamic`, plus `extra` TOML.
 fn write_config(dir: &Path, extra: &str) -> PathBuf {
+    write_config_with(dir, "", "", extra)
+}
+
+/// Like [`write_config`], with extra lines for `[gateway]` and `[servers.dynamic]`.
+fn write_config_with(dir: &Path, gateway: &str, server: &str, extra: &str) -> PathBuf {
     let config = dir.join("roster.toml");
     let text = format!(
-        "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n\n[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\n\n{extra}\n",
+        "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n{gateway}\n\n[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\n{server}\n\n{extra}\n",
         state = dir.join("state"),
         py = common::python(),
         fixture = common::python_fixture("dynamic.py"),
@@ -44,9 +49,13 @@ fn write_config(dir: &Path, extra: &str) -> PathBuf {
 fn start_http(extra: &str, env: &[(&str, &str)]) -> Gateway {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = write_config(dir.path(), extra);
+    start_http_at(dir, &config, env)
+}
+
+fn start_http_at(dir: tempfile::TempDir, config: &Path, env: &[(&str, &str)]) -> Gateway {
     let mut child = Command::new(roster_bin())
         .args(["--config"])
-        .arg(&config)
+        .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"])
         .envs(env.iter().copied())
         .stdin(Stdio::null())
@@ -354,5 +363,63 @@ fn sigterm_shuts_the_gateway_down_and_stops_its_servers() {
     assert!(
         gone,
         "the server process {server_pid} was stopped with the gateway"
+    );
+}
+
+fn call_tools(url: &str, calls: Value) -> Value {
+    let output = Command::new(common::python())
+        .arg(common::workspace_root().join("tests/python/clients/call_tools.py"))
+        .args(["--url", url, "--calls", &calls.to_string()])
+        .output()
+        .expect("run the Python client");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no report ({e}): {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+#[test]
+fn a_server_that_stops_answering_gives_a_tool_error_naming_it_and_why() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The turn answers from what is known after 200ms; the call itself gives up after 2s.
+    let config = write_config_with(
+        dir.path(),
+        "turn_wait = \"200ms\"",
+        "call_timeout = \"2s\"",
+        "",
+    );
+    let gateway = start_http_at(dir, &config, &[]);
+    let first = call_tools(&gateway.url, serde_json::json!([["dynamic__pid", {}]]));
+    let pid = first["results"][0]["structuredContent"]["result"]
+        .as_u64()
+        .or_else(|| {
+            first["results"][0]["content"][0]["text"]
+                .as_str()
+                .and_then(|t| t.parse().ok())
+        })
+        .unwrap_or_else(|| panic!("no pid in {first}"));
+    let stop = |signal: &str| {
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("signal the server");
+        assert!(status.success());
+    };
+    stop("-STOP");
+    let report = call_tools(
+        &gateway.url,
+        serde_json::json!([["dynamic__echo", {"text": "x"}]]),
+    );
+    stop("-CONT");
+    let result = &report["results"][0];
+    assert_eq!(result["isError"], true, "{report}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("\"dynamic\""), "names the server: {text}");
+    assert!(
+        text.contains("did not answer within 2s"),
+        "says why: {text}"
     );
 }
