@@ -62,6 +62,7 @@ static NAME_QUERIES: LazyLock<Vec<String>> = LazyLock::new(|| {
 
 fn main() {
     report_memory();
+    report_index_time();
     LazyLock::force(&CATALOG);
     divan::main();
 }
@@ -82,6 +83,34 @@ fn report_memory() {
         (after_load - before) / SKILLS,
         (after_catalog - before) / SKILLS,
         (after_catalog - after_load) / SKILLS,
+    );
+    drop(catalog);
+}
+
+/// The time this thread has spent on a CPU, from Linux's schedstat; `None` elsewhere. The
+/// machine the figures come from is shared, so wall time alone overstates the work.
+fn thread_cpu_time() -> Option<std::time::Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(std::time::Duration::from_nanos(nanos))
+}
+
+/// One indexing run of 100,000 skills, wall time and on-CPU time.
+fn report_index_time() {
+    let sources = SOURCES.clone();
+    let (wall, cpu) = (std::time::Instant::now(), thread_cpu_time());
+    let report = load(sources);
+    let (parse_wall, parse_cpu) = (wall.elapsed(), thread_cpu_time());
+    let catalog = Catalog::from_report(report);
+    let (total_wall, total_cpu) = (wall.elapsed(), thread_cpu_time());
+    let on_cpu = |end: Option<std::time::Duration>| match (cpu, end) {
+        (Some(start), Some(end)) => format!("{:.2?}", end - start),
+        _ => "n/a".into(),
+    };
+    println!(
+        "index {SKILLS} skills once: parse {parse_wall:.2?} wall / {} on CPU; parse + catalog {total_wall:.2?} wall / {} on CPU",
+        on_cpu(parse_cpu),
+        on_cpu(total_cpu),
     );
     drop(catalog);
 }

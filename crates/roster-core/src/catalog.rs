@@ -43,7 +43,7 @@ impl<S: Into<String>> FromIterator<S> for Subscriptions {
     }
 }
 
-/// What [`Catalog::list`] returns.
+/// Which skills [`Catalog::list`] returns, and which page of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListFilter {
     /// Only skills of this kind.
@@ -300,33 +300,42 @@ const BOOST: [f32; FIELDS] = [4.0, 3.0, 2.0, 1.0];
 const B: [f32; FIELDS] = [0.3, 0.3, 0.75, 0.75];
 const K1: f32 = 1.2;
 
-/// Words too common to say anything about a skill.
+/// Words too common to say anything about a skill (none is longer than four bytes).
+const STOP_WORDS: [&str; 23] = [
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "if", "in", "into", "is", "it",
+    "of", "on", "or", "that", "the", "this", "to", "with",
+];
+
+/// A word of at most four bytes packed into an integer, so the stop-word test is integer
+/// compares rather than a string compare per candidate.
+const fn pack(word: &[u8]) -> u32 {
+    let mut packed = 0u32;
+    let mut at = 0;
+    while at < word.len() {
+        packed = packed << 8 | word[at] as u32;
+        at += 1;
+    }
+    packed
+}
+
+const PACKED_STOP_WORDS: [u32; 23] = {
+    let mut packed = [0u32; 23];
+    let mut at = 0;
+    while at < STOP_WORDS.len() {
+        packed[at] = pack(STOP_WORDS[at].as_bytes());
+        at += 1;
+    }
+    packed
+};
+
 fn is_stop_word(word: &str) -> bool {
-    matches!(
-        word,
-        "a" | "an"
-            | "and"
-            | "are"
-            | "as"
-            | "at"
-            | "be"
-            | "by"
-            | "for"
-            | "from"
-            | "if"
-            | "in"
-            | "into"
-            | "is"
-            | "it"
-            | "of"
-            | "on"
-            | "or"
-            | "that"
-            | "the"
-            | "this"
-            | "to"
-            | "with"
-    )
+    word.len() <= 4 && PACKED_STOP_WORDS.contains(&pack(word.as_bytes()))
+}
+
+/// Whether `word` ends with `suffix`, as a fixed-size compare (no `memcmp` call per test).
+fn ends<const N: usize>(word: &[u8], suffix: &[u8; N]) -> bool {
+    word.len() >= N
+        && <[u8; N]>::try_from(&word[word.len() - N..]).is_ok_and(|tail| tail == *suffix)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -335,7 +344,26 @@ struct Posting {
     impact: f32,
 }
 
-type FastMap<K, V> = HashMap<K, V, xxhash_rust::xxh3::Xxh3DefaultBuilder>;
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<TermHasher>>;
+
+/// One-shot xxh3 per `write`: terms are short, and a streaming hasher's setup would cost more
+/// than hashing them. Skill text is the operator's own files, so flooding is not a concern.
+#[derive(Default)]
+struct TermHasher(u64);
+
+impl std::hash::Hasher for TermHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// An inverted index with precomputed BM25F impacts.
 #[derive(Debug, Default)]
@@ -609,19 +637,19 @@ fn stem(word: &mut String) {
     if word.len() <= 3 || !word.is_ascii() {
         return;
     }
-    if word.ends_with("ies") && word.len() > 4 {
+    let b = word.as_bytes();
+    if ends(b, b"ies") && b.len() > 4 {
         word.truncate(word.len() - 3);
         word.push('y');
-    } else if word.ends_with("sses") {
+    } else if ends(b, b"sses") {
         word.truncate(word.len() - 2);
-    } else if word.ends_with('s')
-        && !(word.ends_with("ss") || word.ends_with("us") || word.ends_with("is"))
-    {
+    } else if ends(b, b"s") && !(ends(b, b"ss") || ends(b, b"us") || ends(b, b"is")) {
         word.pop();
     }
-    let suffix = if word.ends_with("ing") && word.len() >= 6 {
+    let b = word.as_bytes();
+    let suffix = if ends(b, b"ing") && b.len() >= 6 {
         3
-    } else if word.ends_with("ed") && word.len() >= 5 {
+    } else if ends(b, b"ed") && b.len() >= 5 {
         2
     } else {
         0
@@ -635,7 +663,7 @@ fn stem(word: &mut String) {
             word.pop();
         }
     }
-    if word.ends_with('e') && word.len() > 4 {
+    if ends(word.as_bytes(), b"e") && word.len() > 4 {
         word.pop();
     }
 }
