@@ -10,6 +10,8 @@ pub use roster_core as core;
 
 pub mod cli;
 pub mod config;
+pub mod demo;
+pub mod gateway;
 pub mod inbox;
 mod roster;
 pub mod servers;

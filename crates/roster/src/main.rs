@@ -1,43 +1,304 @@
 //! The `roster` binary: a thin shell over the `roster` library.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use clap::{CommandFactory as _, Parser, Subcommand};
-use roster::cli;
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use roster::gateway::admin::{self, AdminCommand};
+use roster::gateway::{Gateway, RosterBackend, ServeConfig, Skills};
+use roster::inbox::{Inbox, InboxConfig};
+use roster::servers::LogSink;
+use roster::{Config, Roster, RosterOptions};
+
+use roster::cli::{completions, inbox};
 
 /// roster — an MCP gateway with a live tool registry and a skill catalog.
 #[derive(Debug, Parser)]
 #[command(name = "roster", version, about, long_about = None)]
 struct Cli {
+    /// The configuration file.
+    #[arg(
+        long,
+        global = true,
+        env = "ROSTER_CONFIG",
+        default_value = "roster.toml"
+    )]
+    config: PathBuf,
     #[command(subcommand)]
     command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Notifications servers pushed, and requests waiting for your decision.
-    Inbox(cli::inbox::InboxArgs),
+    /// Serve the live registry and the skill catalog to MCP clients (stdio by default).
+    Serve(ServeArgs),
+    /// Show each server of the running gateway: transport, state, tools, listing times, errors.
+    Status(AdminArgs),
+    /// List the tools the running gateway exposes.
+    Tools(AdminArgs),
+    /// Mark every server of the running gateway stale (its next turn re-lists them).
+    Refresh(AdminArgs),
+    /// Run the built-in demo MCP server on stdio (echo, add, word_count, notes, toggle_tool).
+    DemoServer,
     /// Work with skill directories.
     #[command(subcommand)]
-    Skills(cli::skills::SkillsCommand),
+    Skills(roster::cli::skills::SkillsCommand),
+    /// Notifications servers pushed, and requests waiting for your decision.
+    Inbox(inbox::InboxArgs),
     /// Print a shell completion script (bash, zsh or fish).
-    Completions(cli::completions::CompletionsArgs),
+    Completions(completions::CompletionsArgs),
     /// Candidates for the completion scripts (not for people).
     #[command(name = "__complete", hide = true)]
-    Complete(cli::completions::CompleteArgs),
+    Complete(completions::CompleteArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Serve one client over stdin/stdout (the default).
+    #[arg(long, conflicts_with = "http")]
+    stdio: bool,
+    /// Serve streamable HTTP at ADDR (`/mcp`, `GET /healthz`); without ADDR, `[gateway]
+    /// listen` (default 127.0.0.1:8931).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    http: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct AdminArgs {
+    /// Print the gateway's answer as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Inbox(args)) => cli::inbox::run(args).map(|()| ExitCode::SUCCESS),
-        Some(Command::Skills(command)) => cli::skills::run(command),
+        Some(Command::Skills(command)) => return roster::cli::skills::run(command),
+        Some(Command::Inbox(args)) => {
+            inbox::run(args)?;
+            return Ok(ExitCode::SUCCESS);
+        }
         Some(Command::Completions(args)) => {
-            cli::completions::run(args, Cli::command()).map(|()| ExitCode::SUCCESS)
+            use clap::CommandFactory;
+            completions::run(args, Cli::command())?;
+            return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Complete(args)) => {
-            cli::completions::complete(args).map(|()| ExitCode::SUCCESS)
+            completions::complete(args)?;
+            return Ok(ExitCode::SUCCESS);
         }
-        None => Ok(ExitCode::SUCCESS),
+        _ => {}
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
+    match cli.command {
+        Some(Command::DemoServer) => runtime.block_on(roster::demo::run_stdio())?,
+        Some(Command::Serve(args)) => {
+            init_logging();
+            runtime.block_on(serve(&cli.config, args))?;
+        }
+        Some(Command::Status(args)) => {
+            runtime.block_on(admin_command(&cli.config, AdminCommand::Status, args))?
+        }
+        Some(Command::Tools(args)) => {
+            runtime.block_on(admin_command(&cli.config, AdminCommand::Tools, args))?
+        }
+        Some(Command::Refresh(args)) => {
+            runtime.block_on(admin_command(&cli.config, AdminCommand::Refresh, args))?
+        }
+        Some(
+            Command::Skills(_) | Command::Inbox(_) | Command::Completions(_) | Command::Complete(_),
+        ) => {}
+        None => {
+            use clap::CommandFactory;
+            Cli::command().print_help()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Logs go to stderr: on stdio, stdout is the MCP channel.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ROSTER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn load_config(path: &Path) -> anyhow::Result<Config> {
+    Config::load(path).with_context(|| {
+        format!(
+            "cannot start without a configuration (looked at {}; pass --config or set ROSTER_CONFIG)",
+            path.display()
+        )
+    })
+}
+
+async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
+    let config = load_config(config_path)?;
+    let (skills, problems) = Skills::load(&config.skills.paths);
+    for problem in problems {
+        tracing::warn!("skill left out: {problem}");
+    }
+    let skills = Arc::new(skills);
+    // One gateway owns a state directory's inbox; another one on the same directory (a second
+    // stdio client) runs without it, and without the `channels` tool.
+    let inbox = match Inbox::open(InboxConfig::new(&config.gateway.state_dir)) {
+        Ok(inbox) => Some(Arc::new(inbox)),
+        Err(e) => {
+            tracing::warn!("no inbox for this gateway: {e}");
+            None
+        }
+    };
+    let options = RosterOptions {
+        sink: match &inbox {
+            Some(inbox) => inbox.clone(),
+            None => Arc::new(LogSink),
+        },
+        on_reconcile: None,
+    };
+    let roster = Roster::start_with(config.clone(), options).await?;
+    skills.follow(&roster);
+    let backend = RosterBackend::new(roster, &config, config.gateway.turn_wait);
+    let serve_config = ServeConfig::from_gateway(&config.gateway);
+    let listen = serve_config.listen.clone();
+    let gateway = Gateway::new(
+        Arc::new(backend),
+        serve_config,
+        &config.clients,
+        skills,
+        inbox,
+    )?;
+
+    // Several clients may each start their own `roster serve` on one state directory; only
+    // the first gets the admin socket, the others serve without it.
+    let socket = admin::socket_path(&config.gateway.state_dir);
+    let admin_gateway = gateway.clone();
+    tokio::spawn(async move {
+        if let Err(e) = admin::serve(admin_gateway, socket).await {
+            tracing::warn!("{e}; `roster status` will not reach this gateway");
+        }
+    });
+
+    let signal_gateway = gateway.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        signal_gateway.shutdown_token().cancel();
+    });
+
+    let outcome = match args.http {
+        Some(addr) if !args.stdio => {
+            let addr = if addr.is_empty() { listen } else { addr };
+            let endpoint =
+                roster::gateway::http::HttpEndpoint::bind(gateway.clone(), &addr).await?;
+            if let Some(bound) = endpoint.local_addr() {
+                eprintln!("roster: serving MCP at http://{bound}/mcp");
+            }
+            endpoint.serve().await.map_err(anyhow::Error::from)
+        }
+        _ => roster::gateway::stdio::serve(gateway.clone())
+            .await
+            .map_err(anyhow::Error::from),
+    };
+    gateway.shutdown().await;
+    outcome
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+async fn admin_command(
+    config_path: &Path,
+    command: AdminCommand,
+    args: AdminArgs,
+) -> anyhow::Result<()> {
+    let state_dir = match Config::load(config_path) {
+        Ok(config) => config.gateway.state_dir,
+        // Without a readable file the defaults (ROSTER_STATE_DIR, XDG_STATE_HOME) still say
+        // where a gateway started with defaults keeps its socket.
+        Err(_) => Config::with_servers(Default::default()).gateway.state_dir,
+    };
+    let answer = admin::request(&admin::socket_path(&state_dir), command).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+        return Ok(());
+    }
+    match command {
+        AdminCommand::Status => print_status(&answer),
+        AdminCommand::Tools => {
+            for tool in answer.as_array().into_iter().flatten() {
+                let name = tool.get("name").and_then(|v| v.as_str()).unwrap_or("?");
+                let description = tool
+                    .get("description")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or("");
+                println!("{name:<40} {description}");
+            }
+        }
+        AdminCommand::Refresh => {
+            let n = answer
+                .get("servers_marked_stale")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0);
+            println!("marked {n} server(s) stale; the next turn re-lists them");
+        }
+    }
+    Ok(())
+}
+
+fn print_status(answer: &serde_json::Value) {
+    let text = |v: &serde_json::Value, k: &str| -> String {
+        match v.get(k) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Null) | None => "-".to_owned(),
+            Some(other) => other.to_string(),
+        }
+    };
+    println!(
+        "{:<16} {:<9} {:<13} {:<14} {:>5} {:>10} {:>10}  last error",
+        "server", "transport", "connection", "listing", "tools", "listed", "next"
+    );
+    for s in answer.as_array().into_iter().flatten() {
+        let secs = |k: &str, suffix: &str| match s.get(k).and_then(|v| v.as_u64()) {
+            Some(n) => format!("{n}s{suffix}"),
+            None => "-".to_owned(),
+        };
+        println!(
+            "{:<16} {:<9} {:<13} {:<14} {:>5} {:>10} {:>10}  {}",
+            text(s, "name"),
+            text(s, "transport"),
+            text(s, "connection"),
+            text(s, "listing"),
+            text(s, "tools"),
+            secs("listed_secs_ago", " ago"),
+            secs("next_listing_in_secs", ""),
+            text(s, "last_error"),
+        );
     }
 }

@@ -1,0 +1,181 @@
+//! The local admin endpoint: a Unix socket in roster's state directory (owner-only), through
+//! which `roster status`, `roster tools` and `roster refresh` talk to a running gateway.
+//!
+//! The protocol is one JSON line each way: `{"command": "status" | "tools" | "refresh"}` and
+//! the answer `{"ok": true, "result": ...}` or `{"ok": false, "error": "..."}`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use super::Gateway;
+
+/// The socket's file name inside the state directory.
+pub const SOCKET_NAME: &str = "admin.sock";
+
+/// What an admin client can ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdminCommand {
+    /// Per-server status.
+    Status,
+    /// The exposed tools.
+    Tools,
+    /// Mark every server stale.
+    Refresh,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct AdminRequest {
+    command: AdminCommand,
+}
+
+/// Why the admin endpoint or a request to it failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// The state directory or socket could not be set up.
+    #[error("cannot open the admin socket at {path}: {source}")]
+    Listen {
+        /// The socket path.
+        path: PathBuf,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// Nothing listens at the socket: no gateway is running with this state directory.
+    #[error(
+        "no running gateway at {path} ({source}); start one with `roster serve` or set ROSTER_STATE_DIR"
+    )]
+    Connect {
+        /// The socket path.
+        path: PathBuf,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// The conversation broke off or the answer was not understood.
+    #[error("the gateway's admin answer could not be read: {0}")]
+    Protocol(String),
+    /// The gateway refused the request.
+    #[error("the gateway refused the request: {0}")]
+    Refused(String),
+}
+
+/// The admin socket's path for a state directory.
+pub fn socket_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(SOCKET_NAME)
+}
+
+/// Binds the admin socket (replacing a stale one) with owner-only permissions and serves it
+/// until the gateway shuts down; the socket file is removed then.
+pub async fn serve(gateway: Arc<Gateway>, path: PathBuf) -> Result<(), AdminError> {
+    let listener = bind(&path)?;
+    let stop = gateway.shutdown_token();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(answer(gateway.clone(), stream));
+                }
+                Err(e) => tracing::warn!("admin socket accept failed: {e}"),
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    Ok(())
+}
+
+fn bind(path: &Path) -> Result<UnixListener, AdminError> {
+    use std::os::unix::fs::PermissionsExt;
+    let err = |source| AdminError::Listen {
+        path: path.to_owned(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(err)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+    }
+    // A socket left behind by a gateway that did not exit cleanly would make bind fail; one
+    // that still answers belongs to a live gateway and must not be taken over.
+    if path.exists() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "another gateway is running with this state directory",
+            )));
+        }
+        std::fs::remove_file(path).map_err(err)?;
+    }
+    let listener = UnixListener::bind(path).map_err(err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    Ok(listener)
+}
+
+async fn answer(gateway: Arc<Gateway>, stream: UnixStream) {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    if BufReader::new(read).read_line(&mut line).await.is_err() {
+        return;
+    }
+    let reply = match serde_json::from_str::<AdminRequest>(&line) {
+        Ok(request) => json!({"ok": true, "result": run(&gateway, request.command)}),
+        Err(e) => json!({"ok": false, "error": format!("unknown admin request: {e}")}),
+    };
+    let mut text = reply.to_string();
+    text.push('\n');
+    let _ = write.write_all(text.as_bytes()).await;
+}
+
+fn run(gateway: &Gateway, command: AdminCommand) -> Value {
+    let backend = gateway.backend();
+    match command {
+        AdminCommand::Status => backend.status(),
+        AdminCommand::Tools => Value::Array(
+            backend
+                .tools()
+                .into_iter()
+                .map(|t| json!({"name": t.name, "description": t.description}))
+                .collect(),
+        ),
+        AdminCommand::Refresh => json!({"servers_marked_stale": backend.refresh()}),
+    }
+}
+
+/// Sends one command to the gateway listening at `path` and returns its result.
+pub async fn request(path: &Path, command: AdminCommand) -> Result<Value, AdminError> {
+    let stream = UnixStream::connect(path)
+        .await
+        .map_err(|source| AdminError::Connect {
+            path: path.to_owned(),
+            source,
+        })?;
+    let (read, mut write) = stream.into_split();
+    let mut line = serde_json::to_string(&AdminRequest { command })
+        .map_err(|e| AdminError::Protocol(e.to_string()))?;
+    line.push('\n');
+    write
+        .write_all(line.as_bytes())
+        .await
+        .map_err(|e| AdminError::Protocol(e.to_string()))?;
+    let mut reply = String::new();
+    BufReader::new(read)
+        .read_line(&mut reply)
+        .await
+        .map_err(|e| AdminError::Protocol(e.to_string()))?;
+    let reply: Value =
+        serde_json::from_str(&reply).map_err(|e| AdminError::Protocol(e.to_string()))?;
+    if reply.get("ok") == Some(&Value::Bool(true)) {
+        Ok(reply.get("result").cloned().unwrap_or(Value::Null))
+    } else {
+        Err(AdminError::Refused(
+            reply
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("no reason given")
+                .to_owned(),
+        ))
+    }
+}

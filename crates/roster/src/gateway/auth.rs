@@ -1,0 +1,146 @@
+//! Who is calling: `[[clients]]` bearer tokens and the subscriptions they hold.
+
+use sha2::{Digest, Sha256};
+
+pub use crate::config::ClientConfig as ClientEntry;
+
+/// A client that cannot be admitted as configured.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientEntryError {
+    /// Neither way of giving the token was used.
+    #[error("client {0:?} has no token: set token_env or token_sha256")]
+    NoToken(String),
+    /// The named environment variable is unset or empty.
+    #[error("client {name:?}: environment variable {var} (token_env) is not set")]
+    MissingEnv {
+        /// The client's name.
+        name: String,
+        /// The variable it names.
+        var: String,
+    },
+    /// The hash is not 64 hex digits.
+    #[error("client {0:?}: token_sha256 must be 64 hex digits")]
+    BadHash(String),
+}
+
+/// A resolved client: its token digest and subscriptions.
+#[derive(Debug, Clone)]
+pub(crate) struct AdmittedClient {
+    digest: [u8; 32],
+    identity: ClientIdentity,
+}
+
+/// Who a request comes from, as far as visibility is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientIdentity {
+    /// The `[[clients]]` name, or `None` for the default (stdio, or HTTP with no clients).
+    pub name: Option<String>,
+    /// The subscriptions this caller holds.
+    pub subscriptions: Vec<String>,
+}
+
+impl ClientEntry {
+    /// Reads the token (from the environment when `token_env` is used) into a digest.
+    pub(crate) fn admit(&self) -> Result<AdmittedClient, ClientEntryError> {
+        let digest = match (&self.token_env, &self.token_sha256) {
+            (Some(var), _) => match std::env::var(var) {
+                Ok(token) if !token.is_empty() => digest(&token),
+                _ => {
+                    return Err(ClientEntryError::MissingEnv {
+                        name: self.name.clone(),
+                        var: var.clone(),
+                    });
+                }
+            },
+            (None, Some(hex)) => {
+                parse_hex(hex).ok_or_else(|| ClientEntryError::BadHash(self.name.clone()))?
+            }
+            (None, None) => return Err(ClientEntryError::NoToken(self.name.clone())),
+        };
+        Ok(AdmittedClient {
+            digest,
+            identity: ClientIdentity {
+                name: Some(self.name.clone()),
+                subscriptions: self.subscriptions.clone(),
+            },
+        })
+    }
+}
+
+/// Resolves every entry; the first that cannot be admitted stops the start.
+pub(crate) fn admit_all(entries: &[ClientEntry]) -> Result<Vec<AdmittedClient>, ClientEntryError> {
+    entries.iter().map(ClientEntry::admit).collect()
+}
+
+/// The client whose token this is. Comparing digests keeps the comparison independent of how
+/// much of the token matches.
+pub(crate) fn authenticate(clients: &[AdmittedClient], token: &str) -> Option<ClientIdentity> {
+    let presented = digest(token);
+    clients
+        .iter()
+        .find(|c| c.digest == presented)
+        .map(|c| c.identity.clone())
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+fn parse_hex(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(hash: &str) -> ClientEntry {
+        ClientEntry {
+            name: "ci".into(),
+            token_env: None,
+            token_sha256: Some(hash.into()),
+            subscriptions: vec!["pro".into()],
+        }
+    }
+
+    #[test]
+    fn a_hashed_token_admits_only_that_token() {
+        // sha256("secret")
+        let hash = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b";
+        let clients = admit_all(&[entry(hash)]).expect("valid hash");
+        let who = authenticate(&clients, "secret").expect("token admitted");
+        assert_eq!(who.name.as_deref(), Some("ci"));
+        assert_eq!(who.subscriptions, vec!["pro".to_owned()]);
+        assert!(authenticate(&clients, "secret ").is_none());
+        assert!(authenticate(&clients, "").is_none());
+    }
+
+    #[test]
+    fn malformed_or_missing_tokens_are_refused_at_start() {
+        assert!(matches!(
+            entry("abc").admit(),
+            Err(ClientEntryError::BadHash(_))
+        ));
+        let none = ClientEntry {
+            token_sha256: None,
+            ..entry("")
+        };
+        assert!(matches!(none.admit(), Err(ClientEntryError::NoToken(_))));
+        let env = ClientEntry {
+            token_env: Some("ROSTER_TEST_TOKEN_THAT_IS_NEVER_SET".into()),
+            ..none
+        };
+        assert!(matches!(
+            env.admit(),
+            Err(ClientEntryError::MissingEnv { .. })
+        ));
+    }
+}

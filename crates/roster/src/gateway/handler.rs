@@ -1,0 +1,389 @@
+//! The MCP server handler: one per connection (stdio), per HTTP session (initialize era), or per
+//! HTTP request (stateless era).
+
+use std::sync::{Arc, OnceLock};
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    GetSkillRequestParams, GetSkillResult, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use roster_core::catalog::Subscriptions;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::session::Session;
+use super::{CallError, CallRelay, ClientIdentity, Gateway, ProgressRelay, native};
+
+/// roster's MCP server handler.
+pub struct GatewayHandler {
+    gateway: Arc<Gateway>,
+    /// The session of this connection (stdio) or of this `Mcp-Session-Id` (initialize era);
+    /// unused by stateless HTTP requests, which share their client's session.
+    own: OnceLock<Arc<Session>>,
+}
+
+impl GatewayHandler {
+    /// A handler serving `gateway`.
+    pub fn new(gateway: Arc<Gateway>) -> Self {
+        Self {
+            gateway,
+            own: OnceLock::new(),
+        }
+    }
+
+    fn own_session(&self) -> &Arc<Session> {
+        self.own.get_or_init(|| {
+            Session::open(
+                self.gateway.backend().as_ref(),
+                &self.gateway.shutdown_token(),
+            )
+        })
+    }
+
+    /// Who sent this request: the identity the HTTP auth layer attached, else the default.
+    fn identity(&self, context: &RequestContext<RoleServer>) -> ClientIdentity {
+        http_parts(context)
+            .and_then(|parts| parts.extensions.get::<ClientIdentity>().cloned())
+            .unwrap_or_else(|| self.gateway.anonymous())
+    }
+
+    fn session(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
+        // An initialize-era HTTP session names itself in every request; a request without
+        // `Mcp-Session-Id` is stateless (2026-07-28) and shares its client's session.
+        let stateless_http =
+            http_parts(context).is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"));
+        if stateless_http {
+            self.gateway.stateless_session(&self.identity(context))
+        } else {
+            self.own_session().clone()
+        }
+    }
+
+    /// The tools a client sees: native tools first (they win any clash), then the servers'.
+    fn all_tools(&self) -> Vec<Tool> {
+        let mut tools = native::tools(&self.gateway);
+        let native_names: Vec<_> = tools.iter().map(|t| t.name.clone()).collect();
+        tools.extend(
+            self.gateway
+                .backend()
+                .tools()
+                .into_iter()
+                .filter(|t| !native_names.contains(&t.name)),
+        );
+        tools
+    }
+
+    fn carry_note(&self, session: &Session, result: &mut CallToolResult) {
+        if !self.gateway.config().delta_notes {
+            // Notes are off: drop what was drained so it cannot surface much later.
+            let _ = session.take_note();
+            return;
+        }
+        if let Some(note) = session.take_note() {
+            result.content.push(ContentBlock::text(note));
+        }
+    }
+}
+
+fn http_parts(context: &RequestContext<RoleServer>) -> Option<&axum::http::request::Parts> {
+    context.extensions.get::<axum::http::request::Parts>()
+}
+
+/// One page of `items` starting at the offset `cursor` encodes.
+fn page<T: Clone>(
+    items: &[T],
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<(Vec<T>, Option<String>), ErrorData> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => c
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n <= items.len())
+            .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor {c:?}"), None))?,
+    };
+    let end = (start + size.max(1)).min(items.len());
+    let next = (end < items.len()).then(|| end.to_string());
+    Ok((items[start..end].to_vec(), next))
+}
+
+impl GatewayHandler {
+    fn subscriptions(&self, context: &RequestContext<RoleServer>) -> Subscriptions {
+        self.identity(context).subscriptions.into_iter().collect()
+    }
+}
+
+/// Not visible and not found must read the same, so this is the one answer for both.
+fn unknown_skill_uri(uri: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown skill {uri}"), None)
+}
+
+impl ServerHandler for GatewayHandler {
+    fn get_info(&self) -> ServerConfig {
+        let builder = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed();
+        // Skills ride on resources (SEP-2640): both are declared only when skill files exist.
+        let capabilities = if self.gateway.skills().serves_files() {
+            builder
+                .enable_resources()
+                .enable_skills_with_directory_read()
+                .build()
+        } else {
+            builder.build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("roster", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "roster fronts several MCP servers; their tools are named server__tool. \
+             When a tool result ends with a note that tools appeared or vanished, \
+             fetch their schemas with tools/list before calling them.",
+            )
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Initialize-era clients get list_changed on their own stream (stdio, or the HTTP GET
+        // stream); the forwarder ends when the session does.
+        let mut notices = self.own_session().notices();
+        let peer = context.peer.clone();
+        let stop = self.gateway.shutdown_token();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    notice = notices.recv() => match notice {
+                        Ok(()) | Err(RecvError::Lagged(_)) => {
+                            if peer.notify_tool_list_changed().await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(RecvError::Closed) => return,
+                    }
+                }
+            }
+        });
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let session = self.session(&context);
+        session.begin_turn().await;
+        let tools = self.all_tools();
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (items, next) = page(&tools, cursor, self.gateway.config().page_size)?;
+        // The tool list is the same for every caller; it can change at any time (clients
+        // hear of it through list_changed), so it is never fresh for long.
+        let mut result = ListToolsResult::with_all_items(items)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Public);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let session = self.session(&context);
+        let who = self.identity(&context);
+        let arguments = request.arguments.unwrap_or_default();
+        if let Some(mut result) = native::call(&self.gateway, &who, &request.name, &arguments) {
+            self.carry_note(&session, &mut result);
+            return Ok(result.into());
+        }
+        session.begin_turn().await;
+        let relay = CallRelay {
+            cancel: context.ct.clone(),
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| ProgressRelay {
+                    token,
+                    peer: context.peer.clone(),
+                }),
+        };
+        let outcome = self
+            .gateway
+            .backend()
+            .call(&request.name, Some(arguments), relay)
+            .await;
+        let mut result = match outcome {
+            Ok(result) => result,
+            Err(CallError::UnknownTool(name)) => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool {name:?}; list the tools again with tools/list"),
+                    None,
+                ));
+            }
+            Err(CallError::Server {
+                code,
+                message,
+                data,
+            }) => {
+                return Err(ErrorData::new(rmcp::model::ErrorCode(code), message, data));
+            }
+            Err(e @ (CallError::ServerDown { .. } | CallError::Cancelled)) => {
+                native::error(e.to_string())
+            }
+        };
+        self.carry_note(&session, &mut result);
+        Ok(result.into())
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let skills = self
+            .gateway
+            .skills()
+            .skill_files(&self.subscriptions(&context));
+        // What a caller sees depends on its subscriptions.
+        Ok(ListSkillsResult::with_all_items(skills)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let subscriptions = self.subscriptions(&context);
+        let files = self
+            .gateway
+            .skills()
+            .files_for(&request.uri, &subscriptions)
+            .ok_or_else(|| unknown_skill_uri(&request.uri))?;
+        let found = files.iter().find_map(|f| f.get_skill(&request.uri).ok());
+        let mut result = found.ok_or_else(|| unknown_skill_uri(&request.uri))?;
+        result.ttl_ms = Some(0);
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        let subscriptions = self.subscriptions(&context);
+        let not_found =
+            || ErrorData::invalid_params(format!("{} is not a directory", request.uri), None);
+        let files = self
+            .gateway
+            .skills()
+            .files_for(&request.uri, &subscriptions)
+            .ok_or_else(not_found)?;
+        files
+            .iter()
+            .find_map(|f| f.read_resource_directory(&request.uri).ok())
+            .ok_or_else(not_found)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = self
+            .gateway
+            .skills()
+            .resources(&self.subscriptions(&context));
+        Ok(ListResourcesResult::with_all_items(resources)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(Vec::new())
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let subscriptions = self.subscriptions(&context);
+        let not_found = || {
+            ErrorData::resource_not_found(
+                format!("resource {} not found", request.uri),
+                Some(serde_json::json!({"uri": request.uri})),
+            )
+        };
+        let files = self
+            .gateway
+            .skills()
+            .files_for(&request.uri, &subscriptions)
+            .ok_or_else(not_found)?;
+        let mut result = files
+            .iter()
+            .find_map(|f| f.read_resource(&request.uri))
+            .ok_or_else(not_found)?;
+        result.ttl_ms = Some(0);
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result.into())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let session = self.session(context.request_context());
+        let mut notices = session.notices();
+        let stop = self.gateway.shutdown_token();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                // Graceful teardown: the final listen result tells the client we are going.
+                () = stop.cancelled() => return Ok(()),
+                notice = notices.recv() => match notice {
+                    Ok(()) | Err(RecvError::Lagged(_)) => {
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(RecvError::Closed) => return Ok(()),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page;
+
+    #[test]
+    fn pages_cover_every_item_once_in_order() {
+        let items: Vec<u32> = (0..5).collect();
+        let (first, next) = page(&items, None, 2).expect("first page");
+        assert_eq!(first, vec![0, 1]);
+        let (second, next) = page(&items, next.as_deref(), 2).expect("second page");
+        assert_eq!(second, vec![2, 3]);
+        let (third, next) = page(&items, next.as_deref(), 2).expect("third page");
+        assert_eq!((third, next), (vec![4], None));
+        assert!(page(&items, Some("9"), 2).is_err());
+        assert!(page(&items, Some("x"), 2).is_err());
+    }
+}

@@ -1,0 +1,269 @@
+//! What clients see: roster as an MCP server over stdio and streamable HTTP.
+//!
+//! The gateway is written against [`Backend`], a narrow view of the roster (list the exposed
+//! tools, call one, begin a turn for a session, mark everything stale, report status). The
+//! runtime's [`crate::Roster`] implements it; tests can put any real implementation behind it.
+//!
+//! Per client session the gateway keeps the change note drained at a turn until a tool result
+//! carries it, and sends `notifications/tools/list_changed` upstream only when a non-empty delta
+//! arrived — once per batch of deltas drained at one turn (coalesced per session).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use rmcp::RoleServer;
+use rmcp::model::{CallToolResult, JsonObject, ProgressNotificationParam, ProgressToken, Tool};
+use rmcp::service::Peer;
+use tokio_util::sync::CancellationToken;
+
+pub mod admin;
+mod auth;
+mod handler;
+pub mod http;
+mod native;
+mod roster_backend;
+mod session;
+mod skills;
+pub mod stdio;
+
+use auth::AdmittedClient;
+pub use auth::{ClientEntry, ClientEntryError, ClientIdentity};
+pub use handler::GatewayHandler;
+pub use roster_backend::RosterBackend;
+use session::Session;
+pub use skills::Skills;
+
+/// The roster as the gateway needs to see it.
+///
+/// Methods return boxed futures so the gateway can hold any backend as `Arc<dyn Backend>`.
+pub trait Backend: Send + Sync + 'static {
+    /// The servers' tools under their exposed names, schemas and annotations as the servers
+    /// gave them, in a deterministic order. Reads what is known; dials nothing.
+    fn tools(&self) -> Vec<Tool>;
+
+    /// Calls a server's tool by its exposed name with the client's arguments.
+    fn call<'a>(
+        &'a self,
+        exposed: &'a str,
+        arguments: Option<JsonObject>,
+        relay: CallRelay,
+    ) -> BoxFuture<'a, Result<CallToolResult, CallError>>;
+
+    /// Opens the per-session view used for turns and change delivery.
+    fn open_session(&self) -> Box<dyn BackendSession>;
+
+    /// Marks every server stale without dialling any; returns how many servers were marked.
+    fn refresh(&self) -> usize;
+
+    /// Per-server status as JSON, for `roster status` and `GET /healthz`.
+    fn status(&self) -> serde_json::Value;
+
+    /// Stops the servers (child processes) before the gateway exits.
+    fn shutdown(&self) -> BoxFuture<'_, ()>;
+}
+
+/// One client session as seen by the backend: its queue of deltas.
+pub trait BackendSession: Send + Sync + 'static {
+    /// Starts a turn: re-lists the servers that need it (within the backend's bounded wait),
+    /// then drains this session's queued deltas. Returns the change note for them, if any.
+    fn begin_turn(&self) -> BoxFuture<'_, Option<String>>;
+
+    /// Resolves when a non-empty delta is queued for this session (at once while one is; the
+    /// gateway waits for the next turn before asking again).
+    fn changed(&self) -> BoxFuture<'_, ()>;
+}
+
+/// What a forwarded call carries back and forth besides its arguments.
+#[derive(Clone)]
+pub struct CallRelay {
+    /// Cancelled when the client cancels the request or the gateway shuts down.
+    pub cancel: CancellationToken,
+    /// Where to send the server's progress notifications, if the client asked for progress.
+    pub progress: Option<ProgressRelay>,
+}
+
+/// Forwards progress notifications to the client under the client's own progress token.
+#[derive(Clone)]
+pub struct ProgressRelay {
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+}
+
+impl ProgressRelay {
+    /// Sends one progress update to the client.
+    pub async fn send(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let mut param = ProgressNotificationParam::new(self.token.clone(), progress);
+        param.total = total;
+        param.message = message;
+        if let Err(e) = self.peer.notify_progress(param).await {
+            tracing::debug!("progress notification not delivered: {e}");
+        }
+    }
+}
+
+/// Why a forwarded call produced no server result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    /// No server offers a tool under this exposed name.
+    #[error("unknown tool {0:?}; list the tools again with tools/list")]
+    UnknownTool(String),
+    /// The owning server could not answer.
+    #[error("server {server:?} is unavailable: {reason}")]
+    ServerDown {
+        /// The server's configured name.
+        server: String,
+        /// Why, in words a user can act on.
+        reason: String,
+    },
+    /// The server answered the call with a JSON-RPC error; the client gets the same error.
+    #[error("the server answered with error {code}: {message}")]
+    Server {
+        /// The JSON-RPC error code.
+        code: i32,
+        /// The server's message.
+        message: String,
+        /// The error's `data`.
+        data: Option<serde_json::Value>,
+    },
+    /// The client cancelled the call before the server answered.
+    #[error("the call was cancelled")]
+    Cancelled,
+}
+
+/// The gateway-surface settings, taken from the `[gateway]` table of `roster.toml`.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Address for `roster serve --http` when none is given on the command line.
+    pub listen: String,
+    /// Subscriptions a client holds when it has no token (stdio, or HTTP with no clients).
+    pub subscriptions: Vec<String>,
+    /// Whether a tool result after a change carries a note naming what appeared and vanished.
+    pub delta_notes: bool,
+    /// Extra `Host` values accepted over HTTP besides loopback (for a deliberate public bind).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted over HTTP; a request with any other `Origin` is refused.
+    pub allowed_origins: Vec<String>,
+    /// Page size for `tools/list` and the other list results.
+    pub page_size: usize,
+}
+
+impl ServeConfig {
+    /// The settings a `[gateway]` table gives.
+    pub fn from_gateway(gateway: &crate::config::GatewayConfig) -> Self {
+        Self {
+            listen: gateway.listen.clone(),
+            subscriptions: gateway.subscriptions.clone(),
+            delta_notes: gateway.delta_notes,
+            allowed_hosts: gateway.allowed_hosts.clone(),
+            allowed_origins: gateway.allowed_origins.clone(),
+            page_size: gateway.page_size,
+        }
+    }
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8931".to_owned(),
+            subscriptions: Vec::new(),
+            delta_notes: true,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            page_size: 200,
+        }
+    }
+}
+
+/// The gateway's shared state: the backend, who may connect, and the sessions of clients that
+/// speak the stateless (2026-07-28) era, keyed by who they are.
+pub struct Gateway {
+    backend: Arc<dyn Backend>,
+    config: ServeConfig,
+    clients: Vec<AdmittedClient>,
+    skills: Arc<Skills>,
+    inbox: Option<Arc<crate::inbox::Inbox>>,
+    stateless: Mutex<HashMap<String, Arc<Session>>>,
+    shutdown: CancellationToken,
+}
+
+impl Gateway {
+    /// A gateway over `backend` with the `[gateway]` settings, `[[clients]]` entries, the skill
+    /// catalog and (for `channels`) the inbox; fails when a client's token cannot be read.
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        config: ServeConfig,
+        clients: &[ClientEntry],
+        skills: Arc<Skills>,
+        inbox: Option<Arc<crate::inbox::Inbox>>,
+    ) -> Result<Arc<Self>, ClientEntryError> {
+        Ok(Arc::new(Self {
+            backend,
+            config,
+            clients: auth::admit_all(clients)?,
+            skills,
+            inbox,
+            stateless: Mutex::new(HashMap::new()),
+            shutdown: CancellationToken::new(),
+        }))
+    }
+
+    /// The backend behind this gateway.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// The skill catalog served by the native tools and the skills extension.
+    pub fn skills(&self) -> &Skills {
+        &self.skills
+    }
+
+    /// The inbox behind the `channels` tool (absent when another gateway owns the state
+    /// directory's inbox; `channels` is then not offered).
+    pub fn inbox(&self) -> Option<&crate::inbox::Inbox> {
+        self.inbox.as_deref()
+    }
+
+    /// The `[gateway]` settings in force.
+    pub fn config(&self) -> &ServeConfig {
+        &self.config
+    }
+
+    /// Cancelled when the gateway begins shutting down.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Whether HTTP requests must carry a bearer token.
+    pub fn requires_token(&self) -> bool {
+        !self.clients.is_empty()
+    }
+
+    /// The client a bearer token belongs to, if any.
+    pub fn authenticate(&self, token: &str) -> Option<ClientIdentity> {
+        auth::authenticate(&self.clients, token)
+    }
+
+    /// Who a request without a token is: the `[gateway] subscriptions` default.
+    pub fn anonymous(&self) -> ClientIdentity {
+        ClientIdentity {
+            name: None,
+            subscriptions: self.config.subscriptions.clone(),
+        }
+    }
+
+    fn stateless_session(&self, who: &ClientIdentity) -> Arc<Session> {
+        let key = who.name.clone().unwrap_or_default();
+        let mut sessions = self.stateless.lock().unwrap_or_else(|e| e.into_inner());
+        sessions
+            .entry(key)
+            .or_insert_with(|| Session::open(self.backend.as_ref(), &self.shutdown))
+            .clone()
+    }
+
+    /// Begins shutting down: sessions stop, then the servers are stopped.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        self.backend.shutdown().await;
+    }
+}

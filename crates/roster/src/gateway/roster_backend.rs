@@ -1,0 +1,259 @@
+//! [`Backend`] for the runtime's [`Roster`]: the gateway's view of the live registry.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolResult, JsonObject, Tool};
+use roster_core::ListingState;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Backend, BackendSession, CallError, CallRelay};
+use crate::config::{Config, TransportConfig};
+use crate::servers::{CallOptions, RequestError, ServerStatus};
+use crate::{Roster, Session};
+
+/// A [`Roster`] serving as the gateway's backend.
+pub struct RosterBackend {
+    roster: Roster,
+    transports: BTreeMap<String, &'static str>,
+    turn_wait: Duration,
+}
+
+impl RosterBackend {
+    /// Serves `roster` (started from `config`); a turn waits at most `turn_wait` for listings
+    /// before it is answered from what is known (the listing then finishes in the background).
+    pub fn new(roster: Roster, config: &Config, turn_wait: Duration) -> Self {
+        let transports = config
+            .servers
+            .iter()
+            .map(|(name, server)| {
+                let kind = match server.transport {
+                    TransportConfig::Stdio { .. } => "stdio",
+                    TransportConfig::StreamableHttp { .. } => "http",
+                    TransportConfig::Sse { .. } => "sse",
+                };
+                (name.clone(), kind)
+            })
+            .collect();
+        Self {
+            roster,
+            transports,
+            turn_wait,
+        }
+    }
+
+    /// The roster behind this backend.
+    pub fn roster(&self) -> &Roster {
+        &self.roster
+    }
+}
+
+/// The server's tool definition in rmcp's model (the registry keeps raw JSON).
+fn to_rmcp(tool: roster_core::Tool) -> Option<Tool> {
+    let value = serde_json::to_value(&tool).ok()?;
+    match serde_json::from_value::<Tool>(value) {
+        Ok(tool) => Some(tool),
+        Err(e) => {
+            tracing::warn!("tool {:?} cannot be served: {e}", tool.name);
+            None
+        }
+    }
+}
+
+impl Backend for RosterBackend {
+    fn tools(&self) -> Vec<Tool> {
+        self.roster
+            .tools()
+            .into_iter()
+            .filter_map(|entry| to_rmcp(entry.exposed_tool()))
+            .collect()
+    }
+
+    fn call<'a>(
+        &'a self,
+        exposed: &'a str,
+        arguments: Option<JsonObject>,
+        relay: CallRelay,
+    ) -> BoxFuture<'a, Result<CallToolResult, CallError>> {
+        Box::pin(async move {
+            let mut options = CallOptions {
+                cancel: Some(relay.cancel.clone()),
+                ..CallOptions::default()
+            };
+            let mut forwarder = None;
+            if let Some(progress) = relay.progress {
+                // The listener is synchronous and runs on the connection's reader; a channel
+                // hands each update to a task so nothing waits on the reader (and order holds).
+                let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+                options.progress = Some(Arc::new(move |params: &Value| {
+                    let _ = tx.send(params.clone());
+                }));
+                forwarder = Some(tokio::spawn(async move {
+                    while let Some(params) = rx.recv().await {
+                        let Some(value) = params.get("progress").and_then(Value::as_f64) else {
+                            continue;
+                        };
+                        let total = params.get("total").and_then(Value::as_f64);
+                        let message = params
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                        progress.send(value, total, message).await;
+                    }
+                }));
+            }
+            let outcome = self.roster.call_with(exposed, arguments, options).await;
+            if let Some(forwarder) = forwarder {
+                // The sender went with `options`; let the last updates out before the result.
+                let _ = forwarder.await;
+            }
+            let value = outcome.map_err(call_error)?;
+            serde_json::from_value::<CallToolResult>(value).map_err(|e| CallError::ServerDown {
+                server: self.server_of(exposed),
+                reason: format!("it sent a tool result roster cannot read: {e}"),
+            })
+        })
+    }
+
+    fn open_session(&self) -> Box<dyn BackendSession> {
+        Box::new(RosterSession {
+            session: self.roster.subscribe_session(),
+            late_notes: Arc::new(Mutex::new(Vec::new())),
+            turn_wait: self.turn_wait,
+        })
+    }
+
+    fn refresh(&self) -> usize {
+        self.roster.refresh();
+        self.roster.status().len()
+    }
+
+    fn status(&self) -> Value {
+        let now = Instant::now();
+        Value::Array(
+            self.roster
+                .status()
+                .iter()
+                .map(|s| status_json(s, self.transports.get(&s.name).copied(), now))
+                .collect(),
+        )
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        self.roster.shutdown();
+        Box::pin(async {})
+    }
+}
+
+impl RosterBackend {
+    fn server_of(&self, exposed: &str) -> String {
+        self.roster
+            .tools()
+            .into_iter()
+            .find(|t| t.exposed_name == exposed)
+            .map(|t| t.server)
+            .unwrap_or_default()
+    }
+}
+
+fn call_error(error: crate::CallError) -> CallError {
+    match error {
+        crate::CallError::UnknownTool(name) => CallError::UnknownTool(name),
+        crate::CallError::Unavailable { server, .. } => CallError::ServerDown {
+            server,
+            reason: "it is not connected right now (starting, restarting or disconnected)"
+                .to_owned(),
+        },
+        crate::CallError::Request { server, source, .. } => match source {
+            RequestError::Server {
+                code,
+                message,
+                data,
+            } => CallError::Server {
+                code,
+                message,
+                data,
+            },
+            RequestError::Cancelled => CallError::Cancelled,
+            other => CallError::ServerDown {
+                server,
+                reason: other.to_string(),
+            },
+        },
+    }
+}
+
+struct RosterSession {
+    session: Session,
+    /// Notes of turns whose listing outlived the bounded wait; the next turn carries them.
+    late_notes: Arc<Mutex<Vec<String>>>,
+    turn_wait: Duration,
+}
+
+impl BackendSession for RosterSession {
+    fn begin_turn(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let (tx, rx) = oneshot::channel();
+            let session = self.session.clone();
+            let late = self.late_notes.clone();
+            tokio::spawn(async move {
+                let turn = session.begin_turn().await;
+                if let Err(Some(note)) = tx.send(turn.note) {
+                    late.lock().unwrap_or_else(|e| e.into_inner()).push(note);
+                }
+            });
+            let note = match tokio::time::timeout(self.turn_wait, rx).await {
+                Ok(Ok(note)) => note,
+                // Past the wait: answer from what is known; the listing goes on without us.
+                _ => self.session.drain().note,
+            };
+            let mut notes: Vec<String> =
+                std::mem::take(&mut *self.late_notes.lock().unwrap_or_else(|e| e.into_inner()));
+            notes.extend(note);
+            (!notes.is_empty()).then(|| notes.join("\n"))
+        })
+    }
+
+    fn changed(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.session.delta_arrived())
+    }
+}
+
+fn status_json(s: &ServerStatus, transport: Option<&str>, now: Instant) -> Value {
+    let ago = |t: Instant| now.saturating_duration_since(t).as_secs();
+    let until = |t: Instant| t.saturating_duration_since(now).as_secs();
+    let (listing, listed_ago, next_in) = match &s.listing {
+        None => ("disabled".to_owned(), None, None),
+        Some(ListingState::NeverListed) => ("never listed".to_owned(), None, Some(0)),
+        Some(ListingState::Listed { at, valid_until }) => (
+            "listed".to_owned(),
+            Some(ago(*at)),
+            Some(until(*valid_until)),
+        ),
+        Some(ListingState::Stale { last_listed }) => {
+            ("stale".to_owned(), last_listed.map(ago), Some(0))
+        }
+        Some(ListingState::Failed {
+            attempt, next_try, ..
+        }) => (format!("failed {attempt}"), None, Some(until(*next_try))),
+        Some(ListingState::CrashLoop { next_try, .. }) => {
+            ("crash-loop".to_owned(), None, Some(until(*next_try)))
+        }
+    };
+    json!({
+        "name": s.name,
+        "transport": transport,
+        "connection": s.state.as_str(),
+        "listing": listing,
+        "tools": s.tools,
+        "listed_secs_ago": listed_ago,
+        "next_listing_in_secs": next_in,
+        "last_error": s.last_error,
+        "protocol_version": s.protocol_version,
+        "restarts": s.restarts,
+        "pid": s.pid,
+    })
+}

@@ -1,0 +1,145 @@
+//! The skill catalog as the gateway serves it: native tools (through [`Catalog`], visibility
+//! checked at every call) and the MCP skills extension (SEP-2640: `skills/list`, `skills/get`,
+//! `skill://` resources), filtered by the same visibility.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use rmcp::handler::server::skill_catalog::SkillCatalog as SkillFiles;
+use rmcp::model::{Resource, Skill as SkillFile};
+use roster_core::SkillSource;
+use roster_core::catalog::{Catalog, Subscriptions};
+use roster_core::skills::load;
+
+use crate::Roster;
+use crate::store::scan_skills_dir;
+
+/// The skills of the configured `[skills] paths`.
+pub struct Skills {
+    catalog: RwLock<Catalog>,
+    files: Vec<SkillFiles>,
+}
+
+impl std::fmt::Debug for Skills {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Skills").finish_non_exhaustive()
+    }
+}
+
+impl Skills {
+    /// Loads every skill under `roots`. Skills that cannot be read or parsed are left out and
+    /// reported (one line each), so one broken file does not take the catalog down.
+    pub fn load(roots: &[PathBuf]) -> (Self, Vec<String>) {
+        let mut problems = Vec::new();
+        let mut sources: Vec<SkillSource> = Vec::new();
+        let mut files = Vec::new();
+        for root in roots {
+            match scan_skills_dir(root) {
+                Ok(scan) => {
+                    problems.extend(scan.unreadable.iter().map(ToString::to_string));
+                    sources.extend(scan.sources);
+                }
+                Err(e) => problems.push(e.to_string()),
+            }
+            match SkillFiles::from_dir(root) {
+                Ok(catalog) => files.push(catalog),
+                Err(e) => problems.push(format!("{}: {e}", root.display())),
+            }
+        }
+        let report = load(sources);
+        problems.extend(
+            report
+                .invalid
+                .iter()
+                .map(|invalid| format!("{}/SKILL.md: {}", invalid.dir, invalid.error)),
+        );
+        let skills = Self {
+            catalog: RwLock::new(Catalog::from_report(report)),
+            files,
+        };
+        (skills, problems)
+    }
+
+    /// Checks skills' tool references against `roster` from now on, and refreshes
+    /// availability after every reconcile that changed something.
+    pub fn follow(self: &Arc<Self>, roster: &Roster) {
+        self.write()
+            .registry_mut()
+            .set_tool_lookup(roster.tool_lookup());
+        self.refresh();
+        let skills = Arc::downgrade(self);
+        roster.set_reconcile_hook(Some(Arc::new(move |_server, _delta| {
+            if let Some(skills) = skills.upgrade() {
+                skills.refresh();
+            }
+        })));
+    }
+
+    /// Recomputes every skill's availability.
+    pub fn refresh(&self) {
+        let result = self.write().registry_mut().refresh_all();
+        tracing::debug!("skill refresh: {result:?}");
+    }
+
+    /// Reads the catalog.
+    pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+        self.catalog.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Catalog> {
+        self.catalog.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The skill id a `skill://<id>/...` URI belongs to, if `subscriptions` may see it.
+    fn visible_id_of(&self, uri: &str, subscriptions: &Subscriptions) -> bool {
+        let Some(path) = uri.strip_prefix("skill://") else {
+            return false;
+        };
+        let catalog = self.read();
+        // The longest visible skill id that prefixes the path owns the file.
+        let mut id = path;
+        loop {
+            if catalog.get(subscriptions, id).is_ok() {
+                return true;
+            }
+            match id.rfind('/') {
+                Some(at) => id = &id[..at],
+                None => return false,
+            }
+        }
+    }
+
+    /// SEP-2640 skill entries the caller may see.
+    pub(crate) fn skill_files(&self, subscriptions: &Subscriptions) -> Vec<SkillFile> {
+        self.files
+            .iter()
+            .flat_map(|f| f.skills())
+            .filter(|s| self.visible_id_of(&s.uri, subscriptions))
+            .collect()
+    }
+
+    /// The `skill://` resources the caller may see.
+    pub(crate) fn resources(&self, subscriptions: &Subscriptions) -> Vec<Resource> {
+        self.files
+            .iter()
+            .flat_map(|f| f.resources())
+            .filter(|r| self.visible_id_of(&r.uri, subscriptions))
+            .collect()
+    }
+
+    /// The catalogs of files, for reads; `None` when the caller may not see `uri` (answered
+    /// exactly as an unknown URI).
+    pub(crate) fn files_for(
+        &self,
+        uri: &str,
+        subscriptions: &Subscriptions,
+    ) -> Option<&[SkillFiles]> {
+        self.visible_id_of(uri, subscriptions)
+            .then_some(self.files.as_slice())
+    }
+
+    /// Whether any skill file is served (the extension is declared only then).
+    pub(crate) fn serves_files(&self) -> bool {
+        self.files.iter().any(|f| !f.skills().is_empty())
+    }
+}

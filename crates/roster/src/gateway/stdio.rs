@@ -1,0 +1,32 @@
+//! The gateway over this process's stdin/stdout: one client, one session.
+
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+
+use super::{Gateway, GatewayHandler};
+
+/// Why serving over stdio stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum StdioError {
+    /// The client never completed the MCP handshake.
+    #[error("the MCP client on stdio did not start a session: {0}")]
+    Start(String),
+    /// The session task failed.
+    #[error("the stdio session ended abnormally: {0}")]
+    Run(String),
+}
+
+/// Serves one client on stdin/stdout until it disconnects or the gateway shuts down.
+pub async fn serve(gateway: Arc<Gateway>) -> Result<(), StdioError> {
+    let shutdown = gateway.shutdown_token();
+    let service = GatewayHandler::new(gateway)
+        .serve_with_ct(rmcp::transport::stdio(), shutdown.child_token())
+        .await
+        .map_err(|e| StdioError::Start(e.to_string()))?;
+    service
+        .waiting()
+        .await
+        .map_err(|e| StdioError::Run(e.to_string()))?;
+    Ok(())
+}

@@ -1,0 +1,425 @@
+//! The gateway driven as a real client would drive it: the official Python SDK client over
+//! stdio and over streamable HTTP, in both eras, against `roster serve` fronting the dynamic
+//! Python server (`tests/python/servers/dynamic.py`). Plus HTTP auth, `/healthz`, and the admin
+//! commands (`roster status|tools|refresh`) against a running gateway.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+struct Gateway {
+    child: Child,
+    url: String,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn roster_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_roster"))
+}
+
+/// A config fronting the dynamic Python server as `dynamic`, plus `extra` TOML.
+fn write_config(dir: &Path, extra: &str) -> PathBuf {
+    write_config_with(dir, "", "", extra)
+}
+
+/// Like [`write_config`], with extra lines for `[gateway]` and `[servers.dynamic]`.
+fn write_config_with(dir: &Path, gateway: &str, server: &str, extra: &str) -> PathBuf {
+    let config = dir.join("roster.toml");
+    let text = format!(
+        "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n{gateway}\n\n[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\n{server}\n\n{extra}\n",
+        state = dir.join("state"),
+        py = common::python(),
+        fixture = common::python_fixture("dynamic.py"),
+    );
+    std::fs::write(&config, text).expect("write config");
+    config
+}
+
+fn start_http(extra: &str, env: &[(&str, &str)]) -> Gateway {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), extra);
+    start_http_at(dir, &config, env)
+}
+
+fn start_http_at(dir: tempfile::TempDir, config: &Path, env: &[(&str, &str)]) -> Gateway {
+    let mut child = Command::new(roster_bin())
+        .args(["--config"])
+        .arg(config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start roster serve --http");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let mut lines = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("roster exited before serving HTTP")
+            .expect("read roster stderr");
+        if let Some(at) = line.find("http://") {
+            break line[at..].trim().to_owned();
+        }
+    };
+    // Keep draining stderr so roster never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Gateway { child, url, dir }
+}
+
+/// Runs the Python client scenario and returns what it observed.
+fn live_tools(mode: &str, target: &[&str]) -> Value {
+    let script = common::workspace_root().join("tests/python/clients/live_tools.py");
+    let output = Command::new(common::python())
+        .arg(script)
+        .args(["--mode", mode])
+        .args(target)
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "client printed no report ({e}); stdout: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert!(
+        output.status.success() && report.get("error").is_none(),
+        "client failed: {report}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    report
+}
+
+fn names(report: &Value, key: &str) -> Vec<String> {
+    report[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{key} missing in {report}"))
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// What every transport and era must show.
+fn assert_live_tools(report: &Value, protocol: &str) {
+    assert_eq!(report["protocol_version"], protocol, "{report}");
+    assert_eq!(report["list_changed_capability"], true, "{report}");
+
+    let initial = names(report, "initial_tools");
+    assert!(initial.contains(&"dynamic__echo".to_owned()), "{initial:?}");
+    assert!(initial.contains(&"refresh_tools".to_owned()), "{initial:?}");
+    assert!(
+        !initial.contains(&"dynamic__fresh".to_owned()),
+        "{initial:?}"
+    );
+
+    assert_eq!(
+        report["list_changed_after_add"], true,
+        "no list_changed after add: {report}"
+    );
+    let echo = names(report, "echo_after_add");
+    assert_eq!(
+        echo[0], "dynamic: hi",
+        "the server's own result comes first: {echo:?}"
+    );
+    assert_eq!(
+        echo.len(),
+        2,
+        "exactly one note block is appended: {echo:?}"
+    );
+    assert!(
+        echo[1].contains("New tools: dynamic__fresh"),
+        "the note names the new tool by its exposed name: {echo:?}"
+    );
+    assert_eq!(
+        names(report, "echo_after_that"),
+        vec!["dynamic: again".to_owned()],
+        "the note is carried once"
+    );
+
+    assert!(names(report, "tools_after_add").contains(&"dynamic__fresh".to_owned()));
+    assert_eq!(names(report, "fresh_result"), vec!["I am fresh".to_owned()]);
+
+    assert_eq!(report["list_changed_after_remove"], true, "{report}");
+    assert!(!names(report, "tools_after_remove").contains(&"dynamic__fresh".to_owned()));
+    let gone = &report["fresh_after_remove"];
+    assert_eq!(
+        gone["code"], -32602,
+        "a removed tool is an unknown tool: {gone}"
+    );
+    assert!(
+        gone["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("dynamic__fresh")),
+        "the error names the tool: {gone}"
+    );
+    assert_eq!(
+        report["refresh_structured"]["servers_marked_stale"], 1,
+        "{report}"
+    );
+    // Coalesced: one notice per change, none for turns without a delta.
+    assert_eq!(report["list_changed_total"], 2, "{report}");
+}
+
+#[test]
+fn stdio_initialize_era_client_sees_tools_appear_and_vanish() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), "");
+    let roster = roster_bin();
+    let report = live_tools(
+        "legacy",
+        &[
+            "--stdio",
+            roster.to_str().expect("utf-8 path"),
+            config.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert_live_tools(&report, "2025-11-25");
+}
+
+#[test]
+fn stdio_2026_client_sees_tools_appear_and_vanish_through_listen() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), "");
+    let roster = roster_bin();
+    let report = live_tools(
+        "2026-07-28",
+        &[
+            "--stdio",
+            roster.to_str().expect("utf-8 path"),
+            config.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert_live_tools(&report, "2026-07-28");
+}
+
+#[test]
+fn http_session_client_sees_tools_appear_and_vanish() {
+    let gateway = start_http("", &[]);
+    let report = live_tools("legacy", &["--url", &gateway.url]);
+    assert_live_tools(&report, "2025-11-25");
+}
+
+#[test]
+fn http_stateless_client_sees_tools_appear_and_vanish_through_listen() {
+    let gateway = start_http("", &[]);
+    let report = live_tools("2026-07-28", &["--url", &gateway.url]);
+    assert_live_tools(&report, "2026-07-28");
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+fn post_initialize(url: &str, token: Option<&str>) -> reqwest::StatusCode {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let mut request = reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INITIALIZE);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send().await.expect("POST /mcp").status()
+    })
+}
+
+#[test]
+fn http_requires_a_valid_bearer_token_when_clients_are_configured() {
+    // sha256("hashed-secret")
+    let clients = r#"
+[[clients]]
+name = "ci"
+token_sha256 = "4e598f5daafc2fda61641ddbb5956deb23fde6616366dc9dd5a7c9f47da4d787"
+subscriptions = ["pro"]
+
+[[clients]]
+name = "laptop"
+token_env = "ROSTER_TEST_LAPTOP_TOKEN"
+"#;
+    let gateway = start_http(clients, &[("ROSTER_TEST_LAPTOP_TOKEN", "laptop-secret")]);
+    assert_eq!(post_initialize(&gateway.url, None), 401);
+    assert_eq!(post_initialize(&gateway.url, Some("wrong")), 401);
+    assert_eq!(post_initialize(&gateway.url, Some("laptop-secret")), 200);
+    assert_eq!(post_initialize(&gateway.url, Some("hashed-secret")), 200);
+
+    // The Python SDK client gets through with the token and sees the same live tools.
+    let report = live_tools(
+        "legacy",
+        &["--url", &gateway.url, "--token", "laptop-secret"],
+    );
+    assert_live_tools(&report, "2025-11-25");
+}
+
+#[test]
+fn healthz_and_admin_commands_report_the_running_gateway() {
+    let gateway = start_http("", &[]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let health: Value = runtime.block_on(async {
+        let url = gateway.url.replace("/mcp", "/healthz");
+        reqwest::get(url)
+            .await
+            .expect("GET /healthz")
+            .json()
+            .await
+            .expect("healthz is JSON")
+    });
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["servers"][0]["name"], "dynamic", "{health}");
+    assert_eq!(health["servers"][0]["transport"], "stdio", "{health}");
+
+    let config = gateway.dir.path().join("roster.toml");
+    let admin = |args: &[&str]| {
+        let out = Command::new(roster_bin())
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .output()
+            .expect("run roster admin command");
+        assert!(
+            out.status.success(),
+            "roster {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let status = admin(&["status"]);
+    let row = status
+        .lines()
+        .find(|l| l.starts_with("dynamic"))
+        .unwrap_or_else(|| panic!("no row for dynamic in:\n{status}"));
+    assert!(row.contains("stdio") && row.contains("connected"), "{row}");
+
+    let tools: Value = serde_json::from_str(&admin(&["tools", "--json"])).expect("tools --json");
+    assert!(
+        tools
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "dynamic__echo")),
+        "{tools}"
+    );
+    assert!(admin(&["refresh"]).contains("marked 1 server(s) stale"));
+    let status: Value = serde_json::from_str(&admin(&["status", "--json"])).expect("status --json");
+    assert_eq!(
+        status[0]["listing"], "stale",
+        "refresh marks the server stale: {status}"
+    );
+}
+
+fn alive(pid: u64) -> bool {
+    // A reaped process has no /proc entry; one not yet reaped is a zombie ("Z"), i.e. gone.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn sigterm_shuts_the_gateway_down_and_stops_its_servers() {
+    let mut gateway = start_http("", &[]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let health: Value = runtime.block_on(async {
+        reqwest::get(gateway.url.replace("/mcp", "/healthz"))
+            .await
+            .expect("GET /healthz")
+            .json()
+            .await
+            .expect("healthz is JSON")
+    });
+    let server_pid = health["servers"][0]["pid"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no server pid in {health}"));
+    assert!(alive(server_pid), "the server runs while the gateway does");
+
+    let status = Command::new("kill")
+        .args(["-TERM", &gateway.child.id().to_string()])
+        .status()
+        .expect("send SIGTERM");
+    assert!(status.success());
+    let exit = gateway.child.wait().expect("roster exits after SIGTERM");
+    assert!(exit.success(), "a graceful shutdown exits 0: {exit:?}");
+    // The child may take a moment to be reaped by its new parent; this bounds a hang only.
+    let mut gone = false;
+    for _ in 0..100 {
+        if !alive(server_pid) {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        gone,
+        "the server process {server_pid} was stopped with the gateway"
+    );
+}
+
+fn call_tools(url: &str, calls: Value) -> Value {
+    let output = Command::new(common::python())
+        .arg(common::workspace_root().join("tests/python/clients/call_tools.py"))
+        .args(["--url", url, "--calls", &calls.to_string()])
+        .output()
+        .expect("run the Python client");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no report ({e}): {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+#[test]
+fn a_server_that_stops_answering_gives_a_tool_error_naming_it_and_why() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The turn answers from what is known after 200ms; the call itself gives up after 2s.
+    let config = write_config_with(
+        dir.path(),
+        "turn_wait = \"200ms\"",
+        "call_timeout = \"2s\"",
+        "",
+    );
+    let gateway = start_http_at(dir, &config, &[]);
+    let first = call_tools(&gateway.url, serde_json::json!([["dynamic__pid", {}]]));
+    let pid = first["results"][0]["structuredContent"]["result"]
+        .as_u64()
+        .or_else(|| {
+            first["results"][0]["content"][0]["text"]
+                .as_str()
+                .and_then(|t| t.parse().ok())
+        })
+        .unwrap_or_else(|| panic!("no pid in {first}"));
+    let stop = |signal: &str| {
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("signal the server");
+        assert!(status.success());
+    };
+    stop("-STOP");
+    let report = call_tools(
+        &gateway.url,
+        serde_json::json!([["dynamic__echo", {"text": "x"}]]),
+    );
+    stop("-CONT");
+    let result = &report["results"][0];
+    assert_eq!(result["isError"], true, "{report}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("\"dynamic\""), "names the server: {text}");
+    assert!(
+        text.contains("did not answer within 2s"),
+        "says why: {text}"
+    );
+}

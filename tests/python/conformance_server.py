@@ -1,0 +1,244 @@
+"""The conformance suite's fixture server, written with the official Python SDK.
+
+roster fronts it (naming `never`, so the names stay as the suite expects) while the
+`@modelcontextprotocol/conformance` server scenarios run against roster's HTTP endpoint: the
+tools-call, prompts and resources scenarios then pass *through* roster. It offers the suite's
+`test_*` tools, the `test://` resources and template, and the `test_*` prompts, each returning
+exactly what the scenario's "Server Implementation Requirements" ask for.
+
+Usage: conformance_server.py            (stdio)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.server.mcpserver.prompts.base import Message, UserMessage
+from mcp.types import (
+    AudioContent,
+    EmbeddedResource,
+    ImageContent,
+    TextContent,
+    TextResourceContents,
+)
+
+# A 1x1 transparent PNG and a tiny WAV header: real media, small enough to inline.
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+WAV = base64.b64encode(
+    b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00D\xac\x00\x00\x88X\x01\x00\x02\x00\x10\x00data\x00\x00\x00\x00"
+).decode()
+
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+class ConformanceServer(MCPServer):
+    async def list_tools(self):  # type: ignore[override]
+        # The SDK derives schemas from signatures; this one tool must carry the suite's schema
+        # verbatim, 2020-12 keywords and all.
+        tools = await super().list_tools()
+        for tool in tools:
+            if tool.name == "json_schema_2020_12_tool":
+                tool.input_schema = JSON_SCHEMA_2020_12
+        return tools
+
+
+mcp = ConformanceServer(name="conformance-fixture", log_level="WARNING")
+
+
+@mcp.tool()
+def test_simple_text() -> str:
+    """Returns a simple text result."""
+    return "This is a simple text response for testing."
+
+
+@mcp.tool()
+def test_image_content() -> list:
+    """Returns an image."""
+    return [ImageContent(type="image", data=PNG, mime_type="image/png")]
+
+
+@mcp.tool()
+def test_audio_content() -> list:
+    """Returns an audio clip."""
+    return [AudioContent(type="audio", data=WAV, mime_type="audio/wav")]
+
+
+def _embedded() -> EmbeddedResource:
+    return EmbeddedResource(
+        type="resource",
+        resource=TextResourceContents(
+            uri="test://embedded-resource",
+            mime_type="text/plain",
+            text="This is an embedded resource content.",
+        ),
+    )
+
+
+@mcp.tool()
+def test_embedded_resource() -> list:
+    """Returns an embedded resource."""
+    return [_embedded()]
+
+
+@mcp.tool()
+def test_multiple_content_types() -> list:
+    """Returns text, an image and an embedded resource."""
+    return [
+        TextContent(type="text", text="Multiple content types test:"),
+        ImageContent(type="image", data=PNG, mime_type="image/png"),
+        _embedded(),
+    ]
+
+
+@mcp.tool()
+def test_error_handling() -> str:
+    """Always fails, as a tool error."""
+    raise ToolError("This tool intentionally returns an error for testing")
+
+
+@mcp.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Reports progress 0, 50, 100 of 100."""
+    for step in (0, 50, 100):
+        await ctx.report_progress(step, 100)
+        await asyncio.sleep(0.05)
+    return "Progress test completed"
+
+
+@mcp.tool(description="Tool with JSON Schema 2020-12 features")
+def json_schema_2020_12_tool(name: str = "") -> str:
+    return f"received {name}"
+
+
+# Diagnostic tools of the stateless scenario (SEP-2575). Behind roster they exercise roster's
+# own surface: a server's JSON-RPC error passed through, no log notifications leaking to a
+# client that set no log level, a response stream without independent requests, and
+# list_changed delivered on a subscriptions/listen stream after a server's tool list changed.
+
+
+@mcp.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs the client's sampling capability, which roster never declares to its servers."""
+    caps = ctx.client_capabilities
+    if caps is None or caps.sampling is None:
+        raise MCPError(
+            -32021,
+            "this tool needs the client's sampling capability",
+            {"requiredCapabilities": {"sampling": {}}},
+        )
+    return "sampling is available"
+
+
+@mcp.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs one message, then answers."""
+    await ctx.info("test_logging_tool ran")
+    return "logged"
+
+
+@mcp.tool()
+async def test_streaming_elicitation() -> str:
+    """Would ask the user; behind a gateway that does not relay elicitation it answers plainly."""
+    return "no elicitation was requested"
+
+
+@mcp.tool()
+async def test_trigger_tool_change(ctx: Context) -> str:
+    """Adds or removes the `test_dynamic_tool` tool and announces the change."""
+    if any(t.name == "test_dynamic_tool" for t in await mcp.list_tools()):
+        mcp.remove_tool("test_dynamic_tool")
+        verb = "removed"
+    else:
+
+        def test_dynamic_tool() -> str:
+            return "dynamic"
+
+        mcp.add_tool(test_dynamic_tool, name="test_dynamic_tool", description="Appears and vanishes.")
+        verb = "added"
+    try:
+        await ctx.session.send_tool_list_changed()
+    except Exception:  # noqa: BLE001 - a 2026-07-28 session announces through the listen bus only
+        pass
+    await ctx.notify_tools_changed()
+    return f"{verb} test_dynamic_tool"
+
+
+@mcp.resource("test://static-text", name="static-text", description="A static text resource", mime_type="text/plain")
+def static_text() -> str:
+    return "This is the content of the static text resource."
+
+
+@mcp.resource("test://static-binary", name="static-binary", description="A static binary resource", mime_type="image/png")
+def static_binary() -> bytes:
+    return base64.b64decode(PNG)
+
+
+@mcp.resource("test://template/{id}/data", name="template", description="A templated resource", mime_type="application/json")
+def template(id: str) -> str:
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":"))
+
+
+@mcp.prompt(description="A simple prompt without arguments")
+def test_simple_prompt() -> str:
+    return "This is a simple prompt for testing."
+
+
+@mcp.prompt(description="A prompt with two arguments")
+def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@mcp.prompt(description="A prompt embedding a resource")
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[Message]:  # noqa: N803 - the suite's name
+    return [
+        UserMessage(
+            content=EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(
+                    uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing."
+                ),
+            )
+        ),
+        UserMessage(content="Please process the embedded resource above."),
+    ]
+
+
+@mcp.prompt(description="A prompt with an image")
+def test_prompt_with_image() -> list[Message]:
+    return [
+        UserMessage(content=ImageContent(type="image", data=PNG, mime_type="image/png")),
+        UserMessage(content="Please analyze the image above."),
+    ]
+
+
+if __name__ == "__main__":
+    mcp.run()
