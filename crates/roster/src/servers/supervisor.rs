@@ -415,6 +415,15 @@ impl Runtime {
                     .collect();
                 let (delta, superseded) = {
                     let mut state = self.state();
+                    // Checked under the state lock: the death path takes the connection before
+                    // it removes the server's tools under this lock, so a listing that
+                    // completed as the server died can never bring a dead server's tools back.
+                    let current = slot
+                        .connection()
+                        .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed());
+                    if !current {
+                        return Err(RelistError::NotConnected(slot.name.clone()));
+                    }
                     if let Some(schedule) = state.schedule.server_mut(&slot.name) {
                         schedule.listed(Instant::now(), listing.ttl);
                     }
