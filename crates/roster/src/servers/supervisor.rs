@@ -434,7 +434,14 @@ impl Runtime {
                 Ok(delta)
             }
             Err(error) => {
+                let closed = matches!(error, super::RequestError::Closed) || connection.is_closed();
                 let error = error.to_string();
+                if closed {
+                    // The server died under the listing: the supervisor records that crash
+                    // once; counting it here too would reach crash-loop twice as fast.
+                    tracing::info!(server = %slot.name, %error, "listing ended with the connection");
+                    return Err(RelistError::NotConnected(slot.name.clone()));
+                }
                 tracing::warn!(server = %slot.name, %error, "listing failed");
                 self.record_failure(slot, &error);
                 // The connection itself is fine; keep showing it as connected.
