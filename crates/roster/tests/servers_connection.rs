@@ -335,3 +335,35 @@ async fn sse_server_going_away_closes_the_connection() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn invalid_utf8_and_a_flood_on_stderr_do_not_block_the_server() {
+    let conn = Connection::connect(
+        "dyn",
+        &dynamic_stdio(Era::Legacy, &[]),
+        Notifications::new(),
+    )
+    .await
+    .expect("connects");
+    // 256 KiB is four times a Linux pipe buffer: an undrained stderr blocks the server.
+    for _ in 0..2 {
+        let result = conn
+            .call_tool(
+                "flood_stderr",
+                args(json!({"kib": 256})),
+                CallOptions::default(),
+            )
+            .await
+            .expect("flood_stderr answers");
+        assert_eq!(text_of(&result), "flooded 256", "{result}");
+    }
+    let result = conn
+        .call_tool(
+            "echo",
+            args(json!({"text": "still here"})),
+            CallOptions::default(),
+        )
+        .await
+        .expect("echo answers after the flood");
+    assert_eq!(text_of(&result), "dynamic: still here");
+}

@@ -137,6 +137,17 @@ def garbage() -> str:
     return "wrote garbage"
 
 
+@mcp.tool()
+def flood_stderr(kib: int) -> str:
+    """Write a line of invalid UTF-8, then `kib` KiB of text, to stderr; then answer."""
+    sys.stderr.buffer.write(b"\xff\xfe not UTF-8 \xc3\n")
+    line = b"x" * 1023 + b"\n"
+    for _ in range(kib):
+        sys.stderr.buffer.write(line)
+    sys.stderr.buffer.flush()
+    return f"flooded {kib}"
+
+
 CANCELLED = 0
 
 
