@@ -639,10 +639,13 @@ fn parse_duration(raw: &RawDuration) -> Result<Duration, String> {
         }
     };
     let secs = number * unit;
-    if !secs.is_finite() || secs < 0.0 {
+    if !secs.is_finite() {
+        return Err("it is not a finite number".to_owned());
+    }
+    if secs < 0.0 {
         return Err("it is negative".to_owned());
     }
-    Ok(Duration::from_secs_f64(secs))
+    Duration::try_from_secs_f64(secs).map_err(|_| "it is too large".to_owned())
 }
 
 impl Config {
@@ -1241,6 +1244,26 @@ mod tests {
         let err = parse("[servers.a]\nurl = \"http://h/\"\nheaders = { A = \"${X\" }\n")
             .expect_err("unclosed");
         assert!(err.to_string().contains("servers.a.headers.A"), "{err}");
+    }
+
+    #[test]
+    fn huge_or_non_finite_durations_are_errors_naming_the_key() {
+        for (text, why) in [
+            ("[gateway]\nrefresh_interval = 1e20\n", "too large"),
+            (
+                "[gateway]\ndebounce = \"99999999999999999999h\"\n",
+                "too large",
+            ),
+            ("[gateway]\ndebounce = inf\n", "not a finite number"),
+            ("[gateway]\ndebounce = nan\n", "not a finite number"),
+        ] {
+            let err = parse(text).expect_err("rejected");
+            assert!(matches!(&err, ConfigError::Invalid { .. }), "{err}");
+            let shown = err.to_string();
+            assert!(shown.contains("gateway."), "{shown}");
+            assert!(shown.contains(why), "{shown}");
+            assert!(!shown.contains("it is negative"), "{shown}");
+        }
     }
 
     #[test]
