@@ -498,7 +498,11 @@ impl Connection {
                                 next = subscription.next() => match next {
                                     Ok(Some(notification)) => dispatch_typed(&fanout, &notification),
                                     Ok(None) | Err(_) => {
-                                        tracing::info!(server = %name_listen, end = ?subscription.end(), "subscriptions/listen ended");
+                                        // Without the stream list_changed is never heard again
+                                        // while the connection looks healthy: end the connection
+                                        // so supervision reconnects and listens anew.
+                                        tracing::warn!(server = %name_listen, end = ?subscription.end(), "subscriptions/listen ended; closing the connection");
+                                        stop_listen.cancel();
                                         break;
                                     }
                                 },
