@@ -288,10 +288,11 @@ impl Roster {
         })
     }
 
-    /// The live tools, in exposed-name order.
+    /// The live tools in their deterministic order: servers in config order, each server's
+    /// tools in the order the server listed them.
     pub fn tools(&self) -> Vec<ToolEntry> {
         let state = self.rt.state();
-        let mut tools: Vec<ToolEntry> = state
+        state
             .registry
             .tools()
             .map(|t| ToolEntry {
@@ -299,9 +300,7 @@ impl Roster {
                 server: t.server.to_owned(),
                 tool: t.tool.clone(),
             })
-            .collect();
-        tools.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name));
-        tools
+            .collect()
     }
 
     /// A live [`ToolLookup`] over the registry for the skill catalog: each question reads the

@@ -793,3 +793,45 @@ async fn progress_passes_through_a_roster_call() {
     assert_eq!(progress[0]["message"], "halfway");
     assert_eq!(progress[0]["total"], json!(2.0));
 }
+
+#[tokio::test]
+async fn tools_come_in_config_order_then_each_servers_own_order() {
+    common::init_tracing();
+    // Config order is the reverse of name order, and the fixture's own order is not sorted.
+    let servers = format!(
+        "{}{}",
+        dynamic_server_toml("zeta", "legacy", &[]),
+        dynamic_server_toml("alpha", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&servers, ""))
+        .await
+        .expect("starts");
+    let tools = roster.tools();
+    let servers: Vec<&str> = tools.iter().map(|t| t.server.as_str()).collect();
+    let first_alpha = servers
+        .iter()
+        .position(|s| *s == "alpha")
+        .expect("alpha has tools");
+    assert!(first_alpha > 0, "{servers:?}");
+    assert!(
+        servers[..first_alpha].iter().all(|s| *s == "zeta"),
+        "{servers:?}"
+    );
+    assert!(
+        servers[first_alpha..].iter().all(|s| *s == "alpha"),
+        "{servers:?}"
+    );
+    for server in ["zeta", "alpha"] {
+        let names: Vec<&str> = tools
+            .iter()
+            .filter(|t| t.server == server)
+            .map(|t| t.tool.name.as_str())
+            .collect();
+        // dynamic.py registers these first, in this order.
+        assert_eq!(
+            names[..4],
+            ["echo", "change_echo", "add_tool", "remove_tool"],
+            "{server}: {names:?}"
+        );
+    }
+}
