@@ -254,7 +254,6 @@ mod tests {
             count.load(Ordering::SeqCst) >= 1,
             "a never-ending storm never re-listed"
         );
-        assert!(hook.is_pending(), "the storm is still going on");
         hook.cancel();
     }
 
