@@ -799,17 +799,11 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
         g.naming = naming;
     }
     if let Some(sep) = raw.separator {
-        if sep.is_empty()
-            || !sep
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-        {
-            return Err(ctx.invalid(
-                "gateway.separator",
-                "a non-empty string of [A-Za-z0-9_.-] characters",
-            ));
-        }
         g.separator = sep;
+    }
+    // The registry's own rule, checked here so the error names the file and the key.
+    if g.naming_config().validate().is_err() {
+        return Err(ctx.invalid("gateway.separator", "1 to 8 characters of [A-Za-z0-9_.-]"));
     }
     let dur = |key: &str, raw: &Option<RawDuration>, into: &mut Duration| {
         if let Some(raw) = raw {
@@ -920,11 +914,7 @@ fn build_server(
     name: &str,
     raw: RawServer,
 ) -> Result<ServerConfig, ConfigError> {
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-    {
+    if name.is_empty() || !name.bytes().all(roster_core::naming::is_name_byte) {
         return Err(ctx.invalid(
             format!("servers.{name}"),
             "a server name of [A-Za-z0-9_.-] characters",
@@ -1244,6 +1234,25 @@ mod tests {
         let err = parse("[servers.a]\nurl = \"http://h/\"\nheaders = { A = \"${X\" }\n")
             .expect_err("unclosed");
         assert!(err.to_string().contains("servers.a.headers.A"), "{err}");
+    }
+
+    #[test]
+    fn separator_follows_the_registry_rule_and_names_the_key() {
+        for bad in ["", "123456789", "a b", "::"] {
+            let err = parse(&format!("[gateway]\nseparator = {bad:?}\n")).expect_err(bad);
+            assert!(
+                matches!(&err, ConfigError::Invalid { key, .. } if key == "gateway.separator"),
+                "{bad:?}: {err}"
+            );
+            assert!(err.to_string().contains("roster.toml"), "{err}");
+        }
+        let config = parse("[gateway]\nseparator = \"12345678\"\n").expect("8 characters");
+        assert_eq!(config.gateway.separator, "12345678");
+        config
+            .gateway
+            .naming_config()
+            .validate()
+            .expect("the registry accepts it");
     }
 
     #[test]
