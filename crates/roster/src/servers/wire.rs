@@ -52,6 +52,11 @@ impl RawResults {
     }
 
     fn note_incoming(&self, message: &Value) {
+        // A request from the server (a ping, say) shares the id space of nobody's answers:
+        // its id may equal one of ours that is still waiting for its raw result.
+        if message.get("method").is_some() {
+            return;
+        }
         let (Some(id), Some(result)) = (message.get("id"), message.get("result")) else {
             if let Some(id) = message.get("id") {
                 self.lock().watched.remove(&id.to_string());
@@ -196,6 +201,18 @@ mod tests {
         assert_eq!(got, Some(json!({"tools": [{"x": 1}]})));
         assert_eq!(raw.take(&rmcp::model::RequestId::Number(4)), None);
         assert_eq!(raw.take(&rmcp::model::RequestId::Number(3)), None);
+    }
+
+    #[test]
+    fn a_server_request_with_a_watched_id_keeps_the_watch() {
+        let raw = RawResults::default();
+        raw.note_outgoing(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}));
+        raw.note_incoming(&json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
+        raw.note_incoming(&json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": []}}));
+        assert_eq!(
+            raw.take(&rmcp::model::RequestId::Number(5)),
+            Some(json!({"tools": []}))
+        );
     }
 
     #[test]
