@@ -419,14 +419,11 @@ impl Connection {
             TransportConfig::StreamableHttp { url, headers } => {
                 use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                let mut custom = HashMap::new();
-                for (k, v) in headers {
-                    let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                        .map_err(|_| ConnectError::Header(k.clone()))?;
-                    let value = reqwest::header::HeaderValue::from_str(v)
-                        .map_err(|_| ConnectError::Header(k.clone()))?;
-                    custom.insert(name, value);
-                }
+                let custom: HashMap<_, _> = super::wire::header_map(headers)
+                    .map_err(ConnectError::Header)?
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 let transport = StreamableHttpClientTransport::from_config(
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(custom),

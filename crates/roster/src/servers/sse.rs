@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -129,23 +129,13 @@ impl EventParser {
     }
 }
 
-fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap, SseError> {
-    let mut map = HeaderMap::new();
-    for (k, v) in headers {
-        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| SseError::Header(k.clone()))?;
-        let value = HeaderValue::from_str(v).map_err(|_| SseError::Header(k.clone()))?;
-        map.insert(name, value);
-    }
-    Ok(map)
-}
-
 pub(crate) async fn connect(
     server: Arc<str>,
     url: &str,
     headers: &BTreeMap<String, String>,
     raw: RawResults,
 ) -> Result<(WireTransport, SseGuard), SseError> {
-    let headers = header_map(headers)?;
+    let headers = super::wire::header_map(headers).map_err(SseError::Header)?;
     let client = reqwest::Client::new();
     let response = client
         .get(url)

@@ -158,6 +158,21 @@ impl Transport<RoleClient> for WireTransport {
     }
 }
 
+/// The configured headers as an HTTP header map; `Err` names the first key (or its value)
+/// that is not valid HTTP. Shared by the streamable HTTP and SSE transports.
+pub(crate) fn header_map(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<reqwest::header::HeaderMap, String> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    let mut map = reqwest::header::HeaderMap::new();
+    for (k, v) in headers {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| k.clone())?;
+        let value = HeaderValue::from_str(v).map_err(|_| k.clone())?;
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
 /// Parses one line from a server; `None` (after a warning) when it is not JSON.
 pub(crate) fn parse_line(server: &str, line: &str) -> Option<Value> {
     let line = line.trim();
@@ -213,6 +228,19 @@ mod tests {
             raw.take(&rmcp::model::RequestId::Number(5)),
             Some(json!({"tools": []}))
         );
+    }
+
+    #[test]
+    fn header_map_names_the_bad_key() {
+        let mut headers = std::collections::BTreeMap::new();
+        headers.insert("Authorization".to_owned(), "Bearer x".to_owned());
+        let map = header_map(&headers).expect("valid headers");
+        assert_eq!(map["authorization"], "Bearer x");
+        headers.insert("Bad Name".to_owned(), "v".to_owned());
+        assert_eq!(header_map(&headers).expect_err("invalid name"), "Bad Name");
+        headers.remove("Bad Name");
+        headers.insert("X-Ok".to_owned(), "line\nbreak".to_owned());
+        assert_eq!(header_map(&headers).expect_err("invalid value"), "X-Ok");
     }
 
     #[test]
