@@ -2,7 +2,8 @@
 //!
 //! The child is owned by a waiter task: it is reaped when it exits on its own (no zombies), and
 //! killed and reaped when the [`ChildGuard`] is dropped (roster shutting down, or the connection
-//! being replaced). Its stderr goes to the log, one line per event, under the server's name.
+//! being replaced). The child leads its own process group and the whole group is killed, so
+//! the grandchildren of a wrapper such as `npx` die with it. Its stderr goes to the log, one line per event, under the server's name.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -105,6 +106,20 @@ pub struct SpawnError {
     pub source: std::io::Error,
 }
 
+/// Kills the child's process group (the child and whatever it started that stayed in it).
+fn kill_group(pid: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(pid) = pid
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw)
+        && let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
+    {
+        tracing::debug!(%error, "cannot kill the server's process group");
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}
+
 pub(crate) fn spawn(
     server: Arc<str>,
     command: &str,
@@ -125,6 +140,10 @@ pub(crate) fn spawn(
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
     }
+    // Its own process group, so shutdown reaches what a wrapper (`npx`, `uvx`, a shell
+    // script) started in turn, not only the wrapper.
+    #[cfg(unix)]
+    cmd.process_group(0);
     let mut child = cmd.spawn().map_err(|source| SpawnError {
         command: command.to_owned(),
         source,
@@ -200,6 +219,8 @@ pub(crate) fn spawn(
         let status = tokio::select! {
             status = child.wait() => status,
             _ = kill_rx => {
+                // The child is not reaped yet, so its pid is still its group's id.
+                kill_group(pid);
                 let _ = child.start_kill();
                 child.wait().await
             }
