@@ -2,8 +2,9 @@
 //!
 //! The child is owned by a waiter task: it is reaped when it exits on its own (no zombies), and
 //! killed and reaped when the [`ChildGuard`] is dropped (roster shutting down, or the connection
-//! being replaced). The child leads its own process group and the whole group is killed, so
-//! the grandchildren of a wrapper such as `npx` die with it. Its stderr goes to the log, one line per event, under the server's name.
+//! being replaced). The child leads its own process group, and the group is killed when the child
+//! ends either way, so the grandchildren of a wrapper such as `npx` do not outlive it. Its stderr
+//! goes to the log, one line per event, under the server's name.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -217,7 +218,12 @@ pub(crate) fn spawn(
     let name = server.clone();
     tokio::spawn(async move {
         let status = tokio::select! {
-            status = child.wait() => status,
+            status = child.wait() => {
+                // What the child left running in its group goes with it. The group id stays
+                // reserved while the group has members, so this cannot hit a stranger.
+                kill_group(pid);
+                status
+            }
             _ = kill_rx => {
                 // The child is not reaped yet, so its pid is still its group's id.
                 kill_group(pid);
