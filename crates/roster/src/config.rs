@@ -495,7 +495,44 @@ enum RawDuration {
 #[derive(Deserialize)]
 struct RawJson {
     #[serde(rename = "mcpServers", alias = "servers", default)]
-    servers: BTreeMap<String, RawJsonServer>,
+    servers: InFileOrder<RawJsonServer>,
+}
+
+/// A JSON object's entries in the order the file lists them (serde_json's own map sorts by key
+/// unless its workspace-wide `preserve_order` feature is on). A repeated key keeps its first
+/// place and its last value, as a map would.
+struct InFileOrder<T>(Vec<(String, T)>);
+
+impl<T> Default for InFileOrder<T> {
+    fn default() -> Self {
+        InFileOrder(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for InFileOrder<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Entries<T> {
+            type Value = InFileOrder<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of servers by name")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut entries: Vec<(String, T)> = Vec::new();
+                while let Some((name, value)) = map.next_entry::<String, T>()? {
+                    match entries.iter_mut().find(|(n, _)| *n == name) {
+                        Some(entry) => entry.1 = value,
+                        None => entries.push((name, value)),
+                    }
+                }
+                Ok(InFileOrder(entries))
+            }
+        }
+        deserializer.deserialize_map(Entries(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -741,7 +778,8 @@ impl Config {
         };
         let gateway = GatewayConfig::defaults(env);
         let mut servers = BTreeMap::new();
-        for (name, s) in raw.servers {
+        let mut server_order = Vec::with_capacity(raw.servers.0.len());
+        for (name, s) in raw.servers.0 {
             let transport = match s.kind.as_deref() {
                 Some("http") | Some("streamable-http") | Some("streamableHttp") => {
                     Some("streamable-http".to_owned())
@@ -768,11 +806,12 @@ impl Config {
             };
             let key_name = format!("mcpServers.{name}");
             let built = build_server_keyed(&ctx, &gateway, &key_name, server)?;
+            server_order.push(name.clone());
             servers.insert(name, built);
         }
         Ok(Config {
             source: Some(path.to_owned()),
-            server_order: servers.keys().cloned().collect(),
+            server_order,
             servers,
             gateway,
             skills: SkillsConfig::default(),
@@ -1344,6 +1383,26 @@ mod tests {
             TransportConfig::StreamableHttp { .. }
         ));
         assert!(!config.servers["legacy"].enabled);
+        assert_eq!(config.server_order, ["fs", "web", "legacy"], "file order");
+    }
+
+    #[test]
+    fn json_servers_keep_file_order_and_a_repeat_keeps_its_first_place() {
+        let config = Config::from_mcp_servers_json(
+            r#"{"mcpServers": {
+                "zeta": {"command": "z"},
+                "alpha": {"command": "a"},
+                "zeta": {"command": "z2"}
+            }}"#,
+            Path::new("mcp.json"),
+            &env_of(&[]),
+        )
+        .expect("valid json");
+        assert_eq!(config.server_order, ["zeta", "alpha"]);
+        let TransportConfig::Stdio { command, .. } = &config.servers["zeta"].transport else {
+            panic!("zeta is stdio")
+        };
+        assert_eq!(command, "z2");
     }
 
     #[test]
