@@ -835,3 +835,60 @@ async fn tools_come_in_config_order_then_each_servers_own_order() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_server_elicitation_is_decided_through_the_inbox() {
+    use roster::inbox::{Inbox, InboxConfig};
+    common::init_tracing();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inbox = Arc::new(Inbox::open(InboxConfig::new(dir.path())).expect("inbox opens"));
+    let roster = Roster::start_with(
+        test_config(&dynamic_server_toml("el", "legacy", &[]), ""),
+        RosterOptions {
+            sink: inbox.clone(),
+            ..RosterOptions::default()
+        },
+    )
+    .await
+    .expect("starts");
+    for (yes, expected) in [(true, "accept confirm=True"), (false, "decline")] {
+        let call = {
+            let roster = roster.clone();
+            tokio::spawn(async move {
+                roster
+                    .call("el__confirm_delete", args(json!({"path": "/tmp/x"})))
+                    .await
+            })
+        };
+        eventually("the elicitation waits in the inbox", || {
+            !inbox.pending_confirms().is_empty()
+        })
+        .await;
+        let pending = inbox.pending_confirms();
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        assert_eq!(pending[0].channel, "el");
+        assert_eq!(pending[0].method, "elicitation/create");
+        assert_eq!(pending[0].params["message"], "Delete /tmp/x?");
+        inbox.confirm(pending[0].id, yes).expect("decided");
+        let result = call.await.expect("joins").expect("confirm_delete answers");
+        assert_eq!(text_of(&result), expected, "{result}");
+    }
+}
+
+#[tokio::test]
+async fn without_a_confirming_sink_elicitation_is_not_offered() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(&dynamic_server_toml("no", "legacy", &[]), ""))
+        .await
+        .expect("starts");
+    let result = roster
+        .call("no__confirm_delete", args(json!({"path": "/tmp/x"})))
+        .await
+        .expect("confirm_delete answers");
+    // The SDK refuses to elicit from a client without the capability, or gets a decline.
+    let text = text_of(&result);
+    assert!(
+        result["isError"] == json!(true) || text == "decline",
+        "{result}"
+    );
+}

@@ -43,6 +43,7 @@ if args.garbage:
 import anyio  # noqa: E402
 from mcp.server.caching import CacheHint  # noqa: E402
 from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
 
 
 class CountingServer(MCPServer):
@@ -146,6 +147,19 @@ def flood_stderr(kib: int) -> str:
         sys.stderr.buffer.write(line)
     sys.stderr.buffer.flush()
     return f"flooded {kib}"
+
+
+class Confirmation(BaseModel):
+    confirm: bool
+
+
+@mcp.tool()
+async def confirm_delete(path: str, ctx: Context) -> str:
+    """Ask the client's user (elicitation) before pretending to delete `path`."""
+    result = await ctx.elicit(f"Delete {path}?", schema=Confirmation)
+    if result.action == "accept":
+        return f"accept confirm={result.data.confirm}"
+    return result.action
 
 
 CANCELLED = 0

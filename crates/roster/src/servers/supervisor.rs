@@ -307,6 +307,14 @@ impl Runtime {
     pub(crate) fn launch(self: &Arc<Self>) -> Result<(), super::refresh::RefreshHookError> {
         let dynamic = self.gateway.dynamic_tools;
         for slot in self.slots.values().filter(|s| s.config.enabled) {
+            if self.sink.can_confirm() {
+                let sink = self.sink.clone();
+                let channel = slot.name.clone();
+                slot.notifications
+                    .set_confirmer(Some(Arc::new(move |request| {
+                        sink.confirm(&channel, request)
+                    })));
+            }
             let sink = self.sink.clone();
             let channel = slot.name.clone();
             slot.notifications
