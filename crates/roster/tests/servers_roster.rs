@@ -892,3 +892,44 @@ async fn without_a_confirming_sink_elicitation_is_not_offered() {
         "{result}"
     );
 }
+
+#[tokio::test]
+async fn a_crash_during_a_listing_counts_as_one_failure() {
+    common::init_tracing();
+    // Two failures make a crash loop, parked at a backoff longer than `eventually` waits: a
+    // crash counted twice (once by the cut-off listing, once by the supervisor) never comes
+    // back within the test.
+    let roster = Roster::start(test_config(
+        &dynamic_server_toml("hang", "legacy", &["--hang-listing-after", "1"]),
+        "crash_loop_after = 2\nbackoff_max = \"120s\"\n",
+    ))
+    .await
+    .expect("starts");
+    assert!(has_tool(&roster, "hang__echo"));
+    let listing = {
+        let roster = roster.clone();
+        tokio::spawn(async move { roster.relist("hang").await })
+    };
+    loop {
+        if listing_count(&roster, "hang").await >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = roster.status()[0].pid.expect("a pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let relisted = listing.await.expect("joins");
+    assert!(relisted.is_err(), "{relisted:?}");
+    eventually("the server restarts after one failure's backoff", || {
+        let status = &roster.status()[0];
+        status.pid.is_some_and(|p| p != pid) && has_tool(&roster, "hang__echo")
+    })
+    .await;
+    let status = &roster.status()[0];
+    assert_eq!(status.restarts, 1, "{status:?}");
+    assert_ne!(status.state, ServerState::CrashLoop, "{status:?}");
+}
