@@ -933,3 +933,43 @@ async fn a_crash_during_a_listing_counts_as_one_failure() {
     assert_eq!(status.restarts, 1, "{status:?}");
     assert_ne!(status.state, ServerState::CrashLoop, "{status:?}");
 }
+
+#[tokio::test]
+async fn a_listen_stream_the_server_ends_is_opened_again() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(&dynamic_server_toml("dyn", "modern", &[]), ""))
+        .await
+        .expect("starts");
+    assert_eq!(
+        roster.status()[0].protocol_version.as_deref(),
+        Some("2026-07-28")
+    );
+    // The answer races the stream's end, which now closes the connection: either is fine.
+    match roster.call("dyn__end_listen", None).await {
+        Ok(result) => assert_eq!(text_of(&result), "ended"),
+        Err(error) => assert!(
+            matches!(
+                &error,
+                roster::CallError::Request {
+                    source: roster::servers::RequestError::Closed,
+                    ..
+                }
+            ),
+            "{error}"
+        ),
+    }
+    // The connection is replaced by one that listens again.
+    eventually("reconnected after the stream ended", || {
+        let status = &roster.status()[0];
+        status.restarts >= 1 && status.tools > 0
+    })
+    .await;
+    roster
+        .call("dyn__add_tool", args(json!({"name": "after_listen_ended"})))
+        .await
+        .expect("add_tool answers");
+    eventually("list_changed is heard again", || {
+        has_tool(&roster, "dyn__after_listen_ended")
+    })
+    .await;
+}

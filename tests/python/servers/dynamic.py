@@ -149,6 +149,13 @@ def flood_stderr(kib: int) -> str:
     return f"flooded {kib}"
 
 
+@mcp.tool()
+def end_listen() -> str:
+    """End every open subscriptions/listen stream gracefully (the server keeps running)."""
+    mcp._lowlevel_server._request_handlers["subscriptions/listen"].handler.close()
+    return "ended"
+
+
 class Confirmation(BaseModel):
     confirm: bool
 
