@@ -190,7 +190,9 @@ pub fn is_valid_exposed_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= MAX_NAME_LEN && name.bytes().all(is_name_byte)
 }
 
-fn is_name_byte(b: u8) -> bool {
+/// Whether `b` may appear in an exposed name (and so in a server name or the separator):
+/// `[A-Za-z0-9_.-]`.
+pub fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
 }
 

@@ -495,7 +495,44 @@ enum RawDuration {
 #[derive(Deserialize)]
 struct RawJson {
     #[serde(rename = "mcpServers", alias = "servers", default)]
-    servers: BTreeMap<String, RawJsonServer>,
+    servers: InFileOrder<RawJsonServer>,
+}
+
+/// A JSON object's entries in the order the file lists them (serde_json's own map sorts by key
+/// unless its workspace-wide `preserve_order` feature is on). A repeated key keeps its first
+/// place and its last value, as a map would.
+struct InFileOrder<T>(Vec<(String, T)>);
+
+impl<T> Default for InFileOrder<T> {
+    fn default() -> Self {
+        InFileOrder(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for InFileOrder<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Entries<T> {
+            type Value = InFileOrder<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of servers by name")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut entries: Vec<(String, T)> = Vec::new();
+                while let Some((name, value)) = map.next_entry::<String, T>()? {
+                    match entries.iter_mut().find(|(n, _)| *n == name) {
+                        Some(entry) => entry.1 = value,
+                        None => entries.push((name, value)),
+                    }
+                }
+                Ok(InFileOrder(entries))
+            }
+        }
+        deserializer.deserialize_map(Entries(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -639,10 +676,13 @@ fn parse_duration(raw: &RawDuration) -> Result<Duration, String> {
         }
     };
     let secs = number * unit;
-    if !secs.is_finite() || secs < 0.0 {
+    if !secs.is_finite() {
+        return Err("it is not a finite number".to_owned());
+    }
+    if secs < 0.0 {
         return Err("it is negative".to_owned());
     }
-    Ok(Duration::from_secs_f64(secs))
+    Duration::try_from_secs_f64(secs).map_err(|_| "it is too large".to_owned())
 }
 
 impl Config {
@@ -738,7 +778,8 @@ impl Config {
         };
         let gateway = GatewayConfig::defaults(env);
         let mut servers = BTreeMap::new();
-        for (name, s) in raw.servers {
+        let mut server_order = Vec::with_capacity(raw.servers.0.len());
+        for (name, s) in raw.servers.0 {
             let transport = match s.kind.as_deref() {
                 Some("http") | Some("streamable-http") | Some("streamableHttp") => {
                     Some("streamable-http".to_owned())
@@ -765,11 +806,12 @@ impl Config {
             };
             let key_name = format!("mcpServers.{name}");
             let built = build_server_keyed(&ctx, &gateway, &key_name, server)?;
+            server_order.push(name.clone());
             servers.insert(name, built);
         }
         Ok(Config {
             source: Some(path.to_owned()),
-            server_order: servers.keys().cloned().collect(),
+            server_order,
             servers,
             gateway,
             skills: SkillsConfig::default(),
@@ -796,17 +838,11 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
         g.naming = naming;
     }
     if let Some(sep) = raw.separator {
-        if sep.is_empty()
-            || !sep
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-        {
-            return Err(ctx.invalid(
-                "gateway.separator",
-                "a non-empty string of [A-Za-z0-9_.-] characters",
-            ));
-        }
         g.separator = sep;
+    }
+    // The registry's own rule, checked here so the error names the file and the key.
+    if g.naming_config().validate().is_err() {
+        return Err(ctx.invalid("gateway.separator", "1 to 8 characters of [A-Za-z0-9_.-]"));
     }
     let dur = |key: &str, raw: &Option<RawDuration>, into: &mut Duration| {
         if let Some(raw) = raw {
@@ -917,11 +953,7 @@ fn build_server(
     name: &str,
     raw: RawServer,
 ) -> Result<ServerConfig, ConfigError> {
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-    {
+    if name.is_empty() || !name.bytes().all(roster_core::naming::is_name_byte) {
         return Err(ctx.invalid(
             format!("servers.{name}"),
             "a server name of [A-Za-z0-9_.-] characters",
@@ -1244,6 +1276,45 @@ mod tests {
     }
 
     #[test]
+    fn separator_follows_the_registry_rule_and_names_the_key() {
+        for bad in ["", "123456789", "a b", "::"] {
+            let err = parse(&format!("[gateway]\nseparator = {bad:?}\n")).expect_err(bad);
+            assert!(
+                matches!(&err, ConfigError::Invalid { key, .. } if key == "gateway.separator"),
+                "{bad:?}: {err}"
+            );
+            assert!(err.to_string().contains("roster.toml"), "{err}");
+        }
+        let config = parse("[gateway]\nseparator = \"12345678\"\n").expect("8 characters");
+        assert_eq!(config.gateway.separator, "12345678");
+        config
+            .gateway
+            .naming_config()
+            .validate()
+            .expect("the registry accepts it");
+    }
+
+    #[test]
+    fn huge_or_non_finite_durations_are_errors_naming_the_key() {
+        for (text, why) in [
+            ("[gateway]\nrefresh_interval = 1e20\n", "too large"),
+            (
+                "[gateway]\ndebounce = \"99999999999999999999h\"\n",
+                "too large",
+            ),
+            ("[gateway]\ndebounce = inf\n", "not a finite number"),
+            ("[gateway]\ndebounce = nan\n", "not a finite number"),
+        ] {
+            let err = parse(text).expect_err("rejected");
+            assert!(matches!(&err, ConfigError::Invalid { .. }), "{err}");
+            let shown = err.to_string();
+            assert!(shown.contains("gateway."), "{shown}");
+            assert!(shown.contains(why), "{shown}");
+            assert!(!shown.contains("it is negative"), "{shown}");
+        }
+    }
+
+    #[test]
     fn negative_or_bad_durations_are_errors() {
         let err = parse("[gateway]\ndebounce = \"-5ms\"\n").expect_err("negative");
         assert!(err.to_string().contains("gateway.debounce"), "{err}");
@@ -1312,6 +1383,26 @@ mod tests {
             TransportConfig::StreamableHttp { .. }
         ));
         assert!(!config.servers["legacy"].enabled);
+        assert_eq!(config.server_order, ["fs", "web", "legacy"], "file order");
+    }
+
+    #[test]
+    fn json_servers_keep_file_order_and_a_repeat_keeps_its_first_place() {
+        let config = Config::from_mcp_servers_json(
+            r#"{"mcpServers": {
+                "zeta": {"command": "z"},
+                "alpha": {"command": "a"},
+                "zeta": {"command": "z2"}
+            }}"#,
+            Path::new("mcp.json"),
+            &env_of(&[]),
+        )
+        .expect("valid json");
+        assert_eq!(config.server_order, ["zeta", "alpha"]);
+        let TransportConfig::Stdio { command, .. } = &config.servers["zeta"].transport else {
+            panic!("zeta is stdio")
+        };
+        assert_eq!(command, "z2");
     }
 
     #[test]

@@ -224,13 +224,15 @@ impl Session {
     }
 
     /// Resolves once per burst of deltas queued for this session since it last resolved (a
-    /// delta queued while nobody waited makes the next call resolve at once). Edge-triggered,
-    /// unlike [`Session::delta_arrived`]: a watcher can loop on it without spinning.
+    /// delta queued while nobody waited makes the next call resolve at once), and only when
+    /// the merged delta waiting is non-empty: a burst that cancels out (a tool added, then
+    /// removed) is no change. Edge-triggered, unlike [`Session::delta_arrived`]: a watcher can
+    /// loop on it without spinning.
     pub async fn changed(&self) {
         let mut generation = self.queue.generation.subscribe();
         loop {
             let now = *generation.borrow_and_update();
-            if self.seen.fetch_max(now, Ordering::SeqCst) < now {
+            if self.seen.fetch_max(now, Ordering::SeqCst) < now && self.has_pending() {
                 return;
             }
             if generation.changed().await.is_err() {
@@ -288,10 +290,11 @@ impl Roster {
         })
     }
 
-    /// The live tools, in exposed-name order.
+    /// The live tools in their deterministic order: servers in config order, each server's
+    /// tools in the order the server listed them.
     pub fn tools(&self) -> Vec<ToolEntry> {
         let state = self.rt.state();
-        let mut tools: Vec<ToolEntry> = state
+        state
             .registry
             .tools()
             .map(|t| ToolEntry {
@@ -299,9 +302,7 @@ impl Roster {
                 server: t.server.to_owned(),
                 tool: t.tool.clone(),
             })
-            .collect();
-        tools.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name));
-        tools
+            .collect()
     }
 
     /// A live [`ToolLookup`] over the registry for the skill catalog: each question reads the
@@ -419,5 +420,69 @@ impl Roster {
     /// Stops every server and hook now (also done when the last clone is dropped).
     pub fn shutdown(&self) {
         self.rt.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+
+    fn queue(session: &Session, delta: Delta) {
+        session
+            .queue
+            .deltas
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(delta);
+        session.queue.generation.send_modify(|g| *g += 1);
+    }
+
+    fn named(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn changed_fires_only_for_a_non_empty_merged_delta() {
+        let config = Config::with_servers(Default::default());
+        let rt = Runtime::new(
+            config.gateway,
+            &config.servers,
+            &config.server_order,
+            Arc::new(LogSink),
+            None,
+        );
+        let session = Session::new(rt);
+        assert!(session.changed().now_or_never().is_none(), "nothing queued");
+        queue(
+            &session,
+            Delta {
+                added: named(&["a__x"]),
+                ..Delta::default()
+            },
+        );
+        queue(
+            &session,
+            Delta {
+                removed: named(&["a__x"]),
+                ..Delta::default()
+            },
+        );
+        assert!(
+            session.changed().now_or_never().is_none(),
+            "a burst that cancels out is no change"
+        );
+        queue(
+            &session,
+            Delta {
+                added: named(&["a__y"]),
+                ..Delta::default()
+            },
+        );
+        assert!(session.changed().now_or_never().is_some(), "a real change");
+        assert!(
+            session.changed().now_or_never().is_none(),
+            "edge-triggered: the same burst fires once"
+        );
     }
 }

@@ -335,3 +335,82 @@ async fn sse_server_going_away_closes_the_connection() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn invalid_utf8_and_a_flood_on_stderr_do_not_block_the_server() {
+    let conn = Connection::connect(
+        "dyn",
+        &dynamic_stdio(Era::Legacy, &[]),
+        Notifications::new(),
+    )
+    .await
+    .expect("connects");
+    // 256 KiB is four times a Linux pipe buffer: an undrained stderr blocks the server.
+    for _ in 0..2 {
+        let result = conn
+            .call_tool(
+                "flood_stderr",
+                args(json!({"kib": 256})),
+                CallOptions::default(),
+            )
+            .await
+            .expect("flood_stderr answers");
+        assert_eq!(text_of(&result), "flooded 256", "{result}");
+    }
+    let result = conn
+        .call_tool(
+            "echo",
+            args(json!({"text": "still here"})),
+            CallOptions::default(),
+        )
+        .await
+        .expect("echo answers after the flood");
+    assert_eq!(text_of(&result), "dynamic: still here");
+}
+
+/// Whether a process is gone (or only a zombie waiting for a reaper that is not roster).
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn closing_kills_the_grandchildren_of_a_wrapper() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pid_file = dir.path().join("grandchild.pid");
+    // Like `npx`: a wrapper that starts another long-lived process besides the server.
+    let script = format!(
+        "sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > \"$0\"; exec {} {}",
+        common::toml_str(&common::python().to_string_lossy()),
+        common::toml_str(&common::python_fixture("dynamic.py").to_string_lossy()),
+    );
+    let mut config = ServerConfig::stdio(
+        "sh",
+        vec![
+            "-c".to_owned(),
+            script,
+            pid_file.to_string_lossy().into_owned(),
+        ],
+    );
+    config.era = Era::Legacy;
+    let conn = Connection::connect("wrapped", &config, Notifications::new())
+        .await
+        .expect("connects through the wrapper");
+    let grandchild: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the wrapper wrote the grandchild's pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(!process_gone(grandchild), "the grandchild runs");
+    conn.close();
+    conn.closed().await;
+    drop(conn);
+    common::eventually("the grandchild is killed with the server", || {
+        process_gone(grandchild)
+    })
+    .await;
+}

@@ -793,3 +793,183 @@ async fn progress_passes_through_a_roster_call() {
     assert_eq!(progress[0]["message"], "halfway");
     assert_eq!(progress[0]["total"], json!(2.0));
 }
+
+#[tokio::test]
+async fn tools_come_in_config_order_then_each_servers_own_order() {
+    common::init_tracing();
+    // Config order is the reverse of name order, and the fixture's own order is not sorted.
+    let servers = format!(
+        "{}{}",
+        dynamic_server_toml("zeta", "legacy", &[]),
+        dynamic_server_toml("alpha", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&servers, ""))
+        .await
+        .expect("starts");
+    let tools = roster.tools();
+    let servers: Vec<&str> = tools.iter().map(|t| t.server.as_str()).collect();
+    let first_alpha = servers
+        .iter()
+        .position(|s| *s == "alpha")
+        .expect("alpha has tools");
+    assert!(first_alpha > 0, "{servers:?}");
+    assert!(
+        servers[..first_alpha].iter().all(|s| *s == "zeta"),
+        "{servers:?}"
+    );
+    assert!(
+        servers[first_alpha..].iter().all(|s| *s == "alpha"),
+        "{servers:?}"
+    );
+    for server in ["zeta", "alpha"] {
+        let names: Vec<&str> = tools
+            .iter()
+            .filter(|t| t.server == server)
+            .map(|t| t.tool.name.as_str())
+            .collect();
+        // dynamic.py registers these first, in this order.
+        assert_eq!(
+            names[..4],
+            ["echo", "change_echo", "add_tool", "remove_tool"],
+            "{server}: {names:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_server_elicitation_is_decided_through_the_inbox() {
+    use roster::inbox::{Inbox, InboxConfig};
+    common::init_tracing();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inbox = Arc::new(Inbox::open(InboxConfig::new(dir.path())).expect("inbox opens"));
+    let roster = Roster::start_with(
+        test_config(&dynamic_server_toml("el", "legacy", &[]), ""),
+        RosterOptions {
+            sink: inbox.clone(),
+            ..RosterOptions::default()
+        },
+    )
+    .await
+    .expect("starts");
+    for (yes, expected) in [(true, "accept confirm=True"), (false, "decline")] {
+        let call = {
+            let roster = roster.clone();
+            tokio::spawn(async move {
+                roster
+                    .call("el__confirm_delete", args(json!({"path": "/tmp/x"})))
+                    .await
+            })
+        };
+        eventually("the elicitation waits in the inbox", || {
+            !inbox.pending_confirms().is_empty()
+        })
+        .await;
+        let pending = inbox.pending_confirms();
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        assert_eq!(pending[0].channel, "el");
+        assert_eq!(pending[0].method, "elicitation/create");
+        assert_eq!(pending[0].params["message"], "Delete /tmp/x?");
+        inbox.confirm(pending[0].id, yes).expect("decided");
+        let result = call.await.expect("joins").expect("confirm_delete answers");
+        assert_eq!(text_of(&result), expected, "{result}");
+    }
+}
+
+#[tokio::test]
+async fn without_a_confirming_sink_elicitation_is_not_offered() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(&dynamic_server_toml("no", "legacy", &[]), ""))
+        .await
+        .expect("starts");
+    let result = roster
+        .call("no__confirm_delete", args(json!({"path": "/tmp/x"})))
+        .await
+        .expect("confirm_delete answers");
+    // The SDK refuses to elicit from a client without the capability, or gets a decline.
+    let text = text_of(&result);
+    assert!(
+        result["isError"] == json!(true) || text == "decline",
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn a_crash_during_a_listing_counts_as_one_failure() {
+    common::init_tracing();
+    // Two failures make a crash loop, parked at a backoff longer than `eventually` waits: a
+    // crash counted twice (once by the cut-off listing, once by the supervisor) never comes
+    // back within the test.
+    let roster = Roster::start(test_config(
+        &dynamic_server_toml("hang", "legacy", &["--hang-listing-after", "1"]),
+        "crash_loop_after = 2\nbackoff_max = \"120s\"\n",
+    ))
+    .await
+    .expect("starts");
+    assert!(has_tool(&roster, "hang__echo"));
+    let listing = {
+        let roster = roster.clone();
+        tokio::spawn(async move { roster.relist("hang").await })
+    };
+    loop {
+        if listing_count(&roster, "hang").await >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = roster.status()[0].pid.expect("a pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let relisted = listing.await.expect("joins");
+    assert!(relisted.is_err(), "{relisted:?}");
+    eventually("the server restarts after one failure's backoff", || {
+        let status = &roster.status()[0];
+        status.pid.is_some_and(|p| p != pid) && has_tool(&roster, "hang__echo")
+    })
+    .await;
+    let status = &roster.status()[0];
+    assert_eq!(status.restarts, 1, "{status:?}");
+    assert_ne!(status.state, ServerState::CrashLoop, "{status:?}");
+}
+
+#[tokio::test]
+async fn a_listen_stream_the_server_ends_is_opened_again() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(&dynamic_server_toml("dyn", "modern", &[]), ""))
+        .await
+        .expect("starts");
+    assert_eq!(
+        roster.status()[0].protocol_version.as_deref(),
+        Some("2026-07-28")
+    );
+    // The answer races the stream's end, which now closes the connection: either is fine.
+    match roster.call("dyn__end_listen", None).await {
+        Ok(result) => assert_eq!(text_of(&result), "ended"),
+        Err(error) => assert!(
+            matches!(
+                &error,
+                roster::CallError::Request {
+                    source: roster::servers::RequestError::Closed,
+                    ..
+                }
+            ),
+            "{error}"
+        ),
+    }
+    // The connection is replaced by one that listens again.
+    eventually("reconnected after the stream ended", || {
+        let status = &roster.status()[0];
+        status.restarts >= 1 && status.tools > 0
+    })
+    .await;
+    roster
+        .call("dyn__add_tool", args(json!({"name": "after_listen_ended"})))
+        .await
+        .expect("add_tool answers");
+    eventually("list_changed is heard again", || {
+        has_tool(&roster, "dyn__after_listen_ended")
+    })
+    .await;
+}

@@ -43,6 +43,7 @@ if args.garbage:
 import anyio  # noqa: E402
 from mcp.server.caching import CacheHint  # noqa: E402
 from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
 
 
 class CountingServer(MCPServer):
@@ -135,6 +136,37 @@ def garbage() -> str:
     sys.stdout.write("this is not JSON-RPC\n")
     sys.stdout.flush()
     return "wrote garbage"
+
+
+@mcp.tool()
+def flood_stderr(kib: int) -> str:
+    """Write a line of invalid UTF-8, then `kib` KiB of text, to stderr; then answer."""
+    sys.stderr.buffer.write(b"\xff\xfe not UTF-8 \xc3\n")
+    line = b"x" * 1023 + b"\n"
+    for _ in range(kib):
+        sys.stderr.buffer.write(line)
+    sys.stderr.buffer.flush()
+    return f"flooded {kib}"
+
+
+@mcp.tool()
+def end_listen() -> str:
+    """End every open subscriptions/listen stream gracefully (the server keeps running)."""
+    mcp._lowlevel_server._request_handlers["subscriptions/listen"].handler.close()
+    return "ended"
+
+
+class Confirmation(BaseModel):
+    confirm: bool
+
+
+@mcp.tool()
+async def confirm_delete(path: str, ctx: Context) -> str:
+    """Ask the client's user (elicitation) before pretending to delete `path`."""
+    result = await ctx.elicit(f"Delete {path}?", schema=Confirmation)
+    if result.action == "accept":
+        return f"accept confirm={result.data.confirm}"
+    return result.action
 
 
 CANCELLED = 0

@@ -15,9 +15,10 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CancelledNotificationParam, ClientCapabilities, ClientRequest, ClientResult, ErrorCode,
-    ErrorData, Implementation, InitializeRequestParams, ProtocolVersion, RequestId,
-    ServerNotification, ServerRequest, ServerResult, SubscriptionFilter,
+    CancelledNotificationParam, ClientCapabilities, ClientRequest, ClientResult, ElicitResult,
+    ElicitationAction, ElicitationCapability, ErrorCode, ErrorData, FormElicitationCapability,
+    Implementation, InitializeRequestParams, ProtocolVersion, RequestId, ServerNotification,
+    ServerRequest, ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientLifecycleMode, RoleClient, Service, ServiceError};
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::stdio::{ChildGuard, SpawnError};
 use super::wire::RawResults;
 use crate::config::{Era, ServerConfig, TransportConfig};
+use crate::inbox::{ConfirmDecision, ConfirmRequest};
 
 /// A notification listener: called with the method and params of every notification the
 /// server sends. It runs on the connection's reader, so it must not wait for the server.
@@ -36,6 +38,13 @@ pub type NotificationListener = Arc<dyn Fn(&str, &Value) + Send + Sync>;
 
 /// Receives `notifications/progress` for one call: `(progress params)`.
 pub type ProgressListener = Arc<dyn Fn(&Value) + Send + Sync>;
+
+/// Asks a person to decide one server request (the inbox, through
+/// [`super::NotificationSink::confirm`]).
+pub type Confirmer = Arc<dyn Fn(ConfirmRequest) -> super::ConfirmFuture + Send + Sync>;
+
+/// How long a server's `elicitation/create` waits for a person before it is declined.
+pub const ELICITATION_WAIT: Duration = Duration::from_secs(300);
 
 /// Identifies a listener so it can be removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,6 +56,7 @@ pub struct Notifications {
     next: AtomicU64,
     listeners: RwLock<Vec<(ListenerId, NotificationListener)>>,
     progress: Mutex<Progress>,
+    confirmer: RwLock<Option<Confirmer>>,
 }
 
 /// Progress listeners by token, and progress that arrived before its call registered (rmcp
@@ -84,6 +94,22 @@ impl Notifications {
             .unwrap_or_else(PoisonError::into_inner)
             .push((id, Arc::new(listener)));
         id
+    }
+
+    /// Sets who decides this server's `elicitation/create` requests. Connections made after
+    /// this declare the `elicitation` capability; without a confirmer they decline.
+    pub fn set_confirmer(&self, confirmer: Option<Confirmer>) {
+        *self
+            .confirmer
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = confirmer;
+    }
+
+    fn confirmer(&self) -> Option<Confirmer> {
+        self.confirmer
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Removes a listener; unknown ids are ignored.
@@ -166,10 +192,17 @@ impl Service<RoleClient> for ClientSide {
     async fn handle_request(
         &self,
         request: ServerRequest,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ClientResult, ErrorData> {
         match request {
             ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
+            // rmcp runs each request handler on its own task, so waiting here for a person
+            // does not stall the reader.
+            ServerRequest::ElicitRequest(request) => {
+                let params = serde_json::to_value(&request.params).unwrap_or_default();
+                let result = self.elicit(params, &context.ct).await;
+                Ok(ClientResult::ElicitResult(result))
+            }
             other => Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 format!(
@@ -191,13 +224,83 @@ impl Service<RoleClient> for ClientSide {
     }
 
     fn get_info(&self) -> InitializeRequestParams {
+        let mut capabilities = ClientCapabilities::default();
+        if self.notifications.confirmer().is_some() {
+            capabilities.elicitation =
+                Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+        }
         let mut info = InitializeRequestParams::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("roster", env!("CARGO_PKG_VERSION")),
         );
         info.protocol_version = ProtocolVersion::V_2025_11_25;
         info
     }
+}
+
+impl ClientSide {
+    /// A form elicitation becomes a yes/no confirm for a person; URL elicitations, forms whose
+    /// required fields have no answer roster can give, and every no or expiry are declined.
+    async fn elicit(&self, params: Value, cancelled: &CancellationToken) -> ElicitResult {
+        let decline = ElicitResult::new(ElicitationAction::Decline);
+        let Some(confirmer) = self.notifications.confirmer() else {
+            return decline;
+        };
+        if params.get("mode").and_then(Value::as_str) == Some("url") {
+            tracing::info!(%params, "declined a URL elicitation: roster opens no URLs");
+            return decline;
+        }
+        let Some(content) = confirm_content(params.get("requestedSchema")) else {
+            tracing::info!(%params, "declined an elicitation that asks for more than a yes");
+            return decline;
+        };
+        let request = ConfirmRequest {
+            method: "elicitation/create".to_owned(),
+            params,
+            ttl: ELICITATION_WAIT,
+        };
+        let decision = tokio::select! {
+            decision = confirmer(request) => decision,
+            _ = cancelled.cancelled() => ConfirmDecision::Expired,
+        };
+        match decision {
+            ConfirmDecision::Confirmed => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(content)
+            }
+            ConfirmDecision::Declined | ConfirmDecision::Expired => decline,
+        }
+    }
+}
+
+/// The content a yes gives: every field's `default`, and `true` for a required boolean
+/// without one. `None` when a required field is neither (roster cannot make up text).
+fn confirm_content(schema: Option<&Value>) -> Option<Value> {
+    let empty = Map::new();
+    let properties = schema
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let required: Vec<&str> = schema
+        .and_then(|s| s.get("required"))
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut content = Map::new();
+    for (name, property) in properties {
+        if let Some(default) = property.get("default") {
+            content.insert(name.clone(), default.clone());
+        } else if required.contains(&name.as_str()) {
+            if property.get("type").and_then(Value::as_str) == Some("boolean") {
+                content.insert(name.clone(), Value::Bool(true));
+            } else {
+                return None;
+            }
+        }
+    }
+    if required.iter().any(|r| !content.contains_key(*r)) {
+        return None;
+    }
+    Some(Value::Object(content))
 }
 
 fn method_of(value: &Value) -> &str {
@@ -419,14 +522,11 @@ impl Connection {
             TransportConfig::StreamableHttp { url, headers } => {
                 use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                let mut custom = HashMap::new();
-                for (k, v) in headers {
-                    let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                        .map_err(|_| ConnectError::Header(k.clone()))?;
-                    let value = reqwest::header::HeaderValue::from_str(v)
-                        .map_err(|_| ConnectError::Header(k.clone()))?;
-                    custom.insert(name, value);
-                }
+                let custom: HashMap<_, _> = super::wire::header_map(headers)
+                    .map_err(ConnectError::Header)?
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 let transport = StreamableHttpClientTransport::from_config(
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(custom),
@@ -498,7 +598,11 @@ impl Connection {
                                 next = subscription.next() => match next {
                                     Ok(Some(notification)) => dispatch_typed(&fanout, &notification),
                                     Ok(None) | Err(_) => {
-                                        tracing::info!(server = %name_listen, end = ?subscription.end(), "subscriptions/listen ended");
+                                        // Without the stream list_changed is never heard again
+                                        // while the connection looks healthy: end the connection
+                                        // so supervision reconnects and listens anew.
+                                        tracing::warn!(server = %name_listen, end = ?subscription.end(), "subscriptions/listen ended; closing the connection");
+                                        stop_listen.cancel();
                                         break;
                                     }
                                 },
@@ -758,6 +862,31 @@ fn parse_tools(raw: &Value) -> Result<Vec<Tool>, RequestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_yes_gives_defaults_and_true_for_required_booleans() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "confirm": {"type": "boolean"},
+                "note": {"type": "string", "default": "ok"},
+                "optional": {"type": "string"}
+            },
+            "required": ["confirm"]
+        });
+        assert_eq!(
+            confirm_content(Some(&schema)),
+            Some(json!({"confirm": true, "note": "ok"}))
+        );
+        assert_eq!(confirm_content(None), Some(json!({})));
+        let needs_text = json!({
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"]
+        });
+        assert_eq!(confirm_content(Some(&needs_text)), None);
+        let missing = json!({"properties": {}, "required": ["ghost"]});
+        assert_eq!(confirm_content(Some(&missing)), None);
+    }
 
     #[test]
     fn progress_before_registration_is_replayed_once() {

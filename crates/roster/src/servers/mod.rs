@@ -15,6 +15,10 @@
 //!   rebuilt from rmcp's typed value and fields rmcp does not know are lost there.
 //! - [`Notifications`]: every notification as `(method, params)`, per server, surviving
 //!   restarts. [`NotificationSink`] is where the inbox records each one.
+//! - Elicitation: a server's `elicitation/create` becomes a pending confirm in the inbox (via
+//!   [`NotificationSink::confirm`]); a yes accepts with the schema's defaults (booleans
+//!   without one `true`), a no or expiry declines. The capability is declared only when the
+//!   sink can reach a person.
 //! - [`RefreshHook`]: `list_changed` → debounced re-list of that one server, on its own task.
 //! - Supervision (inside [`crate::Roster`]): exit, drop or an unanswered ping removes the
 //!   server's tools, then reconnects with the core schedule's backoff; tools return after the
@@ -29,11 +33,11 @@ pub(crate) mod supervisor;
 mod wire;
 
 pub use connection::{
-    CallOptions, ConnectError, Connection, ListenerId, Negotiated, NotificationListener,
-    Notifications, ProgressListener, RequestError, ToolListing,
+    CallOptions, Confirmer, ConnectError, Connection, ELICITATION_WAIT, ListenerId, Negotiated,
+    NotificationListener, Notifications, ProgressListener, RequestError, ToolListing,
 };
 pub use refresh::{RefreshHook, RefreshHookError, Relist, TOOLS_LIST_CHANGED};
-pub use sink::{LogSink, NotificationSink};
+pub use sink::{ConfirmFuture, LogSink, NotificationSink};
 pub use sse::{SseError, SseGuard};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
 pub use supervisor::{ReconcileHook, RelistError, ServerState, ServerStatus};

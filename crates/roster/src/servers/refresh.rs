@@ -83,7 +83,14 @@ impl RefreshHook {
         Self::start(Debouncer::new(window), relist)
     }
 
-    fn start(debouncer: Debouncer, relist: Relist) -> Result<Self, RefreshHookError> {
+    /// How much longer than the window a storm that never subsides may postpone its re-list:
+    /// a server sending `list_changed` more often than the window still gets re-listed at
+    /// least once every `MAX_WAIT_WINDOWS` windows.
+    pub const MAX_WAIT_WINDOWS: u32 = 10;
+
+    fn start(mut debouncer: Debouncer, relist: Relist) -> Result<Self, RefreshHookError> {
+        let max_wait = debouncer.window().saturating_mul(Self::MAX_WAIT_WINDOWS);
+        debouncer.set_max_wait(Some(max_wait));
         let runtime =
             tokio::runtime::Handle::try_current().map_err(|_| RefreshHookError::NoRuntime)?;
         let inner = Arc::new(Inner {
@@ -228,6 +235,26 @@ mod tests {
         assert_eq!(count.load(Ordering::SeqCst), 1);
         assert_eq!(hook.refresh_count(), 1);
         assert!(!hook.is_pending());
+    }
+
+    #[tokio::test]
+    async fn a_storm_longer_than_max_wait_still_relists() {
+        let (relist, count) = counting();
+        let window = Duration::from_millis(100);
+        let hook = RefreshHook::with_window(window, relist).expect("hook");
+        // Notifications every 10 ms keep the trailing edge away for the whole storm, which
+        // lasts three times max_wait.
+        let storm = window * RefreshHook::MAX_WAIT_WINDOWS * 3;
+        let started = tokio::time::Instant::now();
+        while started.elapsed() < storm {
+            hook.schedule();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            count.load(Ordering::SeqCst) >= 1,
+            "a never-ending storm never re-listed"
+        );
+        hook.cancel();
     }
 
     #[tokio::test]

@@ -1,6 +1,15 @@
-//! Where every server notification is recorded: the inbox plugs in here.
+//! Where every server notification is recorded, and where a server request that needs a
+//! person's decision (`elicitation/create`) goes: the inbox plugs in here.
+
+use std::future::Future;
+use std::pin::Pin;
 
 use serde_json::Value;
+
+use crate::inbox::{ConfirmDecision, ConfirmRequest};
+
+/// A person's decision on a server request, once there is one.
+pub type ConfirmFuture = Pin<Box<dyn Future<Output = ConfirmDecision> + Send>>;
 
 /// Receives every notification any server sends, after roster decided whether it acted on it.
 ///
@@ -12,6 +21,20 @@ use serde_json::Value;
 pub trait NotificationSink: Send + Sync + 'static {
     /// Records one notification.
     fn record(&self, channel: &str, method: &str, params: Value, handled: bool);
+
+    /// Whether [`NotificationSink::confirm`] reaches a person. Only then do roster's
+    /// connections declare the `elicitation` capability to their servers.
+    fn can_confirm(&self) -> bool {
+        false
+    }
+
+    /// Asks a person to decide a request from server `channel`. Must not block: the decision
+    /// comes through the returned future (awaited off the connection's reader). The default,
+    /// for sinks with nobody to ask, declines at once.
+    fn confirm(&self, channel: &str, request: ConfirmRequest) -> ConfirmFuture {
+        let _ = (channel, request);
+        Box::pin(std::future::ready(ConfirmDecision::Declined))
+    }
 }
 
 /// A sink that only logs (at DEBUG), for embedders without an inbox.
@@ -28,5 +51,15 @@ impl NotificationSink for LogSink {
 impl NotificationSink for crate::inbox::Inbox {
     fn record(&self, channel: &str, method: &str, params: Value, handled: bool) {
         crate::inbox::Inbox::record(self, channel, method, params, handled);
+    }
+
+    fn can_confirm(&self) -> bool {
+        true
+    }
+
+    /// Kept as a pending confirm that `roster inbox confirm` (or [`crate::inbox::Inbox::confirm`])
+    /// decides; it expires after the request's `ttl`.
+    fn confirm(&self, channel: &str, request: ConfirmRequest) -> ConfirmFuture {
+        Box::pin(self.record_pending_confirm(channel, request).decision())
     }
 }

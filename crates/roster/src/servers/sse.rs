@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -54,53 +54,79 @@ struct Event {
     data: String,
 }
 
+/// The most bytes buffered for one unfinished line (64 MiB, the stdio line cap); a longer line
+/// is dropped as garbage rather than buffered without bound.
+const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
 /// Incremental SSE parser: feed bytes, take complete events.
+///
+/// Bytes are buffered and only whole lines are decoded, so a multi-byte character split across
+/// two HTTP chunks stays one character.
 #[derive(Debug, Default)]
 struct EventParser {
-    buffer: String,
+    buffer: Vec<u8>,
+    /// Inside an over-long line: bytes are dropped until its end.
+    skipping: bool,
     kind: Option<String>,
     data: Vec<String>,
 }
 
 impl EventParser {
-    fn feed(&mut self, chunk: &str, out: &mut Vec<Event>) {
-        self.buffer.push_str(chunk);
-        while let Some(end) = self.buffer.find('\n') {
-            let line: String = self.buffer.drain(..=end).collect();
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                if !self.data.is_empty() || self.kind.is_some() {
-                    out.push(Event {
-                        kind: self.kind.take().unwrap_or_else(|| "message".to_owned()),
-                        data: std::mem::take(&mut self.data).join("\n"),
-                    });
-                }
-                continue;
-            }
-            if line.starts_with(':') {
-                continue;
-            }
-            let (field, value) = match line.split_once(':') {
-                Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-                None => (line, ""),
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
+        self.feed_capped(chunk, out, MAX_LINE_BYTES);
+    }
+
+    fn feed_capped(&mut self, mut chunk: &[u8], out: &mut Vec<Event>, limit: usize) {
+        while !chunk.is_empty() {
+            let newline = chunk.iter().position(|b| *b == b'\n');
+            let (part, rest) = match newline {
+                Some(at) => (&chunk[..at], &chunk[at + 1..]),
+                None => (chunk, &[][..]),
             };
-            match field {
-                "event" => self.kind = Some(value.to_owned()),
-                "data" => self.data.push(value.to_owned()),
-                _ => {}
+            chunk = rest;
+            if !self.skipping {
+                self.buffer.extend_from_slice(part);
             }
+            if newline.is_none() {
+                if self.buffer.len() > limit {
+                    tracing::warn!(limit, "dropped an over-long SSE line");
+                    self.buffer.clear();
+                    self.skipping = true;
+                }
+                return;
+            }
+            if std::mem::take(&mut self.skipping) {
+                continue;
+            }
+            let line = std::mem::take(&mut self.buffer);
+            self.line(&String::from_utf8_lossy(&line), out);
         }
     }
-}
 
-fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap, SseError> {
-    let mut map = HeaderMap::new();
-    for (k, v) in headers {
-        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| SseError::Header(k.clone()))?;
-        let value = HeaderValue::from_str(v).map_err(|_| SseError::Header(k.clone()))?;
-        map.insert(name, value);
+    fn line(&mut self, line: &str, out: &mut Vec<Event>) {
+        let line = line.trim_end_matches('\r');
+        if line.is_empty() {
+            if !self.data.is_empty() || self.kind.is_some() {
+                out.push(Event {
+                    kind: self.kind.take().unwrap_or_else(|| "message".to_owned()),
+                    data: std::mem::take(&mut self.data).join("\n"),
+                });
+            }
+            return;
+        }
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => self.kind = Some(value.to_owned()),
+            "data" => self.data.push(value.to_owned()),
+            _ => {}
+        }
     }
-    Ok(map)
 }
 
 pub(crate) async fn connect(
@@ -109,7 +135,7 @@ pub(crate) async fn connect(
     headers: &BTreeMap<String, String>,
     raw: RawResults,
 ) -> Result<(WireTransport, SseGuard), SseError> {
-    let headers = header_map(headers)?;
+    let headers = super::wire::header_map(headers).map_err(SseError::Header)?;
     let client = reqwest::Client::new();
     let response = client
         .get(url)
@@ -139,7 +165,7 @@ pub(crate) async fn connect(
                 url: url.to_owned(),
             });
         };
-        parser.feed(&String::from_utf8_lossy(&chunk), &mut pending);
+        parser.feed(&chunk, &mut pending);
         while !pending.is_empty() {
             let event = pending.remove(0);
             if event.kind == "endpoint" {
@@ -179,7 +205,7 @@ pub(crate) async fn connect(
             }
             tokio::select! {
                 chunk = stream.next() => match chunk {
-                    Some(Ok(chunk)) => parser.feed(&String::from_utf8_lossy(&chunk), &mut events),
+                    Some(Ok(chunk)) => parser.feed(&chunk, &mut events),
                     Some(Err(error)) => {
                         tracing::info!(server = %name, %error, "SSE stream failed");
                         return;
@@ -247,9 +273,12 @@ mod tests {
     fn events_split_across_chunks() {
         let mut parser = EventParser::default();
         let mut out = Vec::new();
-        parser.feed("event: endpoint\r\ndata: /messages/?session_id=1", &mut out);
+        parser.feed(
+            b"event: endpoint\r\ndata: /messages/?session_id=1",
+            &mut out,
+        );
         assert!(out.is_empty());
-        parser.feed("\r\n\r\n: ping\n\ndata: {\"a\":\ndata: 1}\n\n", &mut out);
+        parser.feed(b"\r\n\r\n: ping\n\ndata: {\"a\":\ndata: 1}\n\n", &mut out);
         assert_eq!(
             out,
             vec![
@@ -262,6 +291,47 @@ mod tests {
                     data: "{\"a\":\n1}".into()
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn a_multibyte_character_split_across_chunks_stays_whole() {
+        let mut parser = EventParser::default();
+        let mut out = Vec::new();
+        let text = "data: {\"text\":\"caf\u{e9} \u{1f600}\"}\n\n".as_bytes();
+        // Split inside the two-byte é and inside the four-byte emoji.
+        let e_acute = text
+            .iter()
+            .position(|b| *b == 0xc3)
+            .expect("é is in the text");
+        let emoji = text
+            .iter()
+            .position(|b| *b == 0xf0)
+            .expect("the emoji is in the text");
+        parser.feed(&text[..e_acute + 1], &mut out);
+        parser.feed(&text[e_acute + 1..emoji + 2], &mut out);
+        parser.feed(&text[emoji + 2..], &mut out);
+        assert_eq!(
+            out,
+            vec![Event {
+                kind: "message".into(),
+                data: "{\"text\":\"caf\u{e9} \u{1f600}\"}".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn an_over_long_line_is_dropped_and_parsing_goes_on() {
+        let mut parser = EventParser::default();
+        let mut out = Vec::new();
+        parser.feed_capped(b"data: 0123456789", &mut out, 8);
+        parser.feed_capped(b"abcdef\n\ndata: ok\n\n", &mut out, 8);
+        assert_eq!(
+            out,
+            vec![Event {
+                kind: "message".into(),
+                data: "ok".into()
+            }]
         );
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! The child is owned by a waiter task: it is reaped when it exits on its own (no zombies), and
 //! killed and reaped when the [`ChildGuard`] is dropped (roster shutting down, or the connection
-//! being replaced). Its stderr goes to the log, one line per event, under the server's name.
+//! being replaced). The child leads its own process group, and the group is killed when the child
+//! ends either way, so the grandchildren of a wrapper such as `npx` do not outlive it. Its stderr
+//! goes to the log, one line per event, under the server's name.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,15 +12,52 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::wire::{RawResults, WireTransport, parse_line};
 
-/// The longest line read from a server's stdout (64 MiB); a longer one is dropped as garbage
-/// rather than buffered without bound.
+/// The longest line read from a server's stdout or stderr (64 MiB); a longer one is dropped as
+/// garbage rather than buffered without bound.
 const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads the next line of at most `MAX_LINE_BYTES` into `buf`, decoded lossily; `None` at end
+/// of stream. Bytes, not `lines()`: a line of invalid UTF-8 is garbage to drop, not the end of
+/// the stream. An over-long line is skipped whole and reading goes on with the next one.
+async fn read_line<'a, R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &'a mut Vec<u8>,
+) -> std::io::Result<Option<std::borrow::Cow<'a, str>>> {
+    read_line_capped(reader, buf, MAX_LINE_BYTES).await
+}
+
+async fn read_line_capped<'a, R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &'a mut Vec<u8>,
+    limit: u64,
+) -> std::io::Result<Option<std::borrow::Cow<'a, str>>> {
+    loop {
+        buf.clear();
+        if (&mut *reader).take(limit).read_until(b'\n', buf).await? == 0 {
+            return Ok(None);
+        }
+        if buf.ends_with(b"\n") || (buf.len() as u64) < limit {
+            return Ok(Some(String::from_utf8_lossy(buf)));
+        }
+        tracing::warn!(limit, "dropped an over-long line from a server");
+        loop {
+            buf.clear();
+            let read = (&mut *reader).take(limit).read_until(b'\n', buf).await?;
+            if read == 0 {
+                return Ok(None);
+            }
+            if buf.ends_with(b"\n") {
+                break;
+            }
+        }
+    }
+}
 
 /// How a child process ended, as seen by its waiter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +107,20 @@ pub struct SpawnError {
     pub source: std::io::Error,
 }
 
+/// Kills the child's process group (the child and whatever it started that stayed in it).
+fn kill_group(pid: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(pid) = pid
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw)
+        && let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
+    {
+        tracing::debug!(%error, "cannot kill the server's process group");
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}
+
 pub(crate) fn spawn(
     server: Arc<str>,
     command: &str,
@@ -88,6 +141,10 @@ pub(crate) fn spawn(
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
     }
+    // Its own process group, so shutdown reaches what a wrapper (`npx`, `uvx`, a shell
+    // script) started in turn, not only the wrapper.
+    #[cfg(unix)]
+    cmd.process_group(0);
     let mut child = cmd.spawn().map_err(|source| SpawnError {
         command: command.to_owned(),
         source,
@@ -110,40 +167,15 @@ pub(crate) fn spawn(
         let mut reader = BufReader::new(stdout);
         let mut line = Vec::new();
         loop {
-            line.clear();
-            let read = (&mut reader)
-                .take(MAX_LINE_BYTES)
-                .read_until(b'\n', &mut line)
-                .await;
-            match read {
-                Ok(0) => break,
-                Ok(_) if !line.ends_with(b"\n") && line.len() as u64 >= MAX_LINE_BYTES => {
-                    tracing::warn!(server = %name, limit = MAX_LINE_BYTES, "dropped an over-long line");
-                    // Skip the rest of it, whatever its length.
-                    let mut rest = Vec::new();
-                    loop {
-                        rest.clear();
-                        match (&mut reader)
-                            .take(MAX_LINE_BYTES)
-                            .read_until(b'\n', &mut rest)
-                            .await
-                        {
-                            Ok(0) | Err(_) => break,
-                            Ok(_) if rest.ends_with(b"\n") => break,
-                            Ok(_) => {}
-                        }
-                    }
-                }
-                Ok(_) => {
-                    // Bytes, not `lines()`: a line of invalid UTF-8 is garbage to drop, not
-                    // the end of the stream.
-                    let text = String::from_utf8_lossy(&line);
+            match read_line(&mut reader, &mut line).await {
+                Ok(Some(text)) => {
                     if let Some(value) = parse_line(&name, &text)
                         && in_tx.send(value).await.is_err()
                     {
                         break;
                     }
                 }
+                Ok(None) => break,
                 Err(error) => {
                     tracing::warn!(server = %name, %error, "stopped reading the server's stdout");
                     break;
@@ -154,9 +186,12 @@ pub(crate) fn spawn(
 
     let name = server.clone();
     tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::info!(target: "roster::server_stderr", server = %name, "{line}");
+        // Drained to its end whatever it holds: a child whose stderr pipe fills up blocks.
+        let mut reader = BufReader::new(stderr);
+        let mut line = Vec::new();
+        while let Ok(Some(text)) = read_line(&mut reader, &mut line).await {
+            let text = text.trim_end_matches(['\n', '\r']);
+            tracing::info!(target: "roster::server_stderr", server = %name, "{text}");
         }
     });
 
@@ -183,8 +218,15 @@ pub(crate) fn spawn(
     let name = server.clone();
     tokio::spawn(async move {
         let status = tokio::select! {
-            status = child.wait() => status,
+            status = child.wait() => {
+                // What the child left running in its group goes with it. The group id stays
+                // reserved while the group has members, so this cannot hit a stranger.
+                kill_group(pid);
+                status
+            }
             _ = kill_rx => {
+                // The child is not reaped yet, so its pid is still its group's id.
+                kill_group(pid);
                 let _ = child.start_kill();
                 child.wait().await
             }
@@ -205,4 +247,30 @@ pub(crate) fn spawn(
             pid,
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_survive_invalid_utf8_and_over_long_lines() {
+        let mut input: &[u8] = b"\xff\xfe bad\nabcdefghij-too-long\nok\nlast";
+        let mut buf = Vec::new();
+        let mut seen = Vec::new();
+        while let Some(text) = read_line_capped(&mut input, &mut buf, 8)
+            .await
+            .expect("reading a slice cannot fail")
+        {
+            seen.push(text.into_owned());
+        }
+        assert_eq!(
+            seen,
+            vec![
+                "\u{fffd}\u{fffd} bad\n".to_owned(),
+                "ok\n".to_owned(),
+                "last".to_owned()
+            ]
+        );
+    }
 }

@@ -307,6 +307,14 @@ impl Runtime {
     pub(crate) fn launch(self: &Arc<Self>) -> Result<(), super::refresh::RefreshHookError> {
         let dynamic = self.gateway.dynamic_tools;
         for slot in self.slots.values().filter(|s| s.config.enabled) {
+            if self.sink.can_confirm() {
+                let sink = self.sink.clone();
+                let channel = slot.name.clone();
+                slot.notifications
+                    .set_confirmer(Some(Arc::new(move |request| {
+                        sink.confirm(&channel, request)
+                    })));
+            }
             let sink = self.sink.clone();
             let channel = slot.name.clone();
             slot.notifications
@@ -415,6 +423,15 @@ impl Runtime {
                     .collect();
                 let (delta, superseded) = {
                     let mut state = self.state();
+                    // Checked under the state lock: the death path takes the connection before
+                    // it removes the server's tools under this lock, so a listing that
+                    // completed as the server died can never bring a dead server's tools back.
+                    let current = slot
+                        .connection()
+                        .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed());
+                    if !current {
+                        return Err(RelistError::NotConnected(slot.name.clone()));
+                    }
                     if let Some(schedule) = state.schedule.server_mut(&slot.name) {
                         schedule.listed(Instant::now(), listing.ttl);
                     }
@@ -425,7 +442,14 @@ impl Runtime {
                 Ok(delta)
             }
             Err(error) => {
+                let closed = matches!(error, super::RequestError::Closed) || connection.is_closed();
                 let error = error.to_string();
+                if closed {
+                    // The server died under the listing: the supervisor records that crash
+                    // once; counting it here too would reach crash-loop twice as fast.
+                    tracing::info!(server = %slot.name, %error, "listing ended with the connection");
+                    return Err(RelistError::NotConnected(slot.name.clone()));
+                }
                 tracing::warn!(server = %slot.name, %error, "listing failed");
                 self.record_failure(slot, &error);
                 // The connection itself is fine; keep showing it as connected.

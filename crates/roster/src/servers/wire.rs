@@ -52,6 +52,11 @@ impl RawResults {
     }
 
     fn note_incoming(&self, message: &Value) {
+        // A request from the server (a ping, say) shares the id space of nobody's answers:
+        // its id may equal one of ours that is still waiting for its raw result.
+        if message.get("method").is_some() {
+            return;
+        }
         let (Some(id), Some(result)) = (message.get("id"), message.get("result")) else {
             if let Some(id) = message.get("id") {
                 self.lock().watched.remove(&id.to_string());
@@ -153,6 +158,21 @@ impl Transport<RoleClient> for WireTransport {
     }
 }
 
+/// The configured headers as an HTTP header map; `Err` names the first key (or its value)
+/// that is not valid HTTP. Shared by the streamable HTTP and SSE transports.
+pub(crate) fn header_map(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<reqwest::header::HeaderMap, String> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    let mut map = reqwest::header::HeaderMap::new();
+    for (k, v) in headers {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| k.clone())?;
+        let value = HeaderValue::from_str(v).map_err(|_| k.clone())?;
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
 /// Parses one line from a server; `None` (after a warning) when it is not JSON.
 pub(crate) fn parse_line(server: &str, line: &str) -> Option<Value> {
     let line = line.trim();
@@ -196,6 +216,31 @@ mod tests {
         assert_eq!(got, Some(json!({"tools": [{"x": 1}]})));
         assert_eq!(raw.take(&rmcp::model::RequestId::Number(4)), None);
         assert_eq!(raw.take(&rmcp::model::RequestId::Number(3)), None);
+    }
+
+    #[test]
+    fn a_server_request_with_a_watched_id_keeps_the_watch() {
+        let raw = RawResults::default();
+        raw.note_outgoing(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}));
+        raw.note_incoming(&json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
+        raw.note_incoming(&json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": []}}));
+        assert_eq!(
+            raw.take(&rmcp::model::RequestId::Number(5)),
+            Some(json!({"tools": []}))
+        );
+    }
+
+    #[test]
+    fn header_map_names_the_bad_key() {
+        let mut headers = std::collections::BTreeMap::new();
+        headers.insert("Authorization".to_owned(), "Bearer x".to_owned());
+        let map = header_map(&headers).expect("valid headers");
+        assert_eq!(map["authorization"], "Bearer x");
+        headers.insert("Bad Name".to_owned(), "v".to_owned());
+        assert_eq!(header_map(&headers).expect_err("invalid name"), "Bad Name");
+        headers.remove("Bad Name");
+        headers.insert("X-Ok".to_owned(), "line\nbreak".to_owned());
+        assert_eq!(header_map(&headers).expect_err("invalid value"), "X-Ok");
     }
 
     #[test]
