@@ -214,7 +214,11 @@ impl ServerHandler for DemoServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let mut result = ListToolsResult::with_all_items(self.tools());
+        // Every change is announced with list_changed, so a listing stays true until then:
+        // a 2026-07-28 client may hold it for an hour instead of re-listing at every turn.
+        result.ttl_ms = Some(3_600_000);
+        Ok(result)
     }
 
     async fn call_tool(
