@@ -8,10 +8,16 @@
 //! server's listing at a time into a [`delta::Delta`], and skills name the tools they rely on.
 
 pub mod debounce;
+pub mod delta;
+pub mod naming;
+pub mod registry;
 pub mod schedule;
 pub mod tool;
 
 pub use debounce::{DebounceError, Debouncer, Fire};
+pub use delta::{Delta, DeltaQueue};
+pub use naming::{Collision, NATIVE_TOOLS, NamingConfig, NamingError, NamingMode};
+pub use registry::{ExposedTool, Fingerprint, Listing, Route, Superseded, ToolRegistry};
 pub use schedule::{
     BackoffConfig, ListingState, Schedule, ScheduleConfig, ScheduleConfigError, ServerSchedule,
 };
