@@ -21,6 +21,9 @@ use crate::echo::unix_micros;
 pub enum Target {
     /// A streamable HTTP endpoint, e.g. `http://127.0.0.1:8931/mcp`. Loopback only.
     Http(String),
+    /// A legacy HTTP+SSE endpoint (`GET` the event stream, `POST` to the endpoint it names),
+    /// for peers that serve nothing newer. Loopback only.
+    Sse(String),
     /// A command spawned as a child and spoken to over stdio; every session shares it.
     Stdio(Vec<String>),
 }
@@ -65,14 +68,21 @@ pub enum TargetError {
 }
 
 impl Target {
-    /// A target from exactly one of a URL or a whitespace-separated stdio command line.
+    /// A target from exactly one of a URL or a whitespace-separated stdio command line. A
+    /// URL prefixed `sse+` (`sse+http://127.0.0.1:1/sse`) is a legacy HTTP+SSE endpoint.
     pub fn parse(url: Option<&str>, stdio: Option<&str>) -> Result<Self, TargetError> {
         match (url, stdio) {
             (Some(url), _) => {
-                if is_loopback_url(url) {
-                    Ok(Self::Http(url.to_owned()))
-                } else {
+                let (sse, plain) = match url.strip_prefix("sse+") {
+                    Some(rest) => (true, rest),
+                    None => (false, url),
+                };
+                if !is_loopback_url(plain) {
                     Err(TargetError::NotLoopback(url.to_owned()))
+                } else if sse {
+                    Ok(Self::Sse(plain.to_owned()))
+                } else {
+                    Ok(Self::Http(plain.to_owned()))
                 }
             }
             (None, Some(cmd)) => {
@@ -87,10 +97,11 @@ impl Target {
         }
     }
 
-    /// `"http"` or `"stdio"`.
+    /// `"http"`, `"sse"` or `"stdio"`.
     pub fn transport(&self) -> &'static str {
         match self {
             Self::Http(_) => "http",
+            Self::Sse(_) => "sse",
             Self::Stdio(_) => "stdio",
         }
     }
@@ -185,7 +196,7 @@ pub async fn connect_with_pid(target: &Target) -> Result<(Session, Option<u32>),
 
 async fn open(target: &Target, watcher: Watcher) -> Result<(Session, Option<u32>), TargetError> {
     let shown = match target {
-        Target::Http(url) => url.clone(),
+        Target::Http(url) | Target::Sse(url) => url.clone(),
         Target::Stdio(words) => words.join(" "),
     };
     let handshake = |e: rmcp::service::ClientInitializeError| TargetError::Handshake {
@@ -197,6 +208,13 @@ async fn open(target: &Target, watcher: Watcher) -> Result<(Session, Option<u32>
             let transport = StreamableHttpClientTransport::from_config(
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()),
             );
+            (watcher.serve(transport).await.map_err(handshake)?, None)
+        }
+        Target::Sse(url) => {
+            let transport = sse::connect(url).await.map_err(|reason| TargetError::Handshake {
+                target: shown.clone(),
+                reason,
+            })?;
             (watcher.serve(transport).await.map_err(handshake)?, None)
         }
         Target::Stdio(words) => {
@@ -220,6 +238,104 @@ async fn open(target: &Target, watcher: Watcher) -> Result<(Session, Option<u32>
         .set_response_cache_config(ClientCacheConfig::disabled())
         .await;
     Ok((session, pid))
+}
+
+/// A client for the legacy HTTP+SSE transport (protocol 2024-11-05), which rmcp no longer
+/// ships: one `GET` stream carries every server message, and each client message is a `POST`
+/// to the endpoint the stream's first `endpoint` event names.
+mod sse {
+    use futures::channel::mpsc;
+    use futures::{SinkExt as _, StreamExt as _};
+    use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+
+    /// The transport's two halves, as rmcp takes them.
+    pub type Halves = (mpsc::Sender<ClientJsonRpcMessage>, mpsc::Receiver<ServerJsonRpcMessage>);
+
+    /// Opens the event stream and waits (up to 10 s) for the `endpoint` event.
+    pub async fn connect(url: &str) -> Result<Halves, String> {
+        let http = reqwest::Client::new();
+        let response = http
+            .get(url)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| format!("GET {url}: {e}"))?;
+        let mut events = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
+        let endpoint = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while let Some(event) = events.next().await {
+                let event = event.map_err(|e| format!("reading {url}: {e}"))?;
+                if event.event.as_deref() == Some("endpoint") {
+                    return event.data.ok_or_else(|| "an endpoint event without data".to_owned());
+                }
+            }
+            Err(format!("{url} closed before naming its endpoint"))
+        })
+        .await
+        .map_err(|_| format!("{url} named no endpoint within 10 s"))??;
+        let endpoint = absolute(url, endpoint.trim());
+        let (to_server, mut outgoing) = mpsc::channel::<ClientJsonRpcMessage>(64);
+        let (mut incoming, from_server) = mpsc::channel::<ServerJsonRpcMessage>(1024);
+        tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                let Ok(event) = event else { break };
+                if !matches!(event.event.as_deref(), None | Some("message")) {
+                    continue;
+                }
+                let Some(data) = event.data else { continue };
+                match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
+                    Ok(message) => {
+                        if incoming.send(message).await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => eprintln!("loadgen: unreadable SSE message ({e}): {data}"),
+                }
+            }
+        });
+        tokio::spawn(async move {
+            // The answer arrives on the event stream; the POST only has to be accepted.
+            while let Some(message) = outgoing.next().await {
+                match http.post(&endpoint).json(&message).send().await {
+                    Ok(r) if r.status().is_success() => {}
+                    Ok(r) => eprintln!("loadgen: POST {endpoint}: HTTP {}", r.status()),
+                    Err(e) => {
+                        eprintln!("loadgen: POST {endpoint}: {e}");
+                        break;
+                    }
+                }
+            }
+        });
+        Ok((to_server, from_server))
+    }
+
+    /// The endpoint as an absolute URL (servers usually send a path).
+    fn absolute(base: &str, endpoint: &str) -> String {
+        if endpoint.starts_with("http://") {
+            return endpoint.to_owned();
+        }
+        let origin_end = base
+            .strip_prefix("http://")
+            .and_then(|rest| rest.find('/'))
+            .map_or(base.len(), |i| i + "http://".len());
+        format!("{}/{}", &base[..origin_end], endpoint.trim_start_matches('/'))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn endpoints_resolve_against_the_origin() {
+            assert_eq!(
+                super::absolute("http://127.0.0.1:3/mcp", "/messages?sessionId=a"),
+                "http://127.0.0.1:3/messages?sessionId=a"
+            );
+            assert_eq!(
+                super::absolute("http://127.0.0.1:3", "messages"),
+                "http://127.0.0.1:3/messages"
+            );
+            assert_eq!(super::absolute("http://x/y", "http://z/m"), "http://z/m");
+        }
+    }
 }
 
 /// The exposed name of the echo server's tool `wanted`: the name itself, or the shortest name

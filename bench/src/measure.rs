@@ -83,7 +83,7 @@ impl Pool {
     async fn open(target: &Target, n: usize) -> anyhow::Result<Self> {
         let sessions = match target {
             Target::Stdio(_) => vec![connect(target, Watcher::default()).await?],
-            Target::Http(_) => {
+            Target::Http(_) | Target::Sse(_) => {
                 futures::future::try_join_all((0..n).map(|_| connect(target, Watcher::default())))
                     .await?
             }
