@@ -33,6 +33,7 @@ pub struct EchoServer {
     fixed: Arc<Vec<Tool>>,
     extras: Arc<Mutex<Extras>>,
     listings: Arc<AtomicU64>,
+    ttl_ms: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -92,7 +93,16 @@ impl EchoServer {
             fixed: Arc::new(fixed),
             extras: Arc::new(Mutex::new(Extras::default())),
             listings: Arc::new(AtomicU64::new(0)),
+            ttl_ms: None,
         }
+    }
+
+    /// Puts `ttlMs` on every listing. Without it rmcp fills in `ttlMs: 0` on the 2026-07-28
+    /// era (SEP-2549 makes the field required there), which tells a caching gateway that the
+    /// listing is stale at once.
+    pub fn with_ttl_ms(mut self, ttl_ms: Option<u64>) -> Self {
+        self.ttl_ms = ttl_ms;
+        self
     }
 
     fn extras(&self) -> MutexGuard<'_, Extras> {
@@ -178,7 +188,11 @@ impl ServerHandler for EchoServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.listings.fetch_add(1, Ordering::Relaxed);
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let listing = ListToolsResult::with_all_items(self.tools());
+        Ok(match self.ttl_ms {
+            Some(ttl) => listing.with_ttl_ms(ttl),
+            None => listing,
+        })
     }
 
     async fn call_tool(

@@ -42,6 +42,9 @@ pub struct Meta {
     /// The run's wall time, seconds.
     #[serde(default)]
     pub wall_s: Option<f64>,
+    /// The machine's load around the run (other work shares the cores).
+    #[serde(default)]
+    pub load: String,
     /// Component → version.
     #[serde(default)]
     pub versions: BTreeMap<String, String>,
@@ -142,8 +145,10 @@ impl Run {
         // The order targets were measured in: direct, roster, then the peers.
         let rank = |label: &str| match label {
             "direct" => 0,
-            "roster" => 1,
-            _ => 2,
+            "direct-http" => 1,
+            "roster" => 2,
+            "roster-ttl" => 3,
+            _ => 4,
         };
         run.calls.sort_by_key(|(l, r)| (r.sessions, rank(l)));
         run.propagate.sort_by_key(|(l, _)| rank(l));
@@ -198,6 +203,9 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
     let _ = writeln!(md, "- date: {}", meta.date);
     let _ = writeln!(md, "- machine: `nproc` = {}, {}", meta.nproc, meta.cpu);
     let _ = writeln!(md, "- command: `{}`", meta.command);
+    if !meta.load.is_empty() {
+        let _ = writeln!(md, "- {}", meta.load);
+    }
     if let Some(wall) = meta.wall_s {
         let _ = writeln!(md, "- wall time of the run: {wall:.0} s");
     }
@@ -213,9 +221,27 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
     }
 
     let _ = writeln!(md, "\n## Targets of issue 7\n");
-    let _ = writeln!(md, "| target | figure | result |\n| --- | --- | --- |");
-    for (name, figure, ok) in targets(run) {
-        let _ = writeln!(md, "| {name} | {figure} | {} |", check(ok));
+    let labels: Vec<&str> = ["roster", "roster-ttl"]
+        .into_iter()
+        .filter(|l| run.calls.iter().any(|(c, _)| c == l))
+        .collect();
+    if labels.is_empty() {
+        let _ = writeln!(md, "roster was not measured in this run (see \"Not measured\").");
+    } else {
+        let _ = writeln!(
+            md,
+            "| target | {} |\n| --- |{}",
+            labels.join(" | "),
+            " --- |".repeat(labels.len())
+        );
+        let columns: Vec<_> = labels.iter().map(|l| targets_for(run, l)).collect();
+        for (row, (name, _, _)) in columns[0].iter().enumerate() {
+            let cells: Vec<String> = columns
+                .iter()
+                .map(|c| format!("{} ({})", c[row].1, check(c[row].2)))
+                .collect();
+            let _ = writeln!(md, "| {name} | {} |", cells.join(" | "));
+        }
     }
 
     let _ = writeln!(md, "\n## `tools/call` of `echo`\n");
@@ -223,7 +249,9 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
         md,
         "Ratios are to `direct` at the same number of sessions (loadgen → echo server over stdio; \
          with 16 sessions, 16 workers share the one stdio connection, as sessions share the one \
-         server behind a gateway). \"+p50\" is the latency the path adds at the median.\n"
+         server behind a gateway). `direct-http` is the echo server serving streamable HTTP \
+         itself on the stack roster's front uses. \"+p50\" is the latency the path adds to \
+         `direct` at the median.\n"
     );
     let _ = writeln!(
         md,
@@ -259,6 +287,24 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
             fmt_f(r.calls_per_s),
             if r.timed_out { ", time limit hit" } else { "" }
         );
+    }
+    for sessions in [1, 16] {
+        let p50 = |label: &str| {
+            run.calls
+                .iter()
+                .find(|(l, r)| l == label && r.sessions == sessions)
+                .and_then(|(_, r)| r.latency_us)
+                .map(|p| p.p50)
+        };
+        if let (Some(r), Some(h), Some(d)) = (p50("roster-ttl").or(p50("roster")), p50("direct-http"), p50("direct")) {
+            let _ = writeln!(
+                md,
+                "\n{sessions} session(s), at p50: the HTTP front itself (direct-http − direct) costs \
+                 {:+.0} µs; roster's forwarding on top of it (roster-ttl, else roster, − direct-http) {:+.0} µs.",
+                h - d,
+                r - h
+            );
+        }
     }
     if let Some(plot) = plot {
         let _ = writeln!(md, "\n![tools/call latency percentiles per target]({plot})");
@@ -374,6 +420,11 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
 
 /// The figures issue 7 sets, each with whether this run met it (`None`: not measured).
 pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
+    targets_for(run, "roster")
+}
+
+/// [`targets`] for the roster run under `roster` (e.g. `roster-ttl`).
+pub fn targets_for(run: &Run, roster: &str) -> Vec<(&'static str, String, Option<bool>)> {
     let calls = |label: &str, sessions: usize| {
         run.calls
             .iter()
@@ -381,7 +432,7 @@ pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
             .map(|(_, r)| r)
     };
     let mut out = Vec::new();
-    let added = calls("roster", 1)
+    let added = calls(roster, 1)
         .zip(calls("direct", 1))
         .and_then(|(r, d)| Some(r.latency_us?.p50 - d.latency_us?.p50));
     out.push((
@@ -391,7 +442,7 @@ pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
             .unwrap_or_else(|| "—".into()),
         added.map(|a| a < 50.0),
     ));
-    let kept = calls("roster", 16)
+    let kept = calls(roster, 16)
         .zip(calls("direct", 16))
         .map(|(r, d)| r.calls_per_s / d.calls_per_s);
     out.push((
@@ -404,10 +455,14 @@ pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
         let fastest_peer = run
             .calls
             .iter()
-            .filter(|(l, r)| l != "roster" && l != "direct" && r.sessions == sessions && r.ok > 0)
+            .filter(|(l, r)| {
+                !["roster", "roster-ttl", "direct", "direct-http"].contains(&l.as_str())
+                    && r.sessions == sessions
+                    && r.ok > 0
+            })
             .map(|(l, r)| (l.clone(), r.calls_per_s))
             .max_by(|a, b| a.1.total_cmp(&b.1));
-        let times = calls("roster", sessions)
+        let times = calls(roster, sessions)
             .zip(fastest_peer.as_ref())
             .map(|(r, (l, p))| (r.calls_per_s / p, l.clone()));
         out.push((
@@ -426,7 +481,7 @@ pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
     let visible = run
         .propagate
         .iter()
-        .find(|(l, _)| l == "roster")
+        .find(|(l, _)| l == roster)
         .map(|(_, r)| r);
     let worst = visible.and_then(|r| {
         if r.visible < r.rounds.len() {
@@ -451,7 +506,7 @@ pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
     let storm = run
         .storm
         .iter()
-        .find(|(l, _)| l == "roster")
+        .find(|(l, _)| l == roster)
         .map(|(_, r)| r);
     out.push((
         "storm of 1,000 notifications: roster lists once",
@@ -463,7 +518,7 @@ pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
     let scale = run
         .scale
         .iter()
-        .find(|(l, _)| l == "roster")
+        .find(|(l, _)| l == roster)
         .map(|(_, r)| r);
     out.push((
         "50 × 100 tools: cold start < 2 s",
