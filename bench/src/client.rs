@@ -211,10 +211,12 @@ async fn open(target: &Target, watcher: Watcher) -> Result<(Session, Option<u32>
             (watcher.serve(transport).await.map_err(handshake)?, None)
         }
         Target::Sse(url) => {
-            let transport = sse::connect(url).await.map_err(|reason| TargetError::Handshake {
-                target: shown.clone(),
-                reason,
-            })?;
+            let transport = sse::connect(url)
+                .await
+                .map_err(|reason| TargetError::Handshake {
+                    target: shown.clone(),
+                    reason,
+                })?;
             (watcher.serve(transport).await.map_err(handshake)?, None)
         }
         Target::Stdio(words) => {
@@ -249,7 +251,10 @@ mod sse {
     use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 
     /// The transport's two halves, as rmcp takes them.
-    pub type Halves = (mpsc::Sender<ClientJsonRpcMessage>, mpsc::Receiver<ServerJsonRpcMessage>);
+    pub type Halves = (
+        mpsc::Sender<ClientJsonRpcMessage>,
+        mpsc::Receiver<ServerJsonRpcMessage>,
+    );
 
     /// Opens the event stream and waits (up to 10 s) for the `endpoint` event.
     pub async fn connect(url: &str) -> Result<Halves, String> {
@@ -266,7 +271,9 @@ mod sse {
             while let Some(event) = events.next().await {
                 let event = event.map_err(|e| format!("reading {url}: {e}"))?;
                 if event.event.as_deref() == Some("endpoint") {
-                    return event.data.ok_or_else(|| "an endpoint event without data".to_owned());
+                    return event
+                        .data
+                        .ok_or_else(|| "an endpoint event without data".to_owned());
                 }
             }
             Err(format!("{url} closed before naming its endpoint"))
@@ -318,7 +325,11 @@ mod sse {
             .strip_prefix("http://")
             .and_then(|rest| rest.find('/'))
             .map_or(base.len(), |i| i + "http://".len());
-        format!("{}/{}", &base[..origin_end], endpoint.trim_start_matches('/'))
+        format!(
+            "{}/{}",
+            &base[..origin_end],
+            endpoint.trim_start_matches('/')
+        )
     }
 
     #[cfg(test)]

@@ -226,7 +226,10 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
         .filter(|l| run.calls.iter().any(|(c, _)| c == l))
         .collect();
     if labels.is_empty() {
-        let _ = writeln!(md, "roster was not measured in this run (see \"Not measured\").");
+        let _ = writeln!(
+            md,
+            "roster was not measured in this run (see \"Not measured\")."
+        );
     } else {
         let _ = writeln!(
             md,
@@ -296,7 +299,11 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
                 .and_then(|(_, r)| r.latency_us)
                 .map(|p| p.p50)
         };
-        if let (Some(r), Some(h), Some(d)) = (p50("roster-ttl").or(p50("roster")), p50("direct-http"), p50("direct")) {
+        if let (Some(r), Some(h), Some(d)) = (
+            p50("roster-ttl").or(p50("roster")),
+            p50("direct-http"),
+            p50("direct"),
+        ) {
             let _ = writeln!(
                 md,
                 "\n{sessions} session(s), at p50: the HTTP front itself (direct-http − direct) costs \
@@ -503,11 +510,7 @@ pub fn targets_for(run: &Run, roster: &str) -> Vec<(&'static str, String, Option
             _ => None,
         },
     ));
-    let storm = run
-        .storm
-        .iter()
-        .find(|(l, _)| l == roster)
-        .map(|(_, r)| r);
+    let storm = run.storm.iter().find(|(l, _)| l == roster).map(|(_, r)| r);
     out.push((
         "storm of 1,000 notifications: roster lists once",
         storm
@@ -515,11 +518,7 @@ pub fn targets_for(run: &Run, roster: &str) -> Vec<(&'static str, String, Option
             .unwrap_or_else(|| "—".into()),
         storm.map(|s| s.listings_caused == 1),
     ));
-    let scale = run
-        .scale
-        .iter()
-        .find(|(l, _)| l == roster)
-        .map(|(_, r)| r);
+    let scale = run.scale.iter().find(|(l, _)| l == roster).map(|(_, r)| r);
     out.push((
         "50 × 100 tools: cold start < 2 s",
         scale
