@@ -1,0 +1,597 @@
+//! The measurements `loadgen` makes. Every loop here is bounded in count and in time.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, JsonObject, PaginatedRequestParams, Tool};
+use rmcp::service::Peer;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio::sync::Barrier;
+
+use crate::client::{
+    Session, Target, Watcher, call_json, connect, connect_with_pid, lists_tool, resolve_tool,
+};
+use crate::echo::unix_micros;
+use crate::stats::Percentiles;
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// What `calls` measures.
+#[derive(Debug, Clone)]
+pub struct CallsConfig {
+    /// Where to send the calls.
+    pub target: Target,
+    /// Concurrent sessions (HTTP: one MCP session each; stdio: workers sharing the one child).
+    pub sessions: usize,
+    /// Timed calls per session.
+    pub calls: usize,
+    /// Untimed calls per session before timing starts.
+    pub warmup: usize,
+    /// Timing stops at this limit even if calls remain.
+    pub time_limit: Duration,
+}
+
+/// Throughput and latency of `echo` calls.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CallsReport {
+    /// `"http"` or `"stdio"`.
+    pub transport: String,
+    /// Concurrent sessions.
+    pub sessions: usize,
+    /// Timed calls asked of each session.
+    pub calls_per_session: usize,
+    /// The exposed name the echo tool was found under.
+    pub tool: String,
+    /// Calls that returned a result.
+    pub ok: usize,
+    /// Calls that failed (transport error or tool error).
+    pub errors: usize,
+    /// The first failure, for the report.
+    pub first_error: Option<String>,
+    /// Whether the time limit cut the run short.
+    pub timed_out: bool,
+    /// Wall time of the timed phase, seconds.
+    pub elapsed_s: f64,
+    /// Successful calls per second over the timed phase.
+    pub calls_per_s: f64,
+    /// Latency of successful calls.
+    pub latency_us: Option<Percentiles>,
+}
+
+#[derive(Default)]
+struct WorkerResult {
+    latencies: Vec<u64>,
+    errors: usize,
+    first_error: Option<String>,
+    timed_out: bool,
+}
+
+/// Open sessions and the peers the workers call through.
+struct Pool {
+    sessions: Vec<Session>,
+    peers: Vec<Peer<RoleClient>>,
+}
+
+impl Pool {
+    /// HTTP: `n` sessions. Stdio: one child shared by `n` workers — the shape a gateway has
+    /// behind it, so direct and gateway runs load one echo server process alike.
+    async fn open(target: &Target, n: usize) -> anyhow::Result<Self> {
+        let sessions = match target {
+            Target::Stdio(_) => vec![connect(target, Watcher::default()).await?],
+            Target::Http(_) | Target::Sse(_) => {
+                futures::future::try_join_all((0..n).map(|_| connect(target, Watcher::default())))
+                    .await?
+            }
+        };
+        let peers = (0..n)
+            .map(|i| sessions[i % sessions.len()].peer().clone())
+            .collect();
+        Ok(Self { sessions, peers })
+    }
+
+    async fn close(self) {
+        for session in self.sessions {
+            let _ = session.cancel().await;
+        }
+    }
+}
+
+/// Sessions × calls of `echo(text)`, all sessions connected and warmed before timing starts.
+pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
+    let n = config.sessions.max(1);
+    let pool = Pool::open(&config.target, n).await?;
+    let tools = pool.peers[0].list_all_tools().await?;
+    let tool = resolve_tool(&tools, "echo")?;
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let deadline = Arc::new(OnceLock::<Instant>::new());
+    let mut workers = Vec::new();
+    for (i, peer) in pool.peers.iter().enumerate() {
+        let peer = peer.clone();
+        let barrier = barrier.clone();
+        let deadline = deadline.clone();
+        let (calls, warmup) = (config.calls, config.warmup);
+        let mut args = JsonObject::new();
+        args.insert("text".into(), json!(format!("hello from session {i}")));
+        let request = CallToolRequestParams::new(tool.clone()).with_arguments(args);
+        workers.push(tokio::spawn(async move {
+            for _ in 0..warmup {
+                let _ = peer.call_tool(request.clone()).await;
+            }
+            barrier.wait().await;
+            let deadline = deadline.get().copied().unwrap_or_else(Instant::now);
+            let mut out = WorkerResult {
+                latencies: Vec::with_capacity(calls),
+                ..WorkerResult::default()
+            };
+            for _ in 0..calls {
+                if Instant::now() >= deadline {
+                    out.timed_out = true;
+                    break;
+                }
+                let started = Instant::now();
+                let outcome = peer.call_tool(request.clone()).await;
+                let took = started.elapsed();
+                match outcome {
+                    Ok(result) if result.is_error != Some(true) => out.latencies.push(nanos(took)),
+                    Ok(result) => {
+                        out.errors += 1;
+                        out.first_error
+                            .get_or_insert_with(|| format!("tool error: {:?}", result.content));
+                    }
+                    Err(e) => {
+                        out.errors += 1;
+                        out.first_error.get_or_insert_with(|| e.to_string());
+                    }
+                }
+            }
+            out
+        }));
+    }
+    // Set before the barrier lets anyone through, so every worker reads the same deadline;
+    // the warm-up is outside it.
+    let _ = deadline.set(Instant::now() + config.time_limit);
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut total = WorkerResult::default();
+    for worker in workers {
+        // A worker stuck in a call past the limit is abandoned, not waited for.
+        let grace = (started + config.time_limit + Duration::from_secs(10))
+            .saturating_duration_since(Instant::now());
+        match tokio::time::timeout(grace, worker).await {
+            Ok(Ok(r)) => {
+                total.latencies.extend(r.latencies);
+                total.errors += r.errors;
+                total.timed_out |= r.timed_out;
+                if total.first_error.is_none() {
+                    total.first_error = r.first_error;
+                }
+            }
+            Ok(Err(e)) => {
+                total.errors += 1;
+                total.first_error.get_or_insert_with(|| e.to_string());
+            }
+            Err(_) => total.timed_out = true,
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    pool.close().await;
+    let ok = total.latencies.len();
+    Ok(CallsReport {
+        transport: config.target.transport().to_owned(),
+        sessions: n,
+        calls_per_session: config.calls,
+        tool,
+        ok,
+        errors: total.errors,
+        first_error: total.first_error,
+        timed_out: total.timed_out,
+        elapsed_s: elapsed,
+        calls_per_s: if elapsed > 0.0 {
+            ok as f64 / elapsed
+        } else {
+            0.0
+        },
+        latency_us: Percentiles::from_nanos(total.latencies),
+    })
+}
+
+/// One change the server made and what the client saw of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PropagationRound {
+    /// The tool the server added.
+    pub added: String,
+    /// Server notification → client received `list_changed`, µs; `None` if none came.
+    pub notify_us: Option<u64>,
+    /// Server notification → a `tools/list` answered with the new tool, µs, when the client
+    /// listed on the notification; `None` if no notification came.
+    pub visible_us: Option<u64>,
+    /// With no notification: whether a `tools/list` after the wait showed the new tool anyway.
+    pub listed_without_notice: Option<bool>,
+}
+
+/// How `list_changed` propagates through a target.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PropagationReport {
+    /// `"http"` or `"stdio"`.
+    pub transport: String,
+    /// How long each round waited for a notification, ms.
+    pub timeout_ms: u64,
+    /// Rounds in which a `list_changed` reached the client.
+    pub notified: usize,
+    /// Rounds in which the client saw the new tool in a `tools/list`.
+    pub visible: usize,
+    /// Notification latency over the notified rounds, µs.
+    pub notify_us: Option<Percentiles>,
+    /// Time to the new tool being listed over the notified rounds, µs.
+    pub visible_us: Option<Percentiles>,
+    /// Each round.
+    pub rounds: Vec<PropagationRound>,
+}
+
+/// `rounds` times: the server adds a tool and notifies; the client waits for the
+/// notification (up to `timeout`), then lists until the tool shows (bounded by the same wait).
+pub async fn propagate(
+    target: &Target,
+    rounds: usize,
+    timeout: Duration,
+) -> anyhow::Result<PropagationReport> {
+    let watcher = Watcher::default();
+    let session = connect(target, watcher.clone()).await?;
+    let tools = session.peer().list_all_tools().await?;
+    let add_tool = resolve_tool(&tools, "add_tool")?;
+    let mut out = Vec::new();
+    for _ in 0..rounds {
+        // Listing first tells a gateway this client is up to date (it coalesces notices).
+        session.peer().list_all_tools().await?;
+        let seen = watcher.count();
+        let result = call_json(&session, &add_tool, json!({})).await?;
+        let added = result
+            .get("added")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let sent_at = result
+            .get("notified_at_unix_us")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or_else(unix_micros);
+        let mut round = PropagationRound {
+            added: added.clone(),
+            notify_us: None,
+            visible_us: None,
+            listed_without_notice: None,
+        };
+        let waited_from = Instant::now();
+        if watcher.wait_beyond(seen, timeout).await {
+            if let Some(at) = watcher.arrival(seen).await {
+                round.notify_us = Some(at.saturating_sub(sent_at));
+            }
+            let give_up = waited_from + timeout;
+            loop {
+                let tools = session.peer().list_all_tools().await?;
+                if lists_tool(&tools, &added) {
+                    round.visible_us = Some(unix_micros().saturating_sub(sent_at));
+                    break;
+                }
+                if Instant::now() >= give_up {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        } else {
+            let tools = session.peer().list_all_tools().await?;
+            round.listed_without_notice = Some(lists_tool(&tools, &added));
+        }
+        out.push(round);
+    }
+    let _ = session.cancel().await;
+    let notify: Vec<u64> = out
+        .iter()
+        .filter_map(|r| r.notify_us)
+        .map(|u| u * 1000)
+        .collect();
+    let visible: Vec<u64> = out
+        .iter()
+        .filter_map(|r| r.visible_us)
+        .map(|u| u * 1000)
+        .collect();
+    Ok(PropagationReport {
+        transport: target.transport().to_owned(),
+        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        notified: notify.len(),
+        visible: out
+            .iter()
+            .filter(|r| r.visible_us.is_some() || r.listed_without_notice == Some(true))
+            .count(),
+        notify_us: Percentiles::from_nanos(notify),
+        visible_us: Percentiles::from_nanos(visible),
+        rounds: out,
+    })
+}
+
+/// What a storm of notifications cost the server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StormReport {
+    /// `"http"` or `"stdio"`.
+    pub transport: String,
+    /// Notifications asked for.
+    pub count: u64,
+    /// Notifications the server sent.
+    pub sent: u64,
+    /// `tools/list` the server had answered before the storm.
+    pub listings_before: u64,
+    /// `tools/list` the server had answered once the count settled.
+    pub listings_after: u64,
+    /// The difference: listings the storm caused.
+    pub listings_caused: u64,
+    /// `list_changed` notifications this client received.
+    pub client_notices: u64,
+    /// How long after the storm the count was read, ms.
+    pub settled_after_ms: u64,
+}
+
+/// The server sends `count` notifications; the listings it answered because of them are
+/// counted once the number stops moving (stable for `quiet`, read at most for `max_wait`).
+pub async fn storm(
+    target: &Target,
+    count: u64,
+    quiet: Duration,
+    max_wait: Duration,
+) -> anyhow::Result<StormReport> {
+    let watcher = Watcher::default();
+    let session = connect(target, watcher.clone()).await?;
+    let tools = session.peer().list_all_tools().await?;
+    let storm_tool = resolve_tool(&tools, "storm")?;
+    let counter_tool = resolve_tool(&tools, "listings_answered")?;
+    let read = |session: &Session| {
+        let counter_tool = counter_tool.clone();
+        let session = session.peer().clone();
+        async move {
+            let result = session
+                .call_tool(CallToolRequestParams::new(counter_tool))
+                .await?;
+            crate::client::json_of(&result)
+                .and_then(|m| m.get("listings").and_then(serde_json::Value::as_u64))
+                .ok_or_else(|| anyhow::anyhow!("listings_answered returned no count"))
+        }
+    };
+    let before = read(&session).await?;
+    let sent = call_json(&session, &storm_tool, json!({"count": count}))
+        .await?
+        .get("sent")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    let storm_done = Instant::now();
+    let mut last = read(&session).await?;
+    let mut stable_since = Instant::now();
+    while storm_done.elapsed() < max_wait {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = read(&session).await?;
+        if now != last {
+            last = now;
+            stable_since = Instant::now();
+        } else if stable_since.elapsed() >= quiet {
+            break;
+        }
+    }
+    let settled = storm_done.elapsed();
+    let _ = session.cancel().await;
+    Ok(StormReport {
+        transport: target.transport().to_owned(),
+        count,
+        sent,
+        listings_before: before,
+        listings_after: last,
+        listings_caused: last.saturating_sub(before),
+        client_notices: watcher.count(),
+        settled_after_ms: u64::try_from(settled.as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+/// Cold start and listing cost of a target with many tools.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScaleReport {
+    /// `"http"` or `"stdio"`.
+    pub transport: String,
+    /// Tools the first complete listing had to hold.
+    pub expect_tools: usize,
+    /// Tools the complete listing held.
+    pub tools_listed: usize,
+    /// Pages in one complete listing.
+    pub pages: usize,
+    /// Process start → first complete `tools/list`, ms.
+    pub cold_start_ms: f64,
+    /// One complete listing (all pages), µs.
+    pub list_all_us: Option<Percentiles>,
+    /// One `tools/list` request (the first page), µs.
+    pub list_page_us: Option<Percentiles>,
+    /// Resident memory of the spawned process after the listings, KiB.
+    pub rss_kib: Option<u64>,
+    /// Peak resident memory of the spawned process, KiB.
+    pub rss_peak_kib: Option<u64>,
+    /// Resident memory of its child processes (the servers), KiB.
+    pub children_rss_kib: Option<u64>,
+    /// Its child processes.
+    pub children: usize,
+}
+
+/// How `scale` starts what it measures.
+#[derive(Debug, Clone)]
+pub enum ScaleTarget {
+    /// Spawn this command, then reach it at this URL.
+    Spawn {
+        /// Program and arguments.
+        command: Vec<String>,
+        /// Its streamable HTTP endpoint.
+        url: String,
+        /// Where its stderr goes.
+        log: Option<PathBuf>,
+    },
+    /// Spawn and speak stdio to this command.
+    Stdio(Vec<String>),
+}
+
+/// Starts the target, waits for the first complete listing of `expect_tools` tools (within
+/// `startup_limit`), then times `lists` listings and reads the process's memory.
+pub async fn scale(
+    target: ScaleTarget,
+    expect_tools: usize,
+    lists: usize,
+    startup_limit: Duration,
+) -> anyhow::Result<ScaleReport> {
+    let started = Instant::now();
+    let give_up = started + startup_limit;
+    let mut _child = None;
+    let (session, pid, transport) = match &target {
+        ScaleTarget::Stdio(words) => {
+            let (session, pid) = connect_with_pid(&Target::Stdio(words.clone())).await?;
+            (session, pid, "stdio")
+        }
+        ScaleTarget::Spawn { command, url, log } => {
+            let (program, args) = command
+                .split_first()
+                .ok_or_else(|| anyhow::anyhow!("the command to spawn is empty"))?;
+            let stderr = match log {
+                Some(path) => std::process::Stdio::from(std::fs::File::create(path)?),
+                None => std::process::Stdio::null(),
+            };
+            let child = tokio::process::Command::new(program)
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(stderr)
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| anyhow::anyhow!("could not start {program:?}: {e}"))?;
+            let pid = child.id();
+            _child = Some(child);
+            let target = Target::parse(Some(url), None)?;
+            let session = loop {
+                match tokio::time::timeout(
+                    Duration::from_secs(5),
+                    connect(&target, Watcher::default()),
+                )
+                .await
+                {
+                    Ok(Ok(session)) => break session,
+                    _ if Instant::now() >= give_up => {
+                        anyhow::bail!("{url} did not accept a session within {startup_limit:?}")
+                    }
+                    _ => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            };
+            (session, pid, "http")
+        }
+    };
+    let tools_listed = loop {
+        let tools = session.peer().list_all_tools().await?;
+        if tools.len() >= expect_tools {
+            break tools.len();
+        }
+        if Instant::now() >= give_up {
+            anyhow::bail!(
+                "only {} of {expect_tools} tools were listed within {startup_limit:?}",
+                tools.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let cold_start_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut all = Vec::with_capacity(lists);
+    let mut page = Vec::with_capacity(lists);
+    let mut pages = 0;
+    // The timed listings stop at `lists` or after as long again as the cold start was allowed.
+    let listing_deadline = Instant::now() + startup_limit;
+    for _ in 0..lists {
+        if Instant::now() >= listing_deadline {
+            break;
+        }
+        let t = Instant::now();
+        pages = list_pages(session.peer()).await?.1;
+        all.push(nanos(t.elapsed()));
+        let t = Instant::now();
+        session.peer().list_tools(None).await?;
+        page.push(nanos(t.elapsed()));
+    }
+    let memory = pid.map(process_memory);
+    let _ = session.cancel().await;
+    if let Some(pid) = pid.filter(|_| transport == "http") {
+        // SIGTERM lets the gateway stop its servers; the drop's SIGKILL is the fallback.
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+        if let Some(mut child) = _child.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        }
+    }
+    let (rss, peak, children, children_rss) = memory.unwrap_or_default();
+    Ok(ScaleReport {
+        transport: transport.to_owned(),
+        expect_tools,
+        tools_listed,
+        pages,
+        cold_start_ms,
+        list_all_us: Percentiles::from_nanos(all),
+        list_page_us: Percentiles::from_nanos(page),
+        rss_kib: rss,
+        rss_peak_kib: peak,
+        children_rss_kib: children_rss,
+        children,
+    })
+}
+
+/// Pages `tools/list` to its end by hand, to count the pages.
+async fn list_pages(peer: &Peer<RoleClient>) -> anyhow::Result<(Vec<Tool>, usize)> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for pages in 1..=10_000 {
+        let result = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await?;
+        tools.extend(result.tools);
+        cursor = result.next_cursor;
+        if cursor.is_none() {
+            return Ok((tools, pages));
+        }
+    }
+    anyhow::bail!("tools/list did not end within 10000 pages")
+}
+
+type Memory = (Option<u64>, Option<u64>, usize, Option<u64>);
+
+/// VmRSS and VmHWM of `pid`, and the VmRSS summed over its children, from /proc.
+fn process_memory(pid: u32) -> Memory {
+    let status_kib = |pid: u32, key: &str| -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+    };
+    let mut children = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+                children.extend(
+                    list.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    let children_rss = children
+        .iter()
+        .map(|&c| status_kib(c, "VmRSS:"))
+        .sum::<Option<u64>>();
+    (
+        status_kib(pid, "VmRSS:"),
+        status_kib(pid, "VmHWM:"),
+        children.len(),
+        children_rss,
+    )
+}

@@ -1,0 +1,618 @@
+//! `bench/RESULTS.md` and the latency plot, from the JSON files one `bench/run` wrote.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::measure::{CallsReport, PropagationReport, ScaleReport, StormReport};
+
+/// Everything one run measured, by kind, each with its target's label.
+#[derive(Debug, Default)]
+pub struct Run {
+    /// `tools/call` runs.
+    pub calls: Vec<(String, CallsReport)>,
+    /// `list_changed` propagation runs.
+    pub propagate: Vec<(String, PropagationReport)>,
+    /// Notification storms.
+    pub storm: Vec<(String, StormReport)>,
+    /// Scale runs.
+    pub scale: Vec<(String, ScaleReport)>,
+    /// Targets or steps that did not run, and why.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// What `bench/run` records about the run itself.
+#[derive(Debug, Default, Deserialize)]
+pub struct Meta {
+    /// When the run started (UTC).
+    #[serde(default)]
+    pub date: String,
+    /// `nproc`.
+    #[serde(default)]
+    pub nproc: String,
+    /// The CPU model.
+    #[serde(default)]
+    pub cpu: String,
+    /// The exact command.
+    #[serde(default)]
+    pub command: String,
+    /// The run's wall time, seconds.
+    #[serde(default)]
+    pub wall_s: Option<f64>,
+    /// The machine's load around the run (other work shares the cores).
+    #[serde(default)]
+    pub load: String,
+    /// Component → version.
+    #[serde(default)]
+    pub versions: BTreeMap<String, String>,
+    /// What each target is, by label.
+    #[serde(default)]
+    pub targets: BTreeMap<String, String>,
+}
+
+/// Why the results could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The results directory or a file in it could not be read.
+    #[error("could not read {path}: {source}")]
+    Read {
+        /// The file or directory.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A results file is not what loadgen writes.
+    #[error("{path} is not a loadgen result: {reason}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Run {
+    /// Reads every `*.json` in `dir` that `loadgen` wrote (a `kind` field), plus
+    /// `skipped.tsv` (label TAB reason per line).
+    pub fn read(dir: &Path) -> Result<Self, ReportError> {
+        let read_err = |path: &Path, source| ReportError::Read {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| read_err(dir, e))?
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        names.sort();
+        let mut run = Self::default();
+        for path in names {
+            if path.file_name().is_some_and(|n| n == "skipped.tsv") {
+                let text = std::fs::read_to_string(&path).map_err(|e| read_err(&path, e))?;
+                run.skipped
+                    .extend(text.lines().filter(|l| !l.trim().is_empty()).map(|l| {
+                        let (label, reason) = l.split_once('\t').unwrap_or((l, ""));
+                        (label.to_owned(), reason.to_owned())
+                    }));
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).map_err(|e| read_err(&path, e))?;
+            let parse_err = |reason: String| ReportError::Parse {
+                path: path.display().to_string(),
+                reason,
+            };
+            let value: Value = serde_json::from_str(&text).map_err(|e| parse_err(e.to_string()))?;
+            let label = value["label"].as_str().unwrap_or("?").to_owned();
+            let typed = |v: Value| -> Result<_, ReportError> { Ok((label.clone(), v)) };
+            match value["kind"].as_str() {
+                Some("calls") => {
+                    let (l, v) = typed(value)?;
+                    run.calls.push((
+                        l,
+                        serde_json::from_value(v).map_err(|e| parse_err(e.to_string()))?,
+                    ));
+                }
+                Some("propagate") => {
+                    let (l, v) = typed(value)?;
+                    run.propagate.push((
+                        l,
+                        serde_json::from_value(v).map_err(|e| parse_err(e.to_string()))?,
+                    ));
+                }
+                Some("storm") => {
+                    let (l, v) = typed(value)?;
+                    run.storm.push((
+                        l,
+                        serde_json::from_value(v).map_err(|e| parse_err(e.to_string()))?,
+                    ));
+                }
+                Some("scale") => {
+                    let (l, v) = typed(value)?;
+                    run.scale.push((
+                        l,
+                        serde_json::from_value(v).map_err(|e| parse_err(e.to_string()))?,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        // The order targets were measured in: direct, roster, then the peers.
+        let rank = |label: &str| match label {
+            "direct" => 0,
+            "direct-http" => 1,
+            "roster" => 2,
+            "roster-ttl" => 3,
+            _ => 4,
+        };
+        run.calls.sort_by_key(|(l, r)| (r.sessions, rank(l)));
+        run.propagate.sort_by_key(|(l, _)| rank(l));
+        run.storm.sort_by_key(|(l, _)| rank(l));
+        run.scale.sort_by_key(|(l, _)| rank(l));
+        Ok(run)
+    }
+
+    fn direct_calls(&self, sessions: usize) -> Option<&CallsReport> {
+        self.calls
+            .iter()
+            .find(|(l, r)| l == "direct" && r.sessions == sessions)
+            .map(|(_, r)| r)
+    }
+}
+
+fn fmt_f(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn ratio(v: f64, base: f64) -> String {
+    if base > 0.0 {
+        format!("{:.2}×", v / base)
+    } else {
+        "—".to_owned()
+    }
+}
+
+fn check(ok: Option<bool>) -> &'static str {
+    match ok {
+        Some(true) => "met",
+        Some(false) => "**missed**",
+        None => "not measured",
+    }
+}
+
+/// The whole of `RESULTS.md`. `extra` sections (title, markdown) are appended verbatim.
+pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, String)]) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# roster benchmarks\n");
+    let _ = writeln!(
+        md,
+        "Written by `bench/run` from one run; every figure below comes from that run. \
+         Do not edit by hand: edit `bench/analysis.md` (included at the end) or re-run.\n"
+    );
+    let _ = writeln!(md, "- date: {}", meta.date);
+    let _ = writeln!(md, "- machine: `nproc` = {}, {}", meta.nproc, meta.cpu);
+    let _ = writeln!(md, "- command: `{}`", meta.command);
+    if !meta.load.is_empty() {
+        let _ = writeln!(md, "- {}", meta.load);
+    }
+    if let Some(wall) = meta.wall_s {
+        let _ = writeln!(md, "- wall time of the run: {wall:.0} s");
+    }
+    let _ = writeln!(md, "\n| component | version |\n| --- | --- |");
+    for (k, v) in &meta.versions {
+        let _ = writeln!(md, "| {k} | {v} |");
+    }
+    if !meta.targets.is_empty() {
+        let _ = writeln!(md, "\n| target | what the client talks to |\n| --- | --- |");
+        for (k, v) in &meta.targets {
+            let _ = writeln!(md, "| {k} | {v} |");
+        }
+    }
+
+    let _ = writeln!(md, "\n## Targets of issue 7\n");
+    let labels: Vec<&str> = ["roster", "roster-ttl"]
+        .into_iter()
+        .filter(|l| run.calls.iter().any(|(c, _)| c == l))
+        .collect();
+    if labels.is_empty() {
+        let _ = writeln!(
+            md,
+            "roster was not measured in this run (see \"Not measured\")."
+        );
+    } else {
+        let _ = writeln!(
+            md,
+            "| target | {} |\n| --- |{}",
+            labels.join(" | "),
+            " --- |".repeat(labels.len())
+        );
+        let columns: Vec<_> = labels.iter().map(|l| targets_for(run, l)).collect();
+        for (row, (name, _, _)) in columns[0].iter().enumerate() {
+            let cells: Vec<String> = columns
+                .iter()
+                .map(|c| format!("{} ({})", c[row].1, check(c[row].2)))
+                .collect();
+            let _ = writeln!(md, "| {name} | {} |", cells.join(" | "));
+        }
+    }
+
+    let _ = writeln!(md, "\n## `tools/call` of `echo`\n");
+    let _ = writeln!(
+        md,
+        "Ratios are to `direct` at the same number of sessions (loadgen → echo server over stdio; \
+         with 16 sessions, 16 workers share the one stdio connection, as sessions share the one \
+         server behind a gateway). `direct-http` is the echo server serving streamable HTTP \
+         itself on the stack roster's front uses. \"+p50\" is the latency the path adds to \
+         `direct` at the median.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| target | sessions | calls | calls/s | × direct | p50 µs | +p50 µs | p90 µs | p99 µs | max µs | errors |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for (label, r) in &run.calls {
+        let direct = run.direct_calls(r.sessions);
+        let (p50, p90, p99, max) = r
+            .latency_us
+            .map(|p| (fmt_f(p.p50), fmt_f(p.p90), fmt_f(p.p99), fmt_f(p.max)))
+            .unwrap_or_default();
+        let added = match (r.latency_us, direct.and_then(|d| d.latency_us)) {
+            (Some(p), Some(d)) if label != "direct" => format!("{:+.0}", p.p50 - d.p50),
+            _ => "—".to_owned(),
+        };
+        let times = direct
+            .map(|d| ratio(r.calls_per_s, d.calls_per_s))
+            .unwrap_or_else(|| "—".to_owned());
+        let errors = match &r.first_error {
+            Some(e) => format!(
+                "{} ({})",
+                r.errors,
+                e.replace('|', "/").chars().take(80).collect::<String>()
+            ),
+            None => r.errors.to_string(),
+        };
+        let _ = writeln!(
+            md,
+            "| {label} | {} | {} | {} | {times} | {p50} | {added} | {p90} | {p99} | {max} | {errors}{} |",
+            r.sessions,
+            r.ok,
+            fmt_f(r.calls_per_s),
+            if r.timed_out { ", time limit hit" } else { "" }
+        );
+    }
+    for sessions in [1, 16] {
+        let p50 = |label: &str| {
+            run.calls
+                .iter()
+                .find(|(l, r)| l == label && r.sessions == sessions)
+                .and_then(|(_, r)| r.latency_us)
+                .map(|p| p.p50)
+        };
+        if let (Some(r), Some(h), Some(d)) = (
+            p50("roster-ttl").or(p50("roster")),
+            p50("direct-http"),
+            p50("direct"),
+        ) {
+            let _ = writeln!(
+                md,
+                "\n{sessions} session(s), at p50: the HTTP front itself (direct-http − direct) costs \
+                 {:+.0} µs; roster's forwarding on top of it (roster-ttl, else roster, − direct-http) {:+.0} µs.",
+                h - d,
+                r - h
+            );
+        }
+    }
+    if let Some(plot) = plot {
+        let _ = writeln!(md, "\n![tools/call latency percentiles per target]({plot})");
+    }
+
+    let _ = writeln!(md, "\n## `list_changed` propagation\n");
+    let _ = writeln!(
+        md,
+        "The echo server adds a tool and sends `notifications/tools/list_changed`; the client \
+         waits for the notification, then lists until the tool shows. Times run from the \
+         server's notification (a wall-clock stamp in the tool result) to the client.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| target | rounds | notified | new tool listed | notice p50 ms | visible p50 ms | visible max ms | × direct (p50) |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    let direct_visible = run
+        .propagate
+        .iter()
+        .find(|(l, _)| l == "direct")
+        .and_then(|(_, r)| r.visible_us)
+        .map(|p| p.p50);
+    for (label, r) in &run.propagate {
+        let ms = |v: Option<f64>| {
+            v.map(|v| fmt_f(v / 1000.0))
+                .unwrap_or_else(|| "—".to_owned())
+        };
+        let times = match (r.visible_us, direct_visible) {
+            (Some(p), Some(d)) if label != "direct" => ratio(p.p50, d),
+            _ => "—".to_owned(),
+        };
+        let _ = writeln!(
+            md,
+            "| {label} | {} | {} | {} | {} | {} | {} | {times} |",
+            r.rounds.len(),
+            r.notified,
+            r.visible,
+            ms(r.notify_us.map(|p| p.p50)),
+            ms(r.visible_us.map(|p| p.p50)),
+            ms(r.visible_us.map(|p| p.max)),
+        );
+    }
+
+    let _ = writeln!(md, "\n## Storm of notifications\n");
+    let _ = writeln!(
+        md,
+        "The echo server sends a burst of `list_changed` without changing a tool; the count is \
+         the `tools/list` requests it answered afterwards (read once the count held still). \
+         `direct` has no gateway re-listing, so its count is the client's own (none).\n"
+    );
+    let _ = writeln!(
+        md,
+        "| target | notifications | tools/list answered | notices the client got | read after ms |\n\
+         | --- | ---: | ---: | ---: | ---: |"
+    );
+    for (label, r) in &run.storm {
+        let _ = writeln!(
+            md,
+            "| {label} | {} | {} | {} | {} |",
+            r.sent, r.listings_caused, r.client_notices, r.settled_after_ms
+        );
+    }
+
+    let _ = writeln!(md, "\n## Scale\n");
+    let _ = writeln!(
+        md,
+        "`roster` fronts 50 echo servers × 100 filler tools (HTTP in front, stdio behind); \
+         `direct` is one echo server with 5,000 filler tools over stdio. Cold start runs from \
+         spawning the process to the first complete `tools/list`.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| target | tools | pages | cold start ms | full listing p50 µs | p99 µs | first page p50 µs | RSS MiB | peak MiB | servers' RSS MiB |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for (label, r) in &run.scale {
+        let mib = |k: Option<u64>| {
+            k.map(|k| format!("{:.1}", k as f64 / 1024.0))
+                .unwrap_or_else(|| "—".to_owned())
+        };
+        let p = |v: Option<f64>| v.map(fmt_f).unwrap_or_else(|| "—".to_owned());
+        let _ = writeln!(
+            md,
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.tools_listed,
+            r.pages,
+            fmt_f(r.cold_start_ms),
+            p(r.list_all_us.map(|x| x.p50)),
+            p(r.list_all_us.map(|x| x.p99)),
+            p(r.list_page_us.map(|x| x.p50)),
+            mib(r.rss_kib),
+            mib(r.rss_peak_kib),
+            if r.children > 0 {
+                mib(r.children_rss_kib)
+            } else {
+                "—".to_owned()
+            },
+        );
+    }
+
+    if !run.skipped.is_empty() {
+        let _ = writeln!(md, "\n## Not measured in this run\n");
+        for (label, reason) in &run.skipped {
+            let _ = writeln!(md, "- **{label}**: {reason}");
+        }
+    }
+    for (title, body) in extra {
+        let _ = writeln!(md, "\n## {title}\n\n{}", body.trim());
+    }
+    md
+}
+
+/// The figures issue 7 sets, each with whether this run met it (`None`: not measured).
+pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
+    targets_for(run, "roster")
+}
+
+/// [`targets`] for the roster run under `roster` (e.g. `roster-ttl`).
+pub fn targets_for(run: &Run, roster: &str) -> Vec<(&'static str, String, Option<bool>)> {
+    let calls = |label: &str, sessions: usize| {
+        run.calls
+            .iter()
+            .find(|(l, r)| l == label && r.sessions == sessions && r.ok > 0)
+            .map(|(_, r)| r)
+    };
+    let mut out = Vec::new();
+    let added = calls(roster, 1)
+        .zip(calls("direct", 1))
+        .and_then(|(r, d)| Some(r.latency_us?.p50 - d.latency_us?.p50));
+    out.push((
+        "roster adds < 50 µs at p50 (1 session)",
+        added
+            .map(|a| format!("{a:+.0} µs"))
+            .unwrap_or_else(|| "—".into()),
+        added.map(|a| a < 50.0),
+    ));
+    let kept = calls(roster, 16)
+        .zip(calls("direct", 16))
+        .map(|(r, d)| r.calls_per_s / d.calls_per_s);
+    out.push((
+        "roster keeps ≥ 90% of direct throughput (16 sessions)",
+        kept.map(|k| format!("{:.0}%", k * 100.0))
+            .unwrap_or_else(|| "—".into()),
+        kept.map(|k| k >= 0.9),
+    ));
+    for sessions in [1, 16] {
+        let fastest_peer = run
+            .calls
+            .iter()
+            .filter(|(l, r)| {
+                !["roster", "roster-ttl", "direct", "direct-http"].contains(&l.as_str())
+                    && r.sessions == sessions
+                    && r.ok > 0
+            })
+            .map(|(l, r)| (l.clone(), r.calls_per_s))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let times = calls(roster, sessions)
+            .zip(fastest_peer.as_ref())
+            .map(|(r, (l, p))| (r.calls_per_s / p, l.clone()));
+        out.push((
+            if sessions == 1 {
+                "roster ≥ 10× the fastest peer's throughput (1 session)"
+            } else {
+                "roster ≥ 10× the fastest peer's throughput (16 sessions)"
+            },
+            times
+                .as_ref()
+                .map(|(t, l)| format!("{t:.1}× ({l})"))
+                .unwrap_or_else(|| "—".into()),
+            times.map(|(t, _)| t >= 10.0),
+        ));
+    }
+    let visible = run
+        .propagate
+        .iter()
+        .find(|(l, _)| l == roster)
+        .map(|(_, r)| r);
+    let worst = visible.and_then(|r| {
+        if r.visible < r.rounds.len() {
+            None
+        } else {
+            r.visible_us.map(|p| p.max)
+        }
+    });
+    out.push((
+        "list_changed to client-visible < 600 ms (500 ms debounce), worst round",
+        match (visible, worst) {
+            (_, Some(w)) => format!("{:.0} ms", w / 1000.0),
+            (Some(r), None) => format!("{} of {} rounds visible", r.visible, r.rounds.len()),
+            _ => "—".into(),
+        },
+        match (visible, worst) {
+            (_, Some(w)) => Some(w < 600_000.0),
+            (Some(_), None) => Some(false),
+            _ => None,
+        },
+    ));
+    let storm = run.storm.iter().find(|(l, _)| l == roster).map(|(_, r)| r);
+    out.push((
+        "storm of 1,000 notifications: roster lists once",
+        storm
+            .map(|s| format!("{} tools/list", s.listings_caused))
+            .unwrap_or_else(|| "—".into()),
+        storm.map(|s| s.listings_caused == 1),
+    ));
+    let scale = run.scale.iter().find(|(l, _)| l == roster).map(|(_, r)| r);
+    out.push((
+        "50 × 100 tools: cold start < 2 s",
+        scale
+            .map(|s| format!("{:.0} ms", s.cold_start_ms))
+            .unwrap_or_else(|| "—".into()),
+        scale.map(|s| s.cold_start_ms < 2000.0),
+    ));
+    let list_p50 = scale.and_then(|s| s.list_all_us.map(|p| p.p50));
+    out.push((
+        "50 × 100 tools: tools/list p50 < 1 ms (full listing, all pages)",
+        list_p50
+            .map(|p| format!("{:.0} µs", p))
+            .unwrap_or_else(|| "—".into()),
+        list_p50.map(|p| p < 1000.0),
+    ));
+    let rss = scale.and_then(|s| s.rss_kib);
+    out.push((
+        "50 × 100 tools: roster RSS < 40 MiB",
+        rss.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
+            .unwrap_or_else(|| "—".into()),
+        rss.map(|k| k < 40 * 1024),
+    ));
+    out
+}
+
+/// One line per `tools/call` run: latency at p50, p90, p99, p99.9 and max.
+pub fn plot_series(run: &Run) -> Vec<(String, [f64; 5])> {
+    run.calls
+        .iter()
+        .filter_map(|(label, r)| {
+            let p = r.latency_us?;
+            Some((
+                format!("{label} ×{}", r.sessions),
+                [p.p50, p.p90, p.p99, p.p999, p.max],
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Percentiles;
+
+    fn calls(sessions: usize, calls_per_s: f64, p50: f64) -> CallsReport {
+        let p = Percentiles {
+            n: 10,
+            p50,
+            p90: p50,
+            p99: p50,
+            p999: p50,
+            max: p50,
+            mean: p50,
+        };
+        CallsReport {
+            transport: "stdio".into(),
+            sessions,
+            calls_per_session: 10,
+            tool: "echo".into(),
+            ok: 10,
+            errors: 0,
+            first_error: None,
+            timed_out: false,
+            elapsed_s: 1.0,
+            calls_per_s,
+            latency_us: Some(p),
+        }
+    }
+
+    #[test]
+    fn targets_compare_roster_with_direct_and_the_fastest_peer() {
+        let run = Run {
+            calls: vec![
+                ("direct".into(), calls(1, 1000.0, 100.0)),
+                ("roster".into(), calls(1, 900.0, 180.0)),
+                ("peer-a".into(), calls(1, 50.0, 900.0)),
+                ("peer-b".into(), calls(1, 120.0, 800.0)),
+                ("direct".into(), calls(16, 4000.0, 100.0)),
+                ("roster".into(), calls(16, 3800.0, 100.0)),
+            ],
+            ..Run::default()
+        };
+        let t = targets(&run);
+        assert_eq!(t[0].1, "+80 µs");
+        assert_eq!(t[0].2, Some(false));
+        assert_eq!((t[1].1.as_str(), t[1].2), ("95%", Some(true)));
+        assert_eq!((t[2].1.as_str(), t[2].2), ("7.5× (peer-b)", Some(false)));
+        assert_eq!(t[3].2, None, "no peer at 16 sessions");
+        assert!(t.iter().skip(4).all(|(_, _, ok)| ok.is_none()));
+        let md = markdown(&run, &Meta::default(), Some("latency.png"), &[]);
+        assert!(
+            md.contains("| roster | 1 | 10 | 900 | 0.90× | 180 | +80 |"),
+            "{md}"
+        );
+        assert!(md.contains("![tools/call latency percentiles per target](latency.png)"));
+    }
+}
