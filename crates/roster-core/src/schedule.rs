@@ -217,6 +217,21 @@ pub enum ListingState {
     },
 }
 
+/// The `ttlMs` a listing is held for, given what the server sent and whether it announces its
+/// changes with `notifications/tools/list_changed`.
+///
+/// SDKs send `ttlMs: 0` ("immediately stale") by default. Honoured literally, a server that
+/// also announces every change would be re-listed at every turn — the re-list-on-every-request
+/// pattern roster exists to avoid — though its notification already says when the listing
+/// goes stale. So a zero TTL from an announcing server is no hint at all (the refresh interval
+/// governs); any other TTL, and a zero TTL from a server that announces nothing, is honoured.
+pub fn effective_ttl(ttl: Option<Duration>, announces_changes: bool) -> Option<Duration> {
+    match ttl {
+        Some(ttl) if ttl.is_zero() && announces_changes => None,
+        other => other,
+    }
+}
+
 /// The listing state of one server and the history that drives its backoff.
 #[derive(Debug, Clone)]
 pub struct ServerSchedule {
@@ -950,5 +965,15 @@ mod tests {
             let wait = next - t0;
             prop_assert!(low <= wait && wait <= high, "{low:?} <= {wait:?} <= {high:?}");
         }
+    }
+
+    #[test]
+    fn a_zero_ttl_from_a_server_that_announces_changes_is_no_hint() {
+        let zero = Some(Duration::ZERO);
+        let minute = Some(Duration::from_secs(60));
+        assert_eq!(effective_ttl(zero, true), None);
+        assert_eq!(effective_ttl(zero, false), zero);
+        assert_eq!(effective_ttl(minute, true), minute);
+        assert_eq!(effective_ttl(None, true), None);
     }
 }

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+use roster_core::schedule::effective_ttl;
 use roster_core::{Delta, DeltaQueue, Listing, ListingState, Schedule, ToolRegistry};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -433,7 +434,8 @@ impl Runtime {
                         return Err(RelistError::NotConnected(slot.name.clone()));
                     }
                     if let Some(schedule) = state.schedule.server_mut(&slot.name) {
-                        schedule.listed(Instant::now(), listing.ttl);
+                        let announces = connection.negotiated().advertises_list_changed;
+                        schedule.listed(Instant::now(), effective_ttl(listing.ttl, announces));
                     }
                     state.registry.reconcile_listing(&slot.name, tools)
                 };
