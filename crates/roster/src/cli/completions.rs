@@ -11,11 +11,10 @@ use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use crate::inbox::{DEFAULT_CAPACITY, Inbox};
 use clap::{Args, ValueEnum, ValueHint};
 use clap_complete::Shell;
 
-use super::inbox::resolve_state_dir;
+use super::inbox::{backend_for, resolve_state_dir};
 
 /// `roster completions`.
 #[derive(Debug, Args)]
@@ -72,24 +71,32 @@ pub fn run(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<
     Ok(())
 }
 
-/// Prints the candidates for `args.what`. Silent (and successful) when there is no inbox yet:
-/// a completion must never print an error into the user's command line.
+/// Prints the candidates for `args.what`, from the running gateway's live inbox when one
+/// answers, else from the audit trail (the backend `roster inbox` uses). Silent (and
+/// successful) when there is no inbox yet: a completion must never print an error into the
+/// user's command line.
 pub fn complete(args: CompleteArgs) -> anyhow::Result<()> {
     let Ok(dir) = resolve_state_dir(args.state_dir) else {
         return Ok(());
     };
-    let Ok(snapshot) = Inbox::snapshot(&dir, DEFAULT_CAPACITY) else {
+    let Ok(backend) = backend_for(&dir) else {
         return Ok(());
     };
     let mut out = std::io::stdout().lock();
     match args.what {
         Completable::UnreadSeq => {
-            for entry in snapshot.unread() {
+            let Ok(unread) = backend.unread() else {
+                return Ok(());
+            };
+            for entry in unread {
                 writeln!(out, "{}\t{} {}", entry.seq, entry.channel, entry.method)?;
             }
         }
         Completable::PendingId => {
-            for confirm in snapshot.pending_confirms() {
+            let Ok(pending) = backend.pending_confirms() else {
+                return Ok(());
+            };
+            for confirm in pending {
                 writeln!(
                     out,
                     "{}\t{} {}",
@@ -98,11 +105,10 @@ pub fn complete(args: CompleteArgs) -> anyhow::Result<()> {
             }
         }
         Completable::Channel => {
-            let channels: BTreeSet<String> = snapshot
-                .list(None, usize::MAX)
-                .into_iter()
-                .map(|e| e.channel)
-                .collect();
+            let Ok(entries) = backend.list(None, usize::MAX) else {
+                return Ok(());
+            };
+            let channels: BTreeSet<String> = entries.into_iter().map(|e| e.channel).collect();
             for channel in channels {
                 writeln!(out, "{channel}")?;
             }

@@ -1,13 +1,15 @@
 //! `roster inbox`: the person's side of the inbox.
 //!
-//! Every command goes through an [`InboxBackend`]. Today that is [`DirectBackend`], which works
-//! on the audit trail in the state directory and is what runs when no gateway does; the
-//! gateway's admin socket becomes a second backend, picked by [`backend_for`] when a gateway
-//! answers on it.
+//! Every command goes through an [`InboxBackend`], picked by [`backend_for`]: [`AdminBackend`]
+//! when a gateway answers on the admin socket of the state directory (it owns the inbox, and
+//! only it can answer a server waiting on a confirm), else [`DirectBackend`], which works on the
+//! audit trail itself. Both end in the same [`Inbox`] calls, and the output is rendered here for
+//! both.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::gateway::admin::{self, InboxRequest};
 use crate::inbox::{
     ClearReport, ConfirmDecision, ConfirmEntry, ConfirmId, DEFAULT_CAPACITY, DEFAULT_LIST_LIMIT,
     Entry, FsyncPolicy, Inbox, InboxConfig, Seq, default_state_dir, render,
@@ -156,6 +158,102 @@ impl InboxBackend for DirectBackend {
     }
 }
 
+/// Asks the gateway running on the state directory, over its admin socket; the gateway's own
+/// inbox answers.
+#[derive(Debug)]
+pub struct AdminBackend {
+    socket: PathBuf,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// How long a command waits for the gateway's answer before it gives up.
+const ADMIN_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl AdminBackend {
+    /// The backend talking to the gateway whose admin socket is at `socket`.
+    pub fn new(socket: impl Into<PathBuf>) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the runtime that talks to the gateway")?;
+        Ok(AdminBackend {
+            socket: socket.into(),
+            runtime,
+        })
+    }
+
+    fn ask<T: serde::de::DeserializeOwned>(&self, request: InboxRequest) -> anyhow::Result<T> {
+        let answer = self.runtime.block_on(async {
+            tokio::time::timeout(ADMIN_WAIT, admin::inbox_request(&self.socket, request)).await
+        });
+        let value = match answer {
+            Ok(value) => value?,
+            Err(_) => bail!(
+                "the gateway at {} did not answer within {}s",
+                self.socket.display(),
+                ADMIN_WAIT.as_secs()
+            ),
+        };
+        serde_json::from_value(value).context("the gateway's answer is not what roster expects")
+    }
+}
+
+/// The answer to [`InboxRequest::Ack`].
+#[derive(serde::Deserialize)]
+struct Acknowledged {
+    acknowledged: usize,
+}
+
+/// The answer to [`InboxRequest::Confirm`].
+#[derive(serde::Deserialize)]
+struct Decided {
+    decision: ConfirmDecision,
+}
+
+/// The answer to [`InboxRequest::Clear`].
+#[derive(serde::Deserialize)]
+struct Cleared {
+    cleared: usize,
+    declined_confirms: usize,
+    partial_warning: Option<String>,
+}
+
+impl InboxBackend for AdminBackend {
+    fn list(&self, channel: Option<&str>, limit: usize) -> anyhow::Result<Vec<Entry>> {
+        self.ask(InboxRequest::List {
+            channel: channel.map(str::to_owned),
+            limit,
+        })
+    }
+
+    fn unread(&self) -> anyhow::Result<Vec<Entry>> {
+        self.ask(InboxRequest::Unread)
+    }
+
+    fn pending_confirms(&self) -> anyhow::Result<Vec<ConfirmEntry>> {
+        self.ask(InboxRequest::Pending)
+    }
+
+    fn ack(&self, up_to: Option<Seq>) -> anyhow::Result<usize> {
+        let answer: Acknowledged = self.ask(InboxRequest::Ack { up_to })?;
+        Ok(answer.acknowledged)
+    }
+
+    fn clear(&self, all: bool) -> anyhow::Result<ClearReport> {
+        let answer: Cleared = self.ask(InboxRequest::Clear { all })?;
+        Ok(ClearReport {
+            cleared: answer.cleared,
+            declined_confirms: answer.declined_confirms,
+            partial_warning: answer.partial_warning,
+        })
+    }
+
+    fn confirm(&self, id: ConfirmId, yes: bool) -> anyhow::Result<ConfirmDecision> {
+        let answer: Decided = self.ask(InboxRequest::Confirm { id, yes })?;
+        Ok(answer.decision)
+    }
+}
+
 /// The state directory from `--state-dir` / `ROSTER_STATE_DIR`, else the XDG default.
 pub fn resolve_state_dir(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     match given {
@@ -166,15 +264,20 @@ pub fn resolve_state_dir(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// The backend for `dir`: the direct one until the gateway's admin socket exists.
-pub fn backend_for(dir: &Path) -> Box<dyn InboxBackend> {
-    Box::new(DirectBackend::new(dir))
+/// The backend for `dir`: the running gateway's, when one answers on the admin socket there;
+/// else the direct one (also when the socket file is a leftover of a gateway that died).
+pub fn backend_for(dir: &Path) -> anyhow::Result<Box<dyn InboxBackend>> {
+    let socket = admin::socket_path(dir);
+    if admin::answers(&socket) {
+        return Ok(Box::new(AdminBackend::new(socket)?));
+    }
+    Ok(Box::new(DirectBackend::new(dir)))
 }
 
 /// Runs one `roster inbox` command.
 pub fn run(args: InboxArgs) -> anyhow::Result<()> {
     let dir = resolve_state_dir(args.state_dir)?;
-    let backend = backend_for(&dir);
+    let backend = backend_for(&dir)?;
     let mut out = std::io::stdout().lock();
     match args.command {
         InboxCommand::List {

@@ -13,6 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use super::Gateway;
+use crate::inbox::{ConfirmId, Inbox, Seq};
 
 /// The socket's file name inside the state directory.
 pub const SOCKET_NAME: &str = "admin.sock";
@@ -29,9 +30,48 @@ pub enum AdminCommand {
     Refresh,
 }
 
+/// What an admin client can ask of the gateway's inbox: the operations of `roster inbox`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum InboxRequest {
+    /// The most recent entries, newest first: a list of [`crate::inbox::Entry`].
+    List {
+        /// Only this server's entries.
+        channel: Option<String>,
+        /// At most this many.
+        limit: usize,
+    },
+    /// Unread entries, oldest first: a list of [`crate::inbox::Entry`].
+    Unread,
+    /// Acknowledge up to `up_to` (or everything): `{"acknowledged": N}`.
+    Ack {
+        /// The last seq to mark read.
+        up_to: Option<Seq>,
+    },
+    /// Pending confirms, oldest first: a list of [`crate::inbox::ConfirmEntry`].
+    Pending,
+    /// Decide a pending confirm: `{"decision": "confirmed" | "declined"}`.
+    Confirm {
+        /// The confirm.
+        id: ConfirmId,
+        /// Yes confirms, otherwise declines.
+        yes: bool,
+    },
+    /// Clear the inbox (with `all` also the audit trail):
+    /// `{"cleared": N, "declined_confirms": N, "partial_warning": null | "..."}`.
+    Clear {
+        /// Purge the audit trail too.
+        all: bool,
+    },
+}
+
+/// One request line: either a gateway `command` or an `inbox` request.
 #[derive(Debug, Serialize, Deserialize)]
 struct AdminRequest {
-    command: AdminCommand,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    command: Option<AdminCommand>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    inbox: Option<InboxRequest>,
 }
 
 /// Why the admin endpoint or a request to it failed.
@@ -101,7 +141,7 @@ fn bind(path: &Path) -> Result<UnixListener, AdminError> {
     // A socket left behind by a gateway that did not exit cleanly would make bind fail; one
     // that still answers belongs to a live gateway and must not be taken over.
     if path.exists() {
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        if answers(path) {
             return Err(err(std::io::Error::new(
                 std::io::ErrorKind::AddrInUse,
                 "another gateway is running with this state directory",
@@ -117,12 +157,32 @@ fn bind(path: &Path) -> Result<UnixListener, AdminError> {
 async fn answer(gateway: Arc<Gateway>, stream: UnixStream) {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
-    if BufReader::new(read).read_line(&mut line).await.is_err() {
+    // Nothing sent (a client checking that a gateway answers) needs no answer either.
+    if !matches!(BufReader::new(read).read_line(&mut line).await, Ok(n) if n > 0) {
         return;
     }
-    let reply = match serde_json::from_str::<AdminRequest>(&line) {
-        Ok(request) => json!({"ok": true, "result": run(&gateway, request.command)}),
-        Err(e) => json!({"ok": false, "error": format!("unknown admin request: {e}")}),
+    let outcome = match serde_json::from_str::<AdminRequest>(&line) {
+        Ok(AdminRequest {
+            command: Some(command),
+            inbox: None,
+        }) => Ok(run(&gateway, command)),
+        Ok(AdminRequest {
+            command: None,
+            inbox: Some(request),
+        }) => match gateway.inbox() {
+            Some(inbox) => run_inbox(inbox, request),
+            None => Err(
+                "this gateway runs without an inbox (another roster process owns it; see the \
+                 gateway's log)"
+                    .to_owned(),
+            ),
+        },
+        Ok(_) => Err("an admin request names exactly one of `command` and `inbox`".to_owned()),
+        Err(e) => Err(format!("unknown admin request: {e}")),
+    };
+    let reply = match outcome {
+        Ok(result) => json!({"ok": true, "result": result}),
+        Err(error) => json!({"ok": false, "error": error}),
     };
     let mut text = reply.to_string();
     text.push('\n');
@@ -144,8 +204,64 @@ fn run(gateway: &Gateway, command: AdminCommand) -> Value {
     }
 }
 
+/// Carries out an inbox request on `inbox` with the same calls `roster inbox` makes when it
+/// owns the trail itself; errors are the inbox's own sentences.
+fn run_inbox(inbox: &Inbox, request: InboxRequest) -> Result<Value, String> {
+    let encode = |value: Result<Value, serde_json::Error>| value.map_err(|e| e.to_string());
+    match request {
+        InboxRequest::List { channel, limit } => {
+            encode(serde_json::to_value(inbox.list(channel.as_deref(), limit)))
+        }
+        InboxRequest::Unread => encode(serde_json::to_value(inbox.unread())),
+        InboxRequest::Ack { up_to } => Ok(json!({"acknowledged": inbox.ack(up_to)})),
+        InboxRequest::Pending => encode(serde_json::to_value(inbox.pending_confirms())),
+        InboxRequest::Confirm { id, yes } => match inbox.confirm(id, yes) {
+            Ok(decision) => Ok(json!({"decision": decision})),
+            Err(e) => Err(e.to_string()),
+        },
+        InboxRequest::Clear { all } => {
+            let report = inbox.clear(all);
+            Ok(json!({
+                "cleared": report.cleared,
+                "declined_confirms": report.declined_confirms,
+                "partial_warning": report.partial_warning,
+            }))
+        }
+    }
+}
+
 /// Sends one command to the gateway listening at `path` and returns its result.
 pub async fn request(path: &Path, command: AdminCommand) -> Result<Value, AdminError> {
+    exchange(
+        path,
+        &AdminRequest {
+            command: Some(command),
+            inbox: None,
+        },
+    )
+    .await
+}
+
+/// Sends one inbox request to the gateway listening at `path` and returns its result (shaped
+/// as each [`InboxRequest`] variant says).
+pub async fn inbox_request(path: &Path, request: InboxRequest) -> Result<Value, AdminError> {
+    exchange(
+        path,
+        &AdminRequest {
+            command: None,
+            inbox: Some(request),
+        },
+    )
+    .await
+}
+
+/// Whether a gateway answers at `path`: something accepts connections on the socket (a socket
+/// file left by a gateway that died does not).
+pub fn answers(path: &Path) -> bool {
+    std::os::unix::net::UnixStream::connect(path).is_ok()
+}
+
+async fn exchange(path: &Path, request: &AdminRequest) -> Result<Value, AdminError> {
     let stream = UnixStream::connect(path)
         .await
         .map_err(|source| AdminError::Connect {
@@ -153,8 +269,8 @@ pub async fn request(path: &Path, command: AdminCommand) -> Result<Value, AdminE
             source,
         })?;
     let (read, mut write) = stream.into_split();
-    let mut line = serde_json::to_string(&AdminRequest { command })
-        .map_err(|e| AdminError::Protocol(e.to_string()))?;
+    let mut line =
+        serde_json::to_string(request).map_err(|e| AdminError::Protocol(e.to_string()))?;
     line.push('\n');
     write
         .write_all(line.as_bytes())

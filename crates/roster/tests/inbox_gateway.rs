@@ -1,0 +1,321 @@
+//! `roster inbox` against a running gateway: a real `roster serve --http` fronting the dynamic
+//! Python server, driven by the official Python SDK client, while `roster inbox` runs as its own
+//! process on the same state directory. The gateway owns the inbox (its lock), so every changing
+//! command here only works through the admin socket — above all `roster inbox confirm`, which
+//! answers the server's elicitation while the client's call waits.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
+
+struct Gateway {
+    child: Child,
+    url: String,
+    state: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A gateway fronting the dynamic server on an `initialize` session: a 2026-07-28 session has
+/// no back-channel for the server's elicitation.
+fn start_gateway() -> Gateway {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().join("state");
+    let config = dir.path().join("roster.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n\n[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\nprotocol = \"legacy\"\n",
+            py = common::python(),
+            fixture = common::python_fixture("dynamic.py"),
+        ),
+    )
+    .expect("write config");
+    let port = common::free_port();
+    let mut child = Command::new(ROSTER)
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
+        .env_remove("ROSTER_STATE_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start roster serve --http");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let mut lines = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("roster exited before serving HTTP")
+            .expect("read roster stderr");
+        if let Some(at) = line.find("http://") {
+            break line[at..].trim().to_owned();
+        }
+    };
+    // Keep draining stderr so roster never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    let gateway = Gateway {
+        child,
+        url,
+        state,
+        _dir: dir,
+    };
+    let socket = gateway.state.join("admin.sock");
+    wait_until("the admin socket answers", || {
+        std::os::unix::net::UnixStream::connect(&socket).is_ok()
+    });
+    gateway
+}
+
+/// Polls `check` every 20 ms; panics after 30 s (a hang, not a speed requirement).
+fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn roster(state: &Path, args: &[&str]) -> Output {
+    Command::new(ROSTER)
+        .args(args)
+        .env("ROSTER_STATE_DIR", state)
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .expect("run roster")
+}
+
+fn stdout_of(state: &Path, args: &[&str]) -> String {
+    let out = roster(state, args);
+    assert!(
+        out.status.success(),
+        "roster {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+fn stderr_of_failure(state: &Path, args: &[&str]) -> String {
+    let out = roster(state, args);
+    assert!(
+        !out.status.success(),
+        "roster {args:?} should fail; printed {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// Starts the Python SDK client making `calls` (see `tests/python/clients/call_tools.py`).
+fn spawn_client(url: &str, calls: Value) -> Child {
+    Command::new(common::python())
+        .arg(common::workspace_root().join("tests/python/clients/call_tools.py"))
+        .args(["--url", url, "--calls", &calls.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the Python client")
+}
+
+fn report_of(client: Child) -> Value {
+    let output = client.wait_with_output().expect("the Python client ends");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no report ({e}): {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn call(url: &str, calls: Value) -> Value {
+    report_of(spawn_client(url, calls))
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn the_cli_reads_and_changes_the_running_gateways_inbox() {
+    let gateway = start_gateway();
+    let state = gateway.state.as_path();
+
+    // The server's list_changed is consumed by the gateway (a re-list): a handled entry.
+    let report = call(
+        &gateway.url,
+        json!([["dynamic__add_tool", {"name": "fresh"}]]),
+    );
+    assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
+    wait_until("the list_changed shows in `roster inbox list`", || {
+        json_lines(&stdout_of(state, &["inbox", "list", "--json"]))
+            .iter()
+            .any(|e| e["method"] == "notifications/tools/list_changed" && e["channel"] == "dynamic")
+    });
+    let listed = json_lines(&stdout_of(
+        state,
+        &["inbox", "list", "--channel", "dynamic", "--json"],
+    ));
+    let changed = listed
+        .iter()
+        .find(|e| e["method"] == "notifications/tools/list_changed")
+        .unwrap_or_else(|| panic!("no list_changed in {listed:?}"));
+    assert_eq!(changed["state"], "handled", "{changed}");
+    let text = stdout_of(state, &["inbox", "list"]);
+    assert!(
+        text.contains("notifications/tools/list_changed") && text.contains("handled"),
+        "{text}"
+    );
+    assert!(
+        json_lines(&stdout_of(
+            state,
+            &["inbox", "list", "--channel", "nobody", "--json"]
+        ))
+        .is_empty()
+    );
+    // Handled is never unread; ack changes nothing, and succeeds although the gateway holds
+    // the inbox's lock (the direct backend would be refused).
+    assert!(json_lines(&stdout_of(state, &["inbox", "unread", "--json"])).is_empty());
+    assert_eq!(
+        stdout_of(state, &["inbox", "ack"]).trim(),
+        "acknowledged 0 notifications"
+    );
+    assert!(
+        stderr_of_failure(state, &["inbox", "confirm", "9999", "yes"])
+            .contains("no pending confirm has id 9999"),
+    );
+
+    for (answer, expected) in [("yes", "accept confirm=True"), ("no", "decline")] {
+        let client = spawn_client(
+            &gateway.url,
+            json!([["dynamic__confirm_delete", {"path": "/tmp/x"}]]),
+        );
+        let mut pending = Vec::new();
+        wait_until("the elicitation waits in `roster inbox pending`", || {
+            pending = json_lines(&stdout_of(state, &["inbox", "pending", "--json"]));
+            !pending.is_empty()
+        });
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        let confirm = &pending[0];
+        assert_eq!(confirm["channel"], "dynamic", "{confirm}");
+        assert_eq!(confirm["method"], "elicitation/create", "{confirm}");
+        assert_eq!(confirm["params"]["message"], "Delete /tmp/x?", "{confirm}");
+        assert_eq!(confirm["state"], "pending_confirm", "{confirm}");
+        let id = confirm["id"].as_u64().expect("a numeric id").to_string();
+        let text = stdout_of(state, &["inbox", "pending"]);
+        assert!(
+            text.contains(&format!("#{id} ")) && text.contains("Delete /tmp/x?"),
+            "{text}"
+        );
+        let completed = stdout_of(state, &["__complete", "inbox-confirm"]);
+        assert_eq!(
+            completed.lines().next().and_then(|l| l.split('\t').next()),
+            Some(id.as_str()),
+            "completion offers the live pending id: {completed}"
+        );
+
+        // Human-only: neither `roster inbox list`/`unread` nor the model's `channels` shows it.
+        let everything = stdout_of(state, &["inbox", "list", "--limit", "1000", "--json"]);
+        for entry in json_lines(&everything) {
+            assert_ne!(entry["method"], "elicitation/create", "{entry}");
+            assert_ne!(entry["seq"].to_string(), id, "{entry}");
+        }
+        assert!(!stdout_of(state, &["inbox", "unread"]).contains("Delete /tmp/x?"));
+        let model = call(
+            &gateway.url,
+            json!([
+                ["channels", {"action": "list", "limit": 500}],
+                ["channels", {"action": "unread"}]
+            ]),
+        );
+        let seen = model["results"].to_string();
+        assert!(
+            model["results"][0]["content"][0]["text"].is_string(),
+            "channels answered: {model}"
+        );
+        assert!(
+            seen.contains("list_changed"),
+            "channels lists the inbox: {seen}"
+        );
+        assert!(
+            !seen.contains("Delete /tmp/x") && !seen.contains("elicitation"),
+            "a pending confirm is never shown to the model: {seen}"
+        );
+
+        let decided = stdout_of(state, &["inbox", "confirm", &id, answer]);
+        let word = if answer == "yes" {
+            "confirmed"
+        } else {
+            "declined"
+        };
+        assert_eq!(decided.trim(), format!("request {id}: {word}"));
+        let report = report_of(client);
+        assert_eq!(
+            text_of(&report["results"][0]),
+            expected,
+            "the server got the person's answer: {report}"
+        );
+        assert!(
+            stderr_of_failure(state, &["inbox", "confirm", &id, "yes"])
+                .contains(&format!("confirm {id} was already decided: {word}"))
+        );
+        assert!(json_lines(&stdout_of(state, &["inbox", "pending", "--json"])).is_empty());
+    }
+
+    // Clear through the gateway: its live ring is empty afterwards (a replay of the trail,
+    // which `clear` leaves on disk, would still show the entries).
+    let cleared = stdout_of(state, &["inbox", "clear"]);
+    assert!(cleared.starts_with("cleared "), "{cleared}");
+    assert!(json_lines(&stdout_of(state, &["inbox", "list", "--json"])).is_empty());
+}
+
+#[test]
+fn with_the_gateway_gone_the_cli_works_on_the_trail_again() {
+    let mut gateway = start_gateway();
+    let state = gateway.state.clone();
+    let report = call(
+        &gateway.url,
+        json!([["dynamic__add_tool", {"name": "fresh"}]]),
+    );
+    assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
+    wait_until("the list_changed is recorded", || {
+        !json_lines(&stdout_of(&state, &["inbox", "list", "--json"])).is_empty()
+    });
+    // SIGKILL leaves the socket file behind; nothing answers on it any more.
+    gateway.child.kill().expect("kill the gateway");
+    gateway.child.wait().expect("the gateway exits");
+    assert!(state.join("admin.sock").exists(), "a stale socket remains");
+    let listed = json_lines(&stdout_of(&state, &["inbox", "list", "--json"]));
+    assert!(
+        listed
+            .iter()
+            .any(|e| e["method"] == "notifications/tools/list_changed"),
+        "{listed:?}"
+    );
+    // A changing command owns the trail now that the gateway's lock is gone; `--all` purges
+    // it, so the next replay (every direct read is one) is empty.
+    assert!(stdout_of(&state, &["inbox", "clear", "--all"]).starts_with("cleared "));
+    assert!(json_lines(&stdout_of(&state, &["inbox", "list", "--json"])).is_empty());
+}
