@@ -145,10 +145,10 @@ fn forward_offering_changes(
 async fn next_offerings(
     offerings: &mut Option<tokio::sync::watch::Receiver<crate::servers::OfferingsGeneration>>,
 ) -> crate::servers::OfferingsGeneration {
-    if let Some(watch) = offerings.as_mut() {
-        if watch.changed().await.is_ok() {
-            return *watch.borrow_and_update();
-        }
+    if let Some(watch) = offerings.as_mut()
+        && watch.changed().await.is_ok()
+    {
+        return *watch.borrow_and_update();
     }
     std::future::pending().await
 }
