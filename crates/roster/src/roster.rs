@@ -29,8 +29,8 @@ use serde_json::{Map, Value};
 use crate::config::Config;
 use crate::servers::supervisor::{ReconcileHook, Relisting, Runtime, SessionQueue};
 use crate::servers::{
-    CallOptions, LogSink, NotificationSink, Notifications, RefreshHookError, RelistError,
-    RequestError, ServerStatus,
+    CallOptions, LogSink, NotificationSink, Notifications, OfferingsGeneration, PromptEntry,
+    RefreshHookError, RelistError, RequestError, RouteError, ServerStatus,
 };
 
 /// roster could not start with this configuration.
@@ -365,6 +365,102 @@ impl Roster {
             })
     }
 
+    /// The servers' prompts under their exposed names (the tools' naming rules), servers in
+    /// config order.
+    pub fn prompts(&self) -> Vec<PromptEntry> {
+        lock_offerings(&self.rt).prompts()
+    }
+
+    /// The servers' resources as `(server, resource)`, servers in config order; a URI two
+    /// servers list belongs to the first.
+    pub fn resources(&self) -> Vec<(String, Value)> {
+        lock_offerings(&self.rt).resources()
+    }
+
+    /// The servers' resource templates as `(server, template)`, servers in config order.
+    pub fn resource_templates(&self) -> Vec<(String, Value)> {
+        lock_offerings(&self.rt).templates()
+    }
+
+    /// A watch that changes whenever the prompt set or the resource set changes.
+    pub fn offerings_changed(&self) -> tokio::sync::watch::Receiver<OfferingsGeneration> {
+        self.rt.offerings_changed.subscribe()
+    }
+
+    /// `prompts/get` of an exposed prompt, sent to its server under the server's own name;
+    /// returns the server's `GetPromptResult` JSON.
+    pub async fn get_prompt(
+        &self,
+        exposed_name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<Value, RouteError> {
+        let (server, name) = lock_offerings(&self.rt)
+            .prompt_route(exposed_name)
+            .ok_or_else(|| RouteError::UnknownPrompt(exposed_name.to_owned()))?;
+        let mut params = serde_json::json!({ "name": name });
+        if let Some(arguments) = arguments {
+            params["arguments"] = Value::Object(arguments);
+        }
+        self.forward(&server, "prompts/get", params).await
+    }
+
+    /// `resources/read` of `uri`, sent to the server whose listing holds it (or whose template
+    /// matches it); returns the server's `ReadResourceResult` JSON.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, RouteError> {
+        let server = lock_offerings(&self.rt)
+            .resource_owner(uri)
+            .ok_or_else(|| RouteError::UnknownResource(uri.to_owned()))?;
+        self.forward(&server, "resources/read", serde_json::json!({ "uri": uri }))
+            .await
+    }
+
+    /// `completion/complete` for a `ref/prompt` (by exposed name, sent under the server's own
+    /// name) or a `ref/resource` (by template or URI); returns the server's `CompleteResult`.
+    pub async fn complete(&self, mut params: Value) -> Result<Value, RouteError> {
+        let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+        let unknown = || RouteError::UnknownReference(reference.to_string());
+        let kind = reference.get("type").and_then(Value::as_str);
+        let server = match kind {
+            Some("ref/prompt") => {
+                let exposed = reference.get("name").and_then(Value::as_str).unwrap_or("");
+                let (server, name) = lock_offerings(&self.rt)
+                    .prompt_route(exposed)
+                    .ok_or_else(unknown)?;
+                params["ref"]["name"] = Value::String(name);
+                server
+            }
+            Some("ref/resource") => {
+                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or("");
+                lock_offerings(&self.rt)
+                    .template_owner(uri)
+                    .ok_or_else(unknown)?
+            }
+            _ => return Err(unknown()),
+        };
+        self.forward(&server, "completion/complete", params).await
+    }
+
+    async fn forward(
+        &self,
+        server: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, RouteError> {
+        let connection = self
+            .rt
+            .slots
+            .get(server)
+            .and_then(|slot| slot.connection())
+            .ok_or_else(|| RouteError::Unavailable(server.to_owned()))?;
+        connection
+            .request(method, params)
+            .await
+            .map_err(|source| RouteError::Request {
+                server: server.to_owned(),
+                source,
+            })
+    }
+
     /// Marks every server stale. Dials nothing: the next turn lists each server once, however
     /// often this was called before it. Returns how many servers are scheduled (the enabled
     /// ones); a failed or crash-looping server keeps its backoff.
@@ -421,6 +517,10 @@ impl Roster {
     pub fn shutdown(&self) {
         self.rt.stop();
     }
+}
+
+fn lock_offerings(rt: &Runtime) -> std::sync::MutexGuard<'_, crate::servers::offerings::Offerings> {
+    rt.offerings.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -4,11 +4,14 @@
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    GetSkillRequestParams, GetSkillResult, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+    CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    GetSkillRequestParams, GetSkillResult, Implementation, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, PromptsCapability, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ResourcesCapability, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -89,6 +92,67 @@ impl GatewayHandler {
     }
 }
 
+/// A server's answer in rmcp's model; one roster cannot read is an internal error naming it.
+fn read_answer<T: serde::de::DeserializeOwned>(
+    method: &str,
+    value: serde_json::Value,
+) -> Result<T, ErrorData> {
+    serde_json::from_value(value).map_err(|e| {
+        ErrorData::internal_error(
+            format!("the server's {method} result cannot be read: {e}"),
+            None,
+        )
+    })
+}
+
+/// Sends `notifications/prompts/list_changed` / `resources/list_changed` to an
+/// initialize-era client each time the servers' sets change, until the client goes.
+fn forward_offering_changes(
+    mut changes: tokio::sync::watch::Receiver<crate::servers::OfferingsGeneration>,
+    peer: rmcp::service::Peer<RoleServer>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    tokio::spawn(async move {
+        let mut last = *changes.borrow_and_update();
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let now = *changes.borrow_and_update();
+                    let sent = async {
+                        if now.prompts != last.prompts {
+                            peer.notify_prompt_list_changed().await?;
+                        }
+                        if now.resources != last.resources {
+                            peer.notify_resource_list_changed().await?;
+                        }
+                        Ok::<(), rmcp::service::ServiceError>(())
+                    };
+                    if sent.await.is_err() {
+                        return;
+                    }
+                    last = now;
+                }
+            }
+        }
+    });
+}
+
+/// The next generation of a watch; never, when there is none or it closed.
+async fn next_offerings(
+    offerings: &mut Option<tokio::sync::watch::Receiver<crate::servers::OfferingsGeneration>>,
+) -> crate::servers::OfferingsGeneration {
+    if let Some(watch) = offerings.as_mut()
+        && watch.changed().await.is_ok()
+    {
+        return *watch.borrow_and_update();
+    }
+    std::future::pending().await
+}
+
 fn http_parts(context: &RequestContext<RoleServer>) -> Option<&axum::http::request::Parts> {
     context.extensions.get::<axum::http::request::Parts>()
 }
@@ -129,7 +193,7 @@ impl ServerHandler for GatewayHandler {
             .enable_tools()
             .enable_tool_list_changed();
         // Skills ride on resources (SEP-2640): both are declared only when skill files exist.
-        let capabilities = if self.gateway.skills().serves_files() {
+        let mut capabilities = if self.gateway.skills().serves_files() {
             builder
                 .enable_resources()
                 .enable_skills_with_directory_read()
@@ -137,6 +201,18 @@ impl ServerHandler for GatewayHandler {
         } else {
             builder.build()
         };
+        // The servers' prompts, resources and completions are served whatever is connected
+        // now: servers come and go, and a list that is empty for a while is still true.
+        let mut prompts = PromptsCapability::default();
+        prompts.list_changed = Some(true);
+        capabilities.prompts = Some(prompts);
+        let mut resources = capabilities
+            .resources
+            .take()
+            .unwrap_or_else(ResourcesCapability::default);
+        resources.list_changed = Some(true);
+        capabilities.resources = Some(resources);
+        capabilities.completions = Some(JsonObject::new());
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("roster", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -152,6 +228,9 @@ impl ServerHandler for GatewayHandler {
         let mut notices = self.own_session().notices();
         let peer = context.peer.clone();
         let stop = self.gateway.shutdown_token();
+        if let Some(changes) = self.gateway.backend().offerings_changed() {
+            forward_offering_changes(changes, peer.clone(), stop.clone());
+        }
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -291,28 +370,88 @@ impl ServerHandler for GatewayHandler {
             .ok_or_else(not_found)
     }
 
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.session(&context).begin_turn().await;
+        let prompts = self.gateway.backend().prompts();
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (items, next) = page(&prompts, cursor, self.gateway.config().page_size)?;
+        let mut result = ListPromptsResult::with_all_items(items)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Public);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.session(&context).begin_turn().await;
+        let params = serde_json::to_value(&request)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let answer = self
+            .gateway
+            .backend()
+            .forward("prompts/get", params)
+            .await?;
+        Ok(read_answer::<GetPromptResult>("prompts/get", answer)?.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.session(&context).begin_turn().await;
+        let params = serde_json::to_value(&request)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let answer = self
+            .gateway
+            .backend()
+            .forward("completion/complete", params)
+            .await?;
+        read_answer("completion/complete", answer)
+    }
+
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let resources = self
+        self.session(&context).begin_turn().await;
+        let mut resources = self
             .gateway
             .skills()
             .resources(&self.subscriptions(&context));
-        Ok(ListResourcesResult::with_all_items(resources)
+        resources.extend(self.gateway.backend().resources());
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (items, next) = page(&resources, cursor, self.gateway.config().page_size)?;
+        let mut result = ListResourcesResult::with_all_items(items)
             .with_ttl_ms(0)
-            .with_cache_scope(CacheScope::Private))
+            .with_cache_scope(CacheScope::Private);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(Vec::new())
+        self.session(&context).begin_turn().await;
+        let templates = self.gateway.backend().resource_templates();
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (items, next) = page(&templates, cursor, self.gateway.config().page_size)?;
+        let mut result = ListResourceTemplatesResult::with_all_items(items)
             .with_ttl_ms(0)
-            .with_cache_scope(CacheScope::Public))
+            .with_cache_scope(CacheScope::Public);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn read_resource(
@@ -327,15 +466,26 @@ impl ServerHandler for GatewayHandler {
                 Some(serde_json::json!({"uri": request.uri})),
             )
         };
-        let files = self
+        let skill_file = self
             .gateway
             .skills()
             .files_for(&request.uri, &subscriptions)
-            .ok_or_else(not_found)?;
-        let mut result = files
-            .iter()
-            .find_map(|f| f.read_resource(&request.uri))
-            .ok_or_else(not_found)?;
+            .and_then(|files| files.iter().find_map(|f| f.read_resource(&request.uri)));
+        let mut result = match skill_file {
+            Some(result) => result,
+            // roster's own skill:// resources stay roster's; anything else is a server's.
+            None if request.uri.starts_with("skill://") => return Err(not_found()),
+            None => {
+                self.session(&context).begin_turn().await;
+                let params = serde_json::json!({ "uri": request.uri });
+                let answer = self
+                    .gateway
+                    .backend()
+                    .forward("resources/read", params)
+                    .await?;
+                return Ok(read_answer::<ReadResourceResult>("resources/read", answer)?.into());
+            }
+        };
         result.ttl_ms = Some(0);
         result.cache_scope = Some(CacheScope::Private);
         Ok(result.into())
@@ -352,9 +502,25 @@ impl ServerHandler for GatewayHandler {
         let session = self.session(context.request_context());
         let mut notices = session.notices();
         let stop = self.gateway.shutdown_token();
+        let mut offerings = self.gateway.backend().offerings_changed();
+        let mut last = offerings
+            .as_mut()
+            .map(|o| *o.borrow_and_update())
+            .unwrap_or_default();
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
+                now = next_offerings(&mut offerings) => {
+                    // A kind the client's filter did not accept is refused by the sink; that
+                    // is no reason to end the stream.
+                    if now.prompts != last.prompts {
+                        let _ = context.sink().notify_prompt_list_changed().await;
+                    }
+                    if now.resources != last.resources {
+                        let _ = context.sink().notify_resource_list_changed().await;
+                    }
+                    last = now;
+                }
                 // Graceful teardown: the final listen result tells the client we are going.
                 () = stop.cancelled() => return Ok(()),
                 notice = notices.recv() => match notice {

@@ -12,8 +12,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
+use rmcp::ErrorData;
 use rmcp::RoleServer;
-use rmcp::model::{CallToolResult, JsonObject, ProgressNotificationParam, ProgressToken, Tool};
+use rmcp::model::{
+    CallToolResult, JsonObject, ProgressNotificationParam, ProgressToken, Prompt, Resource,
+    ResourceTemplate, Tool,
+};
+use tokio::sync::watch;
+
+use crate::servers::OfferingsGeneration;
 use rmcp::service::Peer;
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +56,27 @@ pub trait Backend: Send + Sync + 'static {
         arguments: Option<JsonObject>,
         relay: CallRelay,
     ) -> BoxFuture<'a, Result<CallToolResult, CallError>>;
+
+    /// The servers' prompts under their exposed names, in a deterministic order.
+    fn prompts(&self) -> Vec<Prompt>;
+
+    /// The servers' resources (each URI once, the first server's), in a deterministic order.
+    fn resources(&self) -> Vec<Resource>;
+
+    /// The servers' resource templates, in a deterministic order.
+    fn resource_templates(&self) -> Vec<ResourceTemplate>;
+
+    /// Forwards `prompts/get`, `resources/read` or `completion/complete` to the owning
+    /// server (with its own name); the answer is the server's result, or the JSON-RPC error
+    /// the client should get.
+    fn forward<'a>(
+        &'a self,
+        method: &'a str,
+        params: serde_json::Value,
+    ) -> BoxFuture<'a, Result<serde_json::Value, ErrorData>>;
+
+    /// Changes whenever the prompt set or the resource set changes (`None`: they never do).
+    fn offerings_changed(&self) -> Option<watch::Receiver<OfferingsGeneration>>;
 
     /// Opens the per-session view used for turns and change delivery.
     fn open_session(&self) -> Box<dyn BackendSession>;

@@ -5,14 +5,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolResult, JsonObject, Tool};
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolResult, ErrorCode, JsonObject, Prompt, Resource, ResourceTemplate, Tool,
+};
 use roster_core::ListingState;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Backend, BackendSession, CallError, CallRelay};
 use crate::config::{Config, TransportConfig};
-use crate::servers::{CallOptions, RequestError, ServerStatus};
+use crate::servers::{CallOptions, OfferingsGeneration, RequestError, RouteError, ServerStatus};
 use crate::{Roster, Session};
 
 /// A [`Roster`] serving as the gateway's backend.
@@ -63,7 +66,100 @@ fn to_rmcp(tool: roster_core::Tool) -> Option<Tool> {
     }
 }
 
+/// A server's item in rmcp's model; one that does not read is left out (and logged).
+fn typed<T: serde::de::DeserializeOwned>(kind: &str, item: Value) -> Option<T> {
+    match serde_json::from_value::<T>(item.clone()) {
+        Ok(typed) => Some(typed),
+        Err(e) => {
+            tracing::warn!(%item, "a server's {kind} cannot be served: {e}");
+            None
+        }
+    }
+}
+
+fn route_error(error: RouteError) -> ErrorData {
+    match error {
+        RouteError::UnknownPrompt(_) | RouteError::UnknownReference(_) => {
+            ErrorData::invalid_params(error.to_string(), None)
+        }
+        RouteError::UnknownResource(ref uri) => {
+            let data = json!({ "uri": uri });
+            ErrorData::resource_not_found(error.to_string(), Some(data))
+        }
+        RouteError::Request {
+            source:
+                RequestError::Server {
+                    code,
+                    message,
+                    data,
+                },
+            ..
+        } => ErrorData::new(ErrorCode(code), message, data),
+        other => ErrorData::internal_error(other.to_string(), None),
+    }
+}
+
 impl Backend for RosterBackend {
+    fn prompts(&self) -> Vec<Prompt> {
+        self.roster
+            .prompts()
+            .iter()
+            .filter_map(|entry| typed("prompt", entry.exposed_prompt()))
+            .collect()
+    }
+
+    fn resources(&self) -> Vec<Resource> {
+        self.roster
+            .resources()
+            .into_iter()
+            .filter_map(|(_, item)| typed("resource", item))
+            .collect()
+    }
+
+    fn resource_templates(&self) -> Vec<ResourceTemplate> {
+        self.roster
+            .resource_templates()
+            .into_iter()
+            .filter_map(|(_, item)| typed("resource template", item))
+            .collect()
+    }
+
+    fn forward<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> BoxFuture<'a, Result<Value, ErrorData>> {
+        Box::pin(async move {
+            let text = |key: &str| {
+                params
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let outcome = match method {
+                "prompts/get" => {
+                    let arguments = params.get("arguments").and_then(Value::as_object).cloned();
+                    self.roster.get_prompt(&text("name"), arguments).await
+                }
+                "resources/read" => self.roster.read_resource(&text("uri")).await,
+                "completion/complete" => self.roster.complete(params.clone()).await,
+                other => {
+                    return Err(ErrorData::new(
+                        ErrorCode::METHOD_NOT_FOUND,
+                        format!("roster does not forward {other}"),
+                        None,
+                    ));
+                }
+            };
+            outcome.map_err(route_error)
+        })
+    }
+
+    fn offerings_changed(&self) -> Option<tokio::sync::watch::Receiver<OfferingsGeneration>> {
+        Some(self.roster.offerings_changed())
+    }
+
     fn tools(&self) -> Vec<Tool> {
         self.roster
             .tools()

@@ -443,6 +443,7 @@ pub struct Connection {
     negotiated: Negotiated,
     listing: tokio::sync::Mutex<()>,
     list_timeout: Duration,
+    capabilities: Value,
     _guard: Guard,
 }
 
@@ -539,6 +540,10 @@ impl Connection {
         };
 
         let peer = running.peer().clone();
+        let capabilities = peer
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+            .unwrap_or(Value::Null);
         let negotiated = match peer.peer_info() {
             Some(info) => Negotiated {
                 protocol_version: info.protocol_version.to_string(),
@@ -627,6 +632,7 @@ impl Connection {
             negotiated,
             listing: tokio::sync::Mutex::new(()),
             list_timeout: config.list_timeout,
+            capabilities,
             _guard: guard,
         })
     }
@@ -760,6 +766,55 @@ impl Connection {
                 _ => return Ok(listing),
             }
         }
+    }
+
+    /// Whether the server advertised `capability` (`prompts`, `resources`, `completions`).
+    pub fn advertises(&self, capability: &str) -> bool {
+        self.capabilities
+            .get(capability)
+            .is_some_and(|c| !c.is_null())
+    }
+
+    /// Sends one request (`prompts/get`, `resources/read`, …) and returns its result as JSON;
+    /// each must come within the server's `list_timeout`.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RequestError> {
+        let request = client_request(json!({"method": method, "params": params}))?;
+        let handle = self
+            .peer
+            .send_cancellable_request(
+                request,
+                rmcp::service::PeerRequestOptions::with_timeout(self.list_timeout),
+            )
+            .await?;
+        let result = handle.await_response().await?;
+        serde_json::to_value(result).map_err(|e| RequestError::Unexpected(e.to_string()))
+    }
+
+    /// Pages `method` (`prompts/list`, `resources/list`, `resources/templates/list`) to its end
+    /// and returns every item of the result's `field` array.
+    pub async fn list_all(&self, method: &str, field: &str) -> Result<Vec<Value>, RequestError> {
+        const MAX_PAGES: usize = 1000;
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let page = self.request(method, params).await?;
+            if let Some(page_items) = page.get(field).and_then(Value::as_array) {
+                items.extend(page_items.iter().cloned());
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if !next.is_empty() && cursor.as_deref() != Some(next) => {
+                    cursor = Some(next.to_owned());
+                }
+                _ => return Ok(items),
+            }
+        }
+        Err(RequestError::Unexpected(format!(
+            "{method} pagination does not end after {MAX_PAGES} pages"
+        )))
     }
 
     /// Calls a tool by the server's own name; returns the raw `CallToolResult` JSON.

@@ -25,6 +25,7 @@
 //!   new connection is listed; repeated failures park the server in `crash-loop`.
 
 mod connection;
+pub(crate) mod offerings;
 mod refresh;
 mod sink;
 mod sse;
@@ -36,9 +37,13 @@ pub use connection::{
     CallOptions, Confirmer, ConnectError, Connection, ELICITATION_WAIT, ListenerId, Negotiated,
     NotificationListener, Notifications, ProgressListener, RequestError, ToolListing,
 };
-pub use refresh::{RefreshHook, RefreshHookError, Relist, TOOLS_LIST_CHANGED};
+pub use offerings::{PromptEntry, RouteError};
+pub use refresh::{
+    PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RefreshHook, RefreshHookError, Relist,
+    TOOLS_LIST_CHANGED,
+};
 pub use sink::{ConfirmFuture, LogSink, NotificationSink};
 pub use sse::{SseError, SseGuard};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
-pub use supervisor::{ReconcileHook, RelistError, ServerState, ServerStatus};
+pub use supervisor::{OfferingsGeneration, ReconcileHook, RelistError, ServerState, ServerStatus};
 pub use wire::WireError;

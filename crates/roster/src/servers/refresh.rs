@@ -20,6 +20,12 @@ use super::connection::{ListenerId, Notifications};
 /// The method that triggers a re-list.
 pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 
+/// A server's prompts changed: re-listed by the same hook.
+pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+
+/// A server's resources changed: re-listed by the same hook.
+pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+
 /// What the hook runs on the trailing edge: re-list that one server.
 pub type Relist = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
@@ -103,11 +109,18 @@ impl RefreshHook {
         Ok(RefreshHook { inner })
     }
 
-    /// Listens to a server's notifications: each `tools/list_changed` schedules a re-list.
+    /// Listens to a server's notifications: each `tools/list_changed` (and prompts' or
+    /// resources' `list_changed`) schedules a re-list.
     pub fn subscribe(&self, notifications: &Notifications) -> ListenerId {
         let hook = self.clone();
         notifications.add_notification_listener(move |method, _| {
-            if method == TOOLS_LIST_CHANGED {
+            if [
+                TOOLS_LIST_CHANGED,
+                PROMPTS_LIST_CHANGED,
+                RESOURCES_LIST_CHANGED,
+            ]
+            .contains(&method)
+            {
                 hook.schedule();
             }
         })

@@ -22,7 +22,10 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{Connection, Notifications};
-use super::refresh::{RefreshHook, TOOLS_LIST_CHANGED};
+use super::offerings::{Changed, Offerings};
+use super::refresh::{
+    PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RefreshHook, TOOLS_LIST_CHANGED,
+};
 use super::sink::NotificationSink;
 use crate::config::{GatewayConfig, ServerConfig};
 
@@ -207,6 +210,15 @@ pub enum RelistError {
     Unknown(String),
 }
 
+/// How often the client-visible prompts and resources have changed; a watcher compares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OfferingsGeneration {
+    /// Changes of the prompt set.
+    pub prompts: u64,
+    /// Changes of the resource or resource template set.
+    pub resources: u64,
+}
+
 /// One session's queue of deltas and a counter of deltas queued, to wait on.
 pub(crate) struct SessionQueue {
     pub(crate) deltas: Mutex<DeltaQueue>,
@@ -231,6 +243,9 @@ pub(crate) struct Runtime {
     pub(crate) gateway: GatewayConfig,
     pub(crate) state: Mutex<State>,
     pub(crate) slots: BTreeMap<String, Arc<Slot>>,
+    pub(crate) offerings: Mutex<Offerings>,
+    /// Bumped per kind when the client-visible prompts or resources change.
+    pub(crate) offerings_changed: watch::Sender<OfferingsGeneration>,
     sessions: Mutex<Vec<Weak<SessionQueue>>>,
     sink: Arc<dyn NotificationSink>,
     reconcile_hook: RwLock<Option<ReconcileHook>>,
@@ -255,6 +270,7 @@ impl Runtime {
             .cloned()
             .collect();
         let registry = ToolRegistry::new(enabled.clone(), gateway.naming_config());
+        let offerings = Offerings::new(enabled.clone(), gateway.naming_config());
         let schedule = Schedule::new(enabled, gateway.schedule_config());
         let slots = servers
             .iter()
@@ -286,6 +302,8 @@ impl Runtime {
             gateway,
             state: Mutex::new(State { registry, schedule }),
             slots,
+            offerings: Mutex::new(offerings),
+            offerings_changed: watch::channel(OfferingsGeneration::default()).0,
             sessions: Mutex::new(Vec::new()),
             sink,
             reconcile_hook: RwLock::new(reconcile_hook),
@@ -320,7 +338,12 @@ impl Runtime {
             let channel = slot.name.clone();
             slot.notifications
                 .add_notification_listener(move |method, params| {
-                    let handled = (method == TOOLS_LIST_CHANGED && dynamic)
+                    let list_changed = [
+                        TOOLS_LIST_CHANGED,
+                        PROMPTS_LIST_CHANGED,
+                        RESOURCES_LIST_CHANGED,
+                    ];
+                    let handled = (list_changed.contains(&method) && dynamic)
                         || method == "notifications/progress";
                     sink.record(&channel, method, params.clone(), handled);
                 });
@@ -334,6 +357,7 @@ impl Runtime {
                         Box::pin(async move {
                             if let (Some(rt), Some(slot)) = (rt, slot) {
                                 let _ = rt.relist(&slot, Relisting::Always).await;
+                                rt.list_offerings(&slot).await;
                             }
                         })
                     }),
@@ -391,6 +415,64 @@ impl Runtime {
             .clone();
         if let Some(hook) = hook {
             hook(server, delta);
+        }
+    }
+
+    /// Lists the prompts, resources and resource templates a server advertises and publishes
+    /// what changed. A kind whose listing fails keeps what it had.
+    pub(crate) async fn list_offerings(&self, slot: &Slot) {
+        let Some(connection) = slot.connection() else {
+            return;
+        };
+        let mut offerings = lock(&self.offerings)
+            .by_server(&slot.name)
+            .cloned()
+            .unwrap_or_default();
+        let kinds: [(&str, &str, &str, &mut Vec<serde_json::Value>); 3] = [
+            ("prompts", "prompts/list", "prompts", &mut offerings.prompts),
+            (
+                "resources",
+                "resources/list",
+                "resources",
+                &mut offerings.resources,
+            ),
+            (
+                "resources",
+                "resources/templates/list",
+                "resourceTemplates",
+                &mut offerings.templates,
+            ),
+        ];
+        for (capability, method, field, items) in kinds {
+            if !connection.advertises(capability) {
+                items.clear();
+                continue;
+            }
+            match connection.list_all(method, field).await {
+                Ok(listed) => *items = listed,
+                Err(error) => tracing::warn!(server = %slot.name, method, %error, "listing failed"),
+            }
+        }
+        let changed = {
+            let mut all = lock(&self.offerings);
+            // As for tools: a listing that finished as the server died brings nothing back.
+            let current = slot
+                .connection()
+                .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed());
+            if !current {
+                return;
+            }
+            all.set(&slot.name, offerings)
+        };
+        self.publish_offerings(changed);
+    }
+
+    fn publish_offerings(&self, changed: Changed) {
+        if changed.prompts || changed.resources {
+            self.offerings_changed.send_modify(|g| {
+                g.prompts += u64::from(changed.prompts);
+                g.resources += u64::from(changed.resources);
+            });
         }
     }
 
@@ -614,6 +696,7 @@ async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         *lock(&slot.connection) = Some(connection.clone());
         // Tools return only once the new connection has answered a listing.
         let _ = rt.relist(&slot, Relisting::Always).await;
+        rt.list_offerings(&slot).await;
         slot.first_attempt.send_replace(true);
 
         let Some(reason) = watch(&rt, &slot, &connection).await else {
@@ -625,6 +708,8 @@ async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         connection.close();
         let delta = rt.state().registry.remove_server(&slot.name);
         rt.publish(&slot.name, &delta);
+        let changed = lock(&rt.offerings).remove(&slot.name);
+        rt.publish_offerings(changed);
         rt.record_failure(&slot, &reason);
         lock(&slot.live).restarts += 1;
     }
