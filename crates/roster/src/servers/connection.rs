@@ -15,18 +15,19 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CancelledNotificationParam, ClientCapabilities, ClientRequest, ClientResult, ElicitResult,
-    ElicitationAction, ElicitationCapability, ErrorCode, ErrorData, FormElicitationCapability,
-    Implementation, InitializeRequestParams, ProtocolVersion, RequestId, ServerNotification,
+    CancelledNotificationParam, ClientCapabilities, ClientRequest, ClientResult, CustomResult,
+    ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation,
+    InitializeRequestParams, ProtocolVersion, RequestId, RequestMetaObject, ServerNotification,
     ServerRequest, ServerResult, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientLifecycleMode, RoleClient, Service, ServiceError};
 use roster_core::Tool;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::relay::{self, CallerRelay, InFlight, InFlightGuard, InputAnswers, LogLevel};
 use super::stdio::{ChildGuard, SpawnError};
 use super::wire::RawResults;
 use crate::config::{Era, ServerConfig, TransportConfig};
@@ -182,10 +183,27 @@ impl Notifications {
     }
 }
 
-/// roster's side of the rmcp client: answers the few requests a server may send and turns
-/// every notification into `(method, params)` for [`Notifications`].
+/// roster's side of the rmcp client: answers the requests a server sends (relaying them to the
+/// caller in flight, see [`super::relay`]) and turns every notification into
+/// `(method, params)` for [`Notifications`].
 struct ClientSide {
+    shared: Arc<ClientShared>,
+}
+
+/// What the rmcp client side and the [`Connection`] share: the requests in flight with their
+/// callers, and who decides what no caller can.
+struct ClientShared {
+    server: Arc<str>,
     notifications: Arc<Notifications>,
+    in_flight: InFlight,
+}
+
+/// Why a server's request got no result.
+enum Unanswered {
+    /// Nobody could be asked: no caller, or one without the capability (the reason says which).
+    Refused(String),
+    /// The caller was asked and answered with this error.
+    Failed(ErrorData),
 }
 
 impl Service<RoleClient> for ClientSide {
@@ -196,12 +214,31 @@ impl Service<RoleClient> for ClientSide {
     ) -> Result<ClientResult, ErrorData> {
         match request {
             ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
-            // rmcp runs each request handler on its own task, so waiting here for a person
-            // does not stall the reader.
-            ServerRequest::ElicitRequest(request) => {
-                let params = serde_json::to_value(&request.params).unwrap_or_default();
-                let result = self.elicit(params, &context.ct).await;
-                Ok(ClientResult::ElicitResult(result))
+            // rmcp runs each request handler on its own task, so waiting here for the client
+            // or a person does not stall the reader.
+            ServerRequest::CreateMessageRequest(_)
+            | ServerRequest::ElicitRequest(_)
+            | ServerRequest::ListRootsRequest(_) => {
+                let value = serde_json::to_value(&request).unwrap_or_default();
+                let method = method_of(&value).to_owned();
+                let params = value.get("params").cloned().unwrap_or_else(|| json!({}));
+                // Streamable HTTP names the request whose response stream carried this one.
+                let origin = match context.extensions.get::<InboundStreamOrigin>() {
+                    Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
+                    _ => None,
+                };
+                let caller = self.shared.in_flight.caller(origin.as_ref());
+                match self.shared.answer(caller, &method, params, &context.ct).await {
+                    Ok(result) => Ok(ClientResult::CustomResult(CustomResult(result))),
+                    Err(Unanswered::Refused(reason)) => Err(ErrorData::invalid_request(
+                        format!(
+                            "roster cannot relay `{method}` from server `{}`: {reason}",
+                            self.shared.server
+                        ),
+                        None,
+                    )),
+                    Err(Unanswered::Failed(error)) => Err(error),
+                }
             }
             other => Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
@@ -219,16 +256,31 @@ impl Service<RoleClient> for ClientSide {
         notification: ServerNotification,
         _context: NotificationContext<RoleClient>,
     ) -> Result<(), ErrorData> {
-        dispatch_typed(&self.notifications, &notification);
+        match serde_json::to_value(&notification) {
+            Ok(value) => {
+                let params = value.get("params").cloned().unwrap_or(Value::Null);
+                let method = method_of(&value);
+                if method == relay::LOG_MESSAGE {
+                    self.shared.relay_log(&params);
+                }
+                self.shared
+                    .notifications
+                    .dispatch_notification(method, &params);
+            }
+            Err(error) => tracing::warn!(%error, "cannot read a server notification"),
+        }
         Ok(())
     }
 
     fn get_info(&self) -> InitializeRequestParams {
-        let mut capabilities = ClientCapabilities::default();
-        if self.notifications.confirmer().is_some() {
-            capabilities.elicitation =
-                Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
-        }
+        // What roster can relay to its clients (elicitation also to the inbox). A 2026-07-28
+        // server hears each caller's own capabilities with every request instead.
+        let capabilities: ClientCapabilities = serde_json::from_value(json!({
+            "sampling": {},
+            "elicitation": {"form": {}, "url": {}},
+            "roots": {},
+        }))
+        .unwrap_or_default();
         let mut info = InitializeRequestParams::new(
             capabilities,
             Implementation::new("roster", env!("CARGO_PKG_VERSION")),
@@ -238,7 +290,70 @@ impl Service<RoleClient> for ClientSide {
     }
 }
 
-impl ClientSide {
+impl ClientShared {
+    /// Answers one server request: the caller when it declared the capability, else the inbox
+    /// for an elicitation; sampling and roots without a caller are refused.
+    async fn answer(
+        &self,
+        caller: Option<Arc<dyn CallerRelay>>,
+        method: &str,
+        params: Value,
+        cancelled: &CancellationToken,
+    ) -> Result<Value, Unanswered> {
+        let refused = match caller {
+            Some(caller) => match relay::refusal(&caller.capabilities(), method, &params) {
+                None => {
+                    return tokio::select! {
+                        answer = caller.ask(method, params) => answer.map_err(Unanswered::Failed),
+                        _ = cancelled.cancelled() => Err(Unanswered::Failed(ErrorData::new(
+                            ErrorCode::INTERNAL_ERROR,
+                            format!("the {method} request was cancelled before the client answered"),
+                            None,
+                        ))),
+                    };
+                }
+                Some(reason) => reason,
+            },
+            None => "no client request is in flight to this server".to_owned(),
+        };
+        if method == relay::ELICITATION {
+            tracing::info!(server = %self.server, reason = %refused, "elicitation goes to the inbox");
+            let result = self.elicit(params, cancelled).await;
+            return serde_json::to_value(result)
+                .map_err(|e| Unanswered::Failed(ErrorData::internal_error(e.to_string(), None)));
+        }
+        Err(Unanswered::Refused(refused))
+    }
+
+    /// Gives a log message to the caller in flight when it asked for that level.
+    fn relay_log(&self, params: &Value) {
+        let Some(caller) = self.in_flight.caller(None) else {
+            return;
+        };
+        let wanted = caller.log_level().is_some_and(|least| {
+            LogLevel::of_message(params).unwrap_or(LogLevel::Emergency) >= least
+        });
+        if wanted {
+            caller.log(params.clone());
+        }
+    }
+
+    /// What a 2026-07-28 server is told the client can do, for one request of `caller`: the
+    /// caller's relayable capabilities; for an initialize-era caller (or none) also form
+    /// elicitation when the inbox can ask a person.
+    fn declared_for(&self, caller: Option<&Arc<dyn CallerRelay>>) -> Value {
+        let mut capabilities = caller
+            .map(|c| relay::relayable(&c.capabilities()))
+            .unwrap_or_default();
+        let passes_through = caller.is_some_and(|c| c.takes_input_required());
+        if !passes_through && self.notifications.confirmer().is_some() {
+            capabilities
+                .entry("elicitation")
+                .or_insert_with(|| json!({"form": {}}));
+        }
+        Value::Object(capabilities)
+    }
+
     /// A form elicitation becomes a yes/no confirm for a person; URL elicitations, forms whose
     /// required fields have no answer roster can give, and every no or expiry are declined.
     async fn elicit(&self, params: Value, cancelled: &CancellationToken) -> ElicitResult {
@@ -361,6 +476,19 @@ pub enum RequestError {
     /// The server answered with something that is not the expected result.
     #[error("the server sent an unexpected answer: {0}")]
     Unexpected(String),
+    /// The server needed input from the client (an `input_required` result) that roster could
+    /// not get: the caller lacks the capability, or answered with an error.
+    #[error("the server asked the client for `{method}`, which failed: {message}")]
+    Input {
+        /// The input request's method (`sampling/createMessage`, …).
+        method: String,
+        /// The JSON-RPC error code the caller should get.
+        code: i32,
+        /// Why, in words.
+        message: String,
+        /// The error's `data`, if any.
+        data: Option<Value>,
+    },
 }
 
 impl From<ServiceError> for RequestError {
@@ -399,6 +527,11 @@ pub struct CallOptions {
     pub cancel: Option<CancellationToken>,
     /// Receives the server's `notifications/progress` for this call.
     pub progress: Option<ProgressListener>,
+    /// The client behind the call: the server's requests and log messages during it go there
+    /// (see [`super::relay`]). `None`: only the inbox answers (elicitation).
+    pub caller: Option<Arc<dyn CallerRelay>>,
+    /// The caller's answers to an earlier `input_required` result, for its retry.
+    pub input: Option<InputAnswers>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -407,6 +540,8 @@ impl std::fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("cancel", &self.cancel.is_some())
             .field("progress", &self.progress.is_some())
+            .field("caller", &self.caller.is_some())
+            .field("input", &self.input)
             .finish()
     }
 }
@@ -439,6 +574,7 @@ pub struct Connection {
     stop: CancellationToken,
     closed: watch::Receiver<bool>,
     notifications: Arc<Notifications>,
+    shared: Arc<ClientShared>,
     raw: RawResults,
     negotiated: Negotiated,
     listing: tokio::sync::Mutex<()>,
@@ -484,8 +620,13 @@ impl Connection {
     ) -> Result<Connection, ConnectError> {
         let name: Arc<str> = Arc::from(server);
         let raw = RawResults::default();
-        let client = ClientSide {
+        let shared = Arc::new(ClientShared {
+            server: name.clone(),
             notifications: notifications.clone(),
+            in_flight: InFlight::default(),
+        });
+        let client = ClientSide {
+            shared: shared.clone(),
         };
         let mode = lifecycle(config.era);
         let handshake =
@@ -628,6 +769,7 @@ impl Connection {
             stop,
             closed: closed_rx,
             notifications,
+            shared,
             raw,
             negotiated,
             listing: tokio::sync::Mutex::new(()),
@@ -817,7 +959,8 @@ impl Connection {
         )))
     }
 
-    /// Calls a tool by the server's own name; returns the raw `CallToolResult` JSON.
+    /// Calls a tool by the server's own name; returns the raw `CallToolResult` JSON (or, for
+    /// a caller that takes them, an `input_required` result).
     pub async fn call_tool(
         &self,
         tool: &str,
@@ -828,12 +971,62 @@ impl Connection {
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
-        let request = client_request(json!({"method": "tools/call", "params": params}))?;
+        self.interactive("tools/call", params, options).await
+    }
+
+    /// Sends a request the server may answer with `input_required` (`tools/call`,
+    /// `prompts/get`, `resources/read`) on behalf of `options.caller`, and returns the final
+    /// result JSON. A caller that takes `input_required` results gets them untouched; for any
+    /// other roster answers the input requests (the caller, or the inbox for an elicitation)
+    /// and retries, at most [`relay::MAX_INPUT_ROUNDS`] times. `options.timeout` bounds each
+    /// wait for the server.
+    pub async fn interactive(
+        &self,
+        method: &str,
+        mut params: Value,
+        options: CallOptions,
+    ) -> Result<Value, RequestError> {
+        if let Some(input) = &options.input {
+            input.apply(&mut params);
+        }
+        let caller = options.caller.clone();
+        let in_flight = self.shared.in_flight.enter(caller.clone());
+        let cancel = options.cancel.clone().unwrap_or_default();
+        for _ in 0..=relay::MAX_INPUT_ROUNDS {
+            let answer = self.round(method, &params, &options, &in_flight).await?;
+            let passes_through = caller.as_ref().is_some_and(|c| c.takes_input_required());
+            if !relay::is_input_required(&answer) || passes_through {
+                return Ok(answer);
+            }
+            self.fulfil(&answer, caller.as_ref(), &cancel)
+                .await?
+                .apply(&mut params);
+        }
+        Err(RequestError::Unexpected(format!(
+            "{method} still asked for input after {} rounds",
+            relay::MAX_INPUT_ROUNDS
+        )))
+    }
+
+    /// One request and its answer, with progress, timeout and cancellation.
+    async fn round(
+        &self,
+        method: &str,
+        params: &Value,
+        options: &CallOptions,
+        in_flight: &InFlightGuard<'_>,
+    ) -> Result<Value, RequestError> {
+        let request = client_request(json!({"method": method, "params": params}))?;
+        let mut request_options = rmcp::service::PeerRequestOptions::no_options();
+        if !self.negotiated.legacy {
+            request_options = request_options.with_meta(self.request_meta(options));
+        }
         let handle = self
             .peer
-            .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+            .send_cancellable_request(request, request_options)
             .await?;
         let id = handle.id.clone();
+        in_flight.sent_as(id.clone());
         let token = serde_json::to_value(&handle.progress_token.0)
             .map(|t| t.to_string())
             .unwrap_or_default();
@@ -861,23 +1054,62 @@ impl Connection {
         };
         self.notifications.unwatch_progress(&token);
         let raw = self.raw.take(&id);
-        match outcome? {
-            ServerResult::CallToolResult(typed) => match raw {
-                Some(raw) => Ok(raw),
-                None => {
-                    serde_json::to_value(typed).map_err(|e| RequestError::Unexpected(e.to_string()))
-                }
-            },
-            other => match raw {
-                // An answer rmcp reads as another type is still a tool result for us
-                // (for instance an empty `{}` from a permissive server).
-                Some(raw) => Ok(raw),
-                None => Err(RequestError::Unexpected(format!(
-                    "tools/call answered with {}",
-                    serde_json::to_value(&other).unwrap_or_default()
-                ))),
-            },
+        let typed = outcome?;
+        match raw {
+            Some(raw) => Ok(raw),
+            // An answer rmcp reads as another type (say an empty `{}`) is still the result.
+            None => serde_json::to_value(typed).map_err(|e| RequestError::Unexpected(e.to_string())),
         }
+    }
+
+    /// The `_meta` a 2026-07-28 server gets with a caller's request: the client capabilities
+    /// roster can relay for this caller, and the log level it asked for.
+    fn request_meta(&self, options: &CallOptions) -> RequestMetaObject {
+        let caller = options.caller.as_ref();
+        let mut meta = json!({
+            "io.modelcontextprotocol/clientCapabilities": self.shared.declared_for(caller),
+        });
+        if let Some(level) = caller.and_then(|c| c.log_level()) {
+            meta["io.modelcontextprotocol/logLevel"] = json!(level);
+        }
+        serde_json::from_value(meta).unwrap_or_default()
+    }
+
+    /// Answers every input request of an `input_required` result for a caller that does not
+    /// take them itself.
+    async fn fulfil(
+        &self,
+        answer: &Value,
+        caller: Option<&Arc<dyn CallerRelay>>,
+        cancel: &CancellationToken,
+    ) -> Result<InputAnswers, RequestError> {
+        let mut responses = Map::new();
+        let requests = answer.get("inputRequests").and_then(Value::as_object);
+        for (key, request) in requests.into_iter().flatten() {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+            let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+            let error = match self.shared.answer(caller.cloned(), method, params, cancel).await {
+                Ok(result) => {
+                    responses.insert(key.clone(), result);
+                    continue;
+                }
+                Err(Unanswered::Refused(reason)) => relay::missing_capability(method, &reason),
+                Err(Unanswered::Failed(error)) => error,
+            };
+            return Err(RequestError::Input {
+                method: method.to_owned(),
+                code: error.code.0,
+                message: error.message.into_owned(),
+                data: error.data,
+            });
+        }
+        Ok(InputAnswers {
+            responses: Some(responses),
+            request_state: answer
+                .get("requestState")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
     }
 
     async fn send_cancelled(&self, id: &RequestId, reason: &str) {

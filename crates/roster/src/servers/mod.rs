@@ -15,10 +15,11 @@
 //!   rebuilt from rmcp's typed value and fields rmcp does not know are lost there.
 //! - [`Notifications`]: every notification as `(method, params)`, per server, surviving
 //!   restarts. [`NotificationSink`] is where the inbox records each one.
-//! - Elicitation: a server's `elicitation/create` becomes a pending confirm in the inbox (via
-//!   [`NotificationSink::confirm`]); a yes accepts with the schema's defaults (booleans
-//!   without one `true`), a no or expiry declines. The capability is declared only when the
-//!   sink can reach a person.
+//! - [`relay`]: a server's requests (`sampling/createMessage`, `elicitation/create`,
+//!   `roots/list`), its `input_required` results (2026-07-28) and its log messages go to the
+//!   caller of the request in flight ([`CallerRelay`]). An elicitation nobody can take becomes
+//!   a pending confirm in the inbox (via [`NotificationSink::confirm`]); a yes accepts with the
+//!   schema's defaults (booleans without one `true`), a no or expiry declines.
 //! - [`RefreshHook`]: `list_changed` → debounced re-list of that one server, on its own task.
 //! - Supervision (inside [`crate::Roster`]): exit, drop or an unanswered ping removes the
 //!   server's tools, then reconnects with the core schedule's backoff; tools return after the
@@ -27,6 +28,7 @@
 mod connection;
 pub(crate) mod offerings;
 mod refresh;
+pub mod relay;
 mod sink;
 mod sse;
 mod stdio;
@@ -38,6 +40,7 @@ pub use connection::{
     NotificationListener, Notifications, ProgressListener, RequestError, ToolListing,
 };
 pub use offerings::{PromptEntry, RouteError};
+pub use relay::{CallerRelay, InputAnswers, LogLevel};
 pub use refresh::{
     PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RefreshHook, RefreshHookError, Relist,
     TOOLS_LIST_CHANGED,
