@@ -29,8 +29,8 @@ use serde_json::{Map, Value};
 use crate::config::Config;
 use crate::servers::supervisor::{ReconcileHook, Relisting, Runtime, SessionQueue};
 use crate::servers::{
-    CallOptions, LogSink, NotificationSink, Notifications, OfferingsGeneration, PromptEntry,
-    RefreshHookError, RelistError, RequestError, RouteError, ServerStatus,
+    CallOptions, LogLevel, LogSink, NotificationSink, Notifications, OfferingsGeneration,
+    PromptEntry, RefreshHookError, RelistError, RequestError, RouteError, ServerLog, ServerStatus,
 };
 
 /// roster could not start with this configuration.
@@ -394,6 +394,18 @@ impl Roster {
         exposed_name: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Result<Value, RouteError> {
+        self.get_prompt_with(exposed_name, arguments, CallOptions::default())
+            .await
+    }
+
+    /// [`Roster::get_prompt`] for a caller (who answers the server's requests, see
+    /// [`crate::servers::relay`]); `options.timeout` unset means the server's `list_timeout`.
+    pub async fn get_prompt_with(
+        &self,
+        exposed_name: &str,
+        arguments: Option<Map<String, Value>>,
+        options: CallOptions,
+    ) -> Result<Value, RouteError> {
         let (server, name) = lock_offerings(&self.rt)
             .prompt_route(exposed_name)
             .ok_or_else(|| RouteError::UnknownPrompt(exposed_name.to_owned()))?;
@@ -401,16 +413,27 @@ impl Roster {
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
-        self.forward(&server, "prompts/get", params).await
+        self.forward_interactive(&server, "prompts/get", params, options)
+            .await
     }
 
     /// `resources/read` of `uri`, sent to the server whose listing holds it (or whose template
     /// matches it); returns the server's `ReadResourceResult` JSON.
     pub async fn read_resource(&self, uri: &str) -> Result<Value, RouteError> {
+        self.read_resource_with(uri, CallOptions::default()).await
+    }
+
+    /// [`Roster::read_resource`] for a caller, as [`Roster::get_prompt_with`].
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        options: CallOptions,
+    ) -> Result<Value, RouteError> {
         let server = lock_offerings(&self.rt)
             .resource_owner(uri)
             .ok_or_else(|| RouteError::UnknownResource(uri.to_owned()))?;
-        self.forward(&server, "resources/read", serde_json::json!({ "uri": uri }))
+        let params = serde_json::json!({ "uri": uri });
+        self.forward_interactive(&server, "resources/read", params, options)
             .await
     }
 
@@ -440,6 +463,33 @@ impl Roster {
         self.forward(&server, "completion/complete", params).await
     }
 
+    async fn forward_interactive(
+        &self,
+        server: &str,
+        method: &str,
+        params: Value,
+        mut options: CallOptions,
+    ) -> Result<Value, RouteError> {
+        let slot = self
+            .rt
+            .slots
+            .get(server)
+            .ok_or_else(|| RouteError::Unavailable(server.to_owned()))?;
+        let connection = slot
+            .connection()
+            .ok_or_else(|| RouteError::Unavailable(server.to_owned()))?;
+        if options.timeout.is_none() {
+            options.timeout = Some(slot.config.list_timeout);
+        }
+        connection
+            .interactive(method, params, options)
+            .await
+            .map_err(|source| RouteError::Request {
+                server: server.to_owned(),
+                source,
+            })
+    }
+
     async fn forward(
         &self,
         server: &str,
@@ -459,6 +509,33 @@ impl Roster {
                 server: server.to_owned(),
                 source,
             })
+    }
+
+    /// A client asked for log messages at `level` and above (`logging/setLevel`). Each
+    /// initialize-era server that advertises `logging` is asked for the most verbose level any
+    /// client asked for so far (now, and at every reconnect); clients filter their own.
+    pub async fn set_log_level(&self, level: LogLevel) {
+        if !self.rt.lower_log_level(level) {
+            return;
+        }
+        let connections: Vec<_> = self
+            .rt
+            .slots
+            .values()
+            .filter_map(|s| s.connection())
+            .collect();
+        let sends = connections.iter().map(|connection| async move {
+            if let Err(error) = connection.set_log_level(level).await {
+                tracing::warn!(server = connection.server(), %error, "logging/setLevel failed");
+            }
+        });
+        futures::future::join_all(sends).await;
+    }
+
+    /// Log messages servers send while no request is in flight to them (each is recorded in
+    /// the inbox too). Messages during a request go to that request's caller instead.
+    pub fn server_logs(&self) -> tokio::sync::broadcast::Receiver<ServerLog> {
+        self.rt.server_logs.subscribe()
     }
 
     /// Marks every server stale. Dials nothing: the next turn lists each server once, however

@@ -6,20 +6,22 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
     CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    GetSkillRequestParams, GetSkillResult, Implementation, JsonObject, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
-    PaginatedRequestParams, PromptsCapability, ReadResourceDirectoryRequestParams,
+    GetSkillRequestParams, GetSkillResult, Implementation, InputRequiredResult, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, PaginatedRequestParams, PromptsCapability, ReadResourceDirectoryRequestParams,
     ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ResourcesCapability, ServerCapabilities, ServerConfig, SubscriptionFilter,
-    Tool,
+    ReadResourceResult, ResourcesCapability, ServerCapabilities, ServerConfig, ServerNotification,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use roster_core::catalog::Subscriptions;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::caller::{self, Step};
 use super::session::Session;
-use super::{CallError, CallRelay, ClientIdentity, Gateway, ProgressRelay, native};
+use super::{CallError, ClientIdentity, Gateway, Outcome, native};
+use crate::servers::{LogLevel, ServerLog, relay};
 
 /// roster's MCP server handler.
 pub struct GatewayHandler {
@@ -180,6 +182,75 @@ impl GatewayHandler {
     fn subscriptions(&self, context: &RequestContext<RoleServer>) -> Subscriptions {
         self.identity(context).subscriptions.into_iter().collect()
     }
+
+    /// Forwards `prompts/get` or `resources/read` with the client as the caller; the server's
+    /// result, or an `input_required` result for a 2026-07-28 client.
+    async fn forward_relayed(
+        &self,
+        context: &RequestContext<RoleServer>,
+        session: &Session,
+        method: &'static str,
+        params: serde_json::Value,
+        target: String,
+        input: Option<crate::servers::InputAnswers>,
+    ) -> Result<Result<serde_json::Value, InputRequiredResult>, ErrorData> {
+        let backend = self.gateway.backend().clone();
+        let work = move |relay| -> futures::future::BoxFuture<'static, Outcome> {
+            Box::pin(
+                async move { Outcome::Forward(backend.forward_with(method, params, relay).await) },
+            )
+        };
+        let owner = self.identity(context).name;
+        let step = caller::run_relayed(&self.gateway, context, session, owner, target, input, work)
+            .await?;
+        let answer = match step {
+            Step::InputRequired(result) => return Ok(Err(result)),
+            Step::Done(Outcome::Forward(answer)) => answer?,
+            Step::Done(Outcome::Call(_)) => return Err(not_a_call(method)),
+        };
+        if relay::is_input_required(&answer) {
+            return Ok(Err(read_answer(method, answer)?));
+        }
+        Ok(Ok(answer))
+    }
+}
+
+/// A request came back as another kind of request: a bug, said as one.
+fn not_a_call(method: &str) -> ErrorData {
+    ErrorData::internal_error(format!("{method} produced another request's outcome"), None)
+}
+
+/// Sends the servers' log messages outside any request to an initialize-era client at the
+/// level its session asked for, until the client goes.
+fn forward_server_logs(
+    mut logs: tokio::sync::broadcast::Receiver<ServerLog>,
+    session: Arc<Session>,
+    peer: rmcp::service::Peer<RoleServer>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    tokio::spawn(async move {
+        loop {
+            let log = tokio::select! {
+                () = stop.cancelled() => return,
+                log = logs.recv() => match log {
+                    Ok(log) => log,
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                },
+            };
+            let level = LogLevel::of_message(&log.params).unwrap_or(LogLevel::Emergency);
+            if session.log_level().is_none_or(|least| level < least) {
+                continue;
+            }
+            let message = serde_json::json!({"method": relay::LOG_MESSAGE, "params": log.params});
+            let Ok(notification) = serde_json::from_value::<ServerNotification>(message) else {
+                continue;
+            };
+            if peer.send_notification(notification).await.is_err() {
+                return;
+            }
+        }
+    });
 }
 
 /// Not visible and not found must read the same, so this is the one answer for both.
@@ -213,6 +284,11 @@ impl ServerHandler for GatewayHandler {
         resources.list_changed = Some(true);
         capabilities.resources = Some(resources);
         capabilities.completions = Some(JsonObject::new());
+        // Servers' log messages are relayed to the client whose request is in flight.
+        #[allow(deprecated)]
+        {
+            capabilities.logging = Some(JsonObject::new());
+        }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("roster", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -231,6 +307,9 @@ impl ServerHandler for GatewayHandler {
         if let Some(changes) = self.gateway.backend().offerings_changed() {
             forward_offering_changes(changes, peer.clone(), stop.clone());
         }
+        if let Some(logs) = self.gateway.backend().server_logs() {
+            forward_server_logs(logs, self.own_session().clone(), peer.clone(), stop.clone());
+        }
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -246,6 +325,28 @@ impl ServerHandler for GatewayHandler {
                 }
             }
         });
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if caller::is_modern(&context) {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "logging/setLevel is gone in 2026-07-28: set io.modelcontextprotocol/logLevel \
+                 in a request's _meta instead",
+                None,
+            ));
+        }
+        let level: LogLevel = serde_json::to_value(request.level)
+            .and_then(serde_json::from_value)
+            .map_err(|e| ErrorData::invalid_params(format!("unknown log level: {e}"), None))?;
+        self.session(&context).set_log_level(level);
+        self.gateway.backend().set_log_level(level).await;
+        Ok(())
     }
 
     async fn list_tools(
@@ -280,23 +381,34 @@ impl ServerHandler for GatewayHandler {
             return Ok(result.into());
         }
         session.begin_turn().await;
-        let relay = CallRelay {
-            cancel: context.ct.clone(),
-            progress: context
-                .meta
-                .get_progress_token()
-                .map(|token| ProgressRelay {
-                    token,
-                    peer: context.peer.clone(),
-                }),
+        let backend = self.gateway.backend().clone();
+        let name = request.name.to_string();
+        let target = format!("tools/call {name}");
+        let input = caller::input_answers(request.input_responses, request.request_state);
+        let work = move |relay| -> futures::future::BoxFuture<'static, Outcome> {
+            Box::pin(
+                async move { Outcome::Call(backend.call(&name, Some(arguments), relay).await) },
+            )
         };
-        let outcome = self
-            .gateway
-            .backend()
-            .call(&request.name, Some(arguments), relay)
-            .await;
+        let step = caller::run_relayed(
+            &self.gateway,
+            &context,
+            &session,
+            who.name,
+            target,
+            input,
+            work,
+        )
+        .await?;
+        let outcome = match step {
+            Step::InputRequired(result) => return Ok(CallToolResponse::InputRequired(result)),
+            Step::Done(Outcome::Call(outcome)) => outcome,
+            Step::Done(Outcome::Forward(_)) => return Err(not_a_call("tools/call")),
+        };
         let mut result = match outcome {
-            Ok(result) => result,
+            Ok(CallToolResponse::Complete(result)) => result,
+            // A 2026-07-28 server's question for a 2026-07-28 client goes to it untouched.
+            Ok(other) => return Ok(other),
             Err(CallError::UnknownTool(name)) => {
                 return Err(ErrorData::invalid_params(
                     format!("unknown tool {name:?}; list the tools again with tools/list"),
@@ -391,15 +503,23 @@ impl ServerHandler for GatewayHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.session(&context).begin_turn().await;
-        let params = serde_json::to_value(&request)
-            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let session = self.session(&context);
+        session.begin_turn().await;
+        let target = format!("prompts/get {}", request.name);
+        let input = caller::input_answers(
+            request.input_responses.clone(),
+            request.request_state.clone(),
+        );
+        let params = serde_json::json!({"name": request.name, "arguments": request.arguments});
         let answer = self
-            .gateway
-            .backend()
-            .forward("prompts/get", params)
+            .forward_relayed(&context, &session, "prompts/get", params, target, input)
             .await?;
-        Ok(read_answer::<GetPromptResult>("prompts/get", answer)?.into())
+        Ok(match answer {
+            Ok(result) => {
+                GetPromptResponse::Complete(read_answer::<GetPromptResult>("prompts/get", result)?)
+            }
+            Err(input_required) => GetPromptResponse::InputRequired(input_required),
+        })
     }
 
     async fn complete(
@@ -476,14 +596,23 @@ impl ServerHandler for GatewayHandler {
             // roster's own skill:// resources stay roster's; anything else is a server's.
             None if request.uri.starts_with("skill://") => return Err(not_found()),
             None => {
-                self.session(&context).begin_turn().await;
+                let session = self.session(&context);
+                session.begin_turn().await;
+                let target = format!("resources/read {}", request.uri);
+                let input = caller::input_answers(
+                    request.input_responses.clone(),
+                    request.request_state.clone(),
+                );
                 let params = serde_json::json!({ "uri": request.uri });
                 let answer = self
-                    .gateway
-                    .backend()
-                    .forward("resources/read", params)
+                    .forward_relayed(&context, &session, "resources/read", params, target, input)
                     .await?;
-                return Ok(read_answer::<ReadResourceResult>("resources/read", answer)?.into());
+                return Ok(match answer {
+                    Ok(result) => ReadResourceResponse::Complete(
+                        read_answer::<ReadResourceResult>("resources/read", result)?,
+                    ),
+                    Err(input_required) => ReadResourceResponse::InputRequired(input_required),
+                });
             }
         };
         result.ttl_ms = Some(0);

@@ -7,6 +7,10 @@
 //! Per client session the gateway keeps the change note drained at a turn until a tool result
 //! carries it, and sends `notifications/tools/list_changed` upstream only when a non-empty delta
 //! arrived — once per batch of deltas drained at one turn (coalesced per session).
+//!
+//! What a server asks of its client during a request (sampling, elicitation, roots, log
+//! messages) goes to the client behind that request, in either era; see `caller` and
+//! [`crate::servers::relay`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,17 +19,18 @@ use futures::future::BoxFuture;
 use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolResult, JsonObject, ProgressNotificationParam, ProgressToken, Prompt, Resource,
+    CallToolResponse, JsonObject, ProgressNotificationParam, ProgressToken, Prompt, Resource,
     ResourceTemplate, Tool,
 };
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
-use crate::servers::OfferingsGeneration;
+use crate::servers::{CallerRelay, InputAnswers, LogLevel, OfferingsGeneration, ServerLog};
 use rmcp::service::Peer;
 use tokio_util::sync::CancellationToken;
 
 pub mod admin;
 mod auth;
+mod caller;
 mod handler;
 pub mod http;
 mod native;
@@ -49,13 +54,14 @@ pub trait Backend: Send + Sync + 'static {
     /// gave them, in a deterministic order. Reads what is known; dials nothing.
     fn tools(&self) -> Vec<Tool>;
 
-    /// Calls a server's tool by its exposed name with the client's arguments.
+    /// Calls a server's tool by its exposed name with the client's arguments. The result is
+    /// `input_required` only for a caller that takes such results itself.
     fn call<'a>(
         &'a self,
         exposed: &'a str,
         arguments: Option<JsonObject>,
         relay: CallRelay,
-    ) -> BoxFuture<'a, Result<CallToolResult, CallError>>;
+    ) -> BoxFuture<'a, Result<CallToolResponse, CallError>>;
 
     /// The servers' prompts under their exposed names, in a deterministic order.
     fn prompts(&self) -> Vec<Prompt>;
@@ -74,6 +80,21 @@ pub trait Backend: Send + Sync + 'static {
         method: &'a str,
         params: serde_json::Value,
     ) -> BoxFuture<'a, Result<serde_json::Value, ErrorData>>;
+
+    /// [`Backend::forward`] of `prompts/get` or `resources/read` for a caller, whose server may
+    /// ask it for input (see [`crate::servers::relay`]).
+    fn forward_with<'a>(
+        &'a self,
+        method: &'a str,
+        params: serde_json::Value,
+        relay: CallRelay,
+    ) -> BoxFuture<'a, Result<serde_json::Value, ErrorData>>;
+
+    /// A client asked for log messages at `level` and above: pass it on to the servers.
+    fn set_log_level(&self, level: LogLevel) -> BoxFuture<'_, ()>;
+
+    /// Log messages servers send outside any request (`None`: there are none).
+    fn server_logs(&self) -> Option<broadcast::Receiver<ServerLog>>;
 
     /// Changes whenever the prompt set or the resource set changes (`None`: they never do).
     fn offerings_changed(&self) -> Option<watch::Receiver<OfferingsGeneration>>;
@@ -109,6 +130,11 @@ pub struct CallRelay {
     pub cancel: CancellationToken,
     /// Where to send the server's progress notifications, if the client asked for progress.
     pub progress: Option<ProgressRelay>,
+    /// The client behind the request: it answers what the server asks and gets its log
+    /// messages.
+    pub caller: Option<Arc<dyn CallerRelay>>,
+    /// The client's answers to an earlier `input_required` result (its retry).
+    pub input: Option<InputAnswers>,
 }
 
 /// Forwards progress notifications to the client under the client's own progress token.
@@ -157,6 +183,15 @@ pub enum CallError {
     /// The client cancelled the call before the server answered.
     #[error("the call was cancelled")]
     Cancelled,
+}
+
+/// What a client's request to the servers produced; held while the request is paused on a
+/// server's question (see `caller`).
+pub(crate) enum Outcome {
+    /// A `tools/call`.
+    Call(Result<CallToolResponse, CallError>),
+    /// A forwarded `prompts/get` or `resources/read`.
+    Forward(Result<serde_json::Value, ErrorData>),
 }
 
 /// The gateway-surface settings, taken from the `[gateway]` table of `roster.toml`.
@@ -212,6 +247,7 @@ pub struct Gateway {
     skills: Arc<Skills>,
     inbox: Option<Arc<crate::inbox::Inbox>>,
     stateless: Mutex<HashMap<String, Arc<Session>>>,
+    paused: Arc<caller::Paused<Outcome>>,
     shutdown: CancellationToken,
 }
 
@@ -232,6 +268,7 @@ impl Gateway {
             skills,
             inbox,
             stateless: Mutex::new(HashMap::new()),
+            paused: caller::Paused::new(),
             shutdown: CancellationToken::new(),
         }))
     }

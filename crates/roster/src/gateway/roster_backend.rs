@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolResult, ErrorCode, JsonObject, Prompt, Resource, ResourceTemplate, Tool,
+    CallToolResponse, CallToolResult, ErrorCode, InputRequiredResult, JsonObject, Prompt, Resource,
+    ResourceTemplate, Tool,
 };
 use roster_core::ListingState;
 use serde_json::{Value, json};
@@ -15,7 +16,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{Backend, BackendSession, CallError, CallRelay};
 use crate::config::{Config, TransportConfig};
-use crate::servers::{CallOptions, OfferingsGeneration, RequestError, RouteError, ServerStatus};
+use crate::servers::{
+    CallOptions, LogLevel, OfferingsGeneration, RequestError, RouteError, ServerLog, ServerStatus,
+    relay,
+};
 use crate::{Roster, Session};
 
 /// A [`Roster`] serving as the gateway's backend.
@@ -92,6 +96,12 @@ fn route_error(error: RouteError) -> ErrorData {
                     code,
                     message,
                     data,
+                }
+                | RequestError::Input {
+                    code,
+                    message,
+                    data,
+                    ..
                 },
             ..
         } => ErrorData::new(ErrorCode(code), message, data),
@@ -156,6 +166,42 @@ impl Backend for RosterBackend {
         })
     }
 
+    fn forward_with<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+        relay: CallRelay,
+    ) -> BoxFuture<'a, Result<Value, ErrorData>> {
+        Box::pin(async move {
+            let (options, forwarder) = call_options(relay);
+            let outcome = match method {
+                "prompts/get" => {
+                    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+                    let arguments = params.get("arguments").and_then(Value::as_object).cloned();
+                    self.roster.get_prompt_with(name, arguments, options).await
+                }
+                "resources/read" => {
+                    let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+                    self.roster.read_resource_with(uri, options).await
+                }
+                _ => {
+                    drop(options);
+                    return self.forward(method, params).await;
+                }
+            };
+            finish(forwarder).await;
+            outcome.map_err(route_error)
+        })
+    }
+
+    fn set_log_level(&self, level: LogLevel) -> BoxFuture<'_, ()> {
+        Box::pin(self.roster.set_log_level(level))
+    }
+
+    fn server_logs(&self) -> Option<tokio::sync::broadcast::Receiver<ServerLog>> {
+        Some(self.roster.server_logs())
+    }
+
     fn offerings_changed(&self) -> Option<tokio::sync::watch::Receiver<OfferingsGeneration>> {
         Some(self.roster.offerings_changed())
     }
@@ -173,44 +219,23 @@ impl Backend for RosterBackend {
         exposed: &'a str,
         arguments: Option<JsonObject>,
         relay: CallRelay,
-    ) -> BoxFuture<'a, Result<CallToolResult, CallError>> {
+    ) -> BoxFuture<'a, Result<CallToolResponse, CallError>> {
         Box::pin(async move {
-            let mut options = CallOptions {
-                cancel: Some(relay.cancel.clone()),
-                ..CallOptions::default()
-            };
-            let mut forwarder = None;
-            if let Some(progress) = relay.progress {
-                // The listener is synchronous and runs on the connection's reader; a channel
-                // hands each update to a task so nothing waits on the reader (and order holds).
-                let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
-                options.progress = Some(Arc::new(move |params: &Value| {
-                    let _ = tx.send(params.clone());
-                }));
-                forwarder = Some(tokio::spawn(async move {
-                    while let Some(params) = rx.recv().await {
-                        let Some(value) = params.get("progress").and_then(Value::as_f64) else {
-                            continue;
-                        };
-                        let total = params.get("total").and_then(Value::as_f64);
-                        let message = params
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned);
-                        progress.send(value, total, message).await;
-                    }
-                }));
-            }
+            let (options, forwarder) = call_options(relay);
             let outcome = self.roster.call_with(exposed, arguments, options).await;
-            if let Some(forwarder) = forwarder {
-                // The sender went with `options`; let the last updates out before the result.
-                let _ = forwarder.await;
-            }
+            finish(forwarder).await;
             let value = outcome.map_err(call_error)?;
-            serde_json::from_value::<CallToolResult>(value).map_err(|e| CallError::ServerDown {
+            let unreadable = |e: serde_json::Error| CallError::ServerDown {
                 server: self.server_of(exposed),
                 reason: format!("it sent a tool result roster cannot read: {e}"),
-            })
+            };
+            if relay::is_input_required(&value) {
+                let result: InputRequiredResult =
+                    serde_json::from_value(value).map_err(unreadable)?;
+                return Ok(CallToolResponse::InputRequired(result));
+            }
+            let result: CallToolResult = serde_json::from_value(value).map_err(unreadable)?;
+            Ok(CallToolResponse::Complete(result))
         })
     }
 
@@ -255,6 +280,47 @@ impl RosterBackend {
     }
 }
 
+/// The runtime's options for a relayed request; the progress forwarder (if any) must be
+/// [`finish`]ed once the request is done, so the last updates go out before the result.
+fn call_options(relay: CallRelay) -> (CallOptions, Option<tokio::task::JoinHandle<()>>) {
+    let mut options = CallOptions {
+        cancel: Some(relay.cancel.clone()),
+        caller: relay.caller,
+        input: relay.input,
+        ..CallOptions::default()
+    };
+    let Some(progress) = relay.progress else {
+        return (options, None);
+    };
+    // The listener is synchronous and runs on the connection's reader; a channel hands each
+    // update to a task so nothing waits on the reader (and order holds).
+    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    options.progress = Some(Arc::new(move |params: &Value| {
+        let _ = tx.send(params.clone());
+    }));
+    let forwarder = tokio::spawn(async move {
+        while let Some(params) = rx.recv().await {
+            let Some(value) = params.get("progress").and_then(Value::as_f64) else {
+                continue;
+            };
+            let total = params.get("total").and_then(Value::as_f64);
+            let message = params
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            progress.send(value, total, message).await;
+        }
+    });
+    (options, Some(forwarder))
+}
+
+/// Waits for a progress forwarder; its sender went with the options, so it ends.
+async fn finish(forwarder: Option<tokio::task::JoinHandle<()>>) {
+    if let Some(forwarder) = forwarder {
+        let _ = forwarder.await;
+    }
+}
+
 fn call_error(error: crate::CallError) -> CallError {
     match error {
         crate::CallError::UnknownTool(name) => CallError::UnknownTool(name),
@@ -268,6 +334,12 @@ fn call_error(error: crate::CallError) -> CallError {
                 code,
                 message,
                 data,
+            }
+            | RequestError::Input {
+                code,
+                message,
+                data,
+                ..
             } => CallError::Server {
                 code,
                 message,

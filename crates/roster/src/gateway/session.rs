@@ -10,6 +10,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{Backend, BackendSession};
+use crate::servers::LogLevel;
 
 /// A client session's gateway-side state.
 pub(crate) struct Session {
@@ -19,6 +20,8 @@ pub(crate) struct Session {
     notices: broadcast::Sender<()>,
     /// Counts finished turns, so the watcher knows when a pending delta has been drained.
     turns: watch::Sender<u64>,
+    /// The log level an initialize-era client asked for (`logging/setLevel`).
+    log_level: Mutex<Option<LogLevel>>,
     _watch: DropGuard,
 }
 
@@ -40,6 +43,7 @@ impl Session {
             pending_notes: Mutex::new(Vec::new()),
             notices,
             turns,
+            log_level: Mutex::new(None),
             _watch: stop.drop_guard(),
         })
     }
@@ -62,6 +66,16 @@ impl Session {
         let note = notes.join("\n");
         notes.clear();
         Some(note)
+    }
+
+    /// The lowest log level this session's client wants (`None`: no log messages).
+    pub(crate) fn log_level(&self) -> Option<LogLevel> {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records the client's `logging/setLevel`.
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(level);
     }
 
     /// A stream that yields once per `list_changed` this session should send.

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CancelledNotificationParam, ClientCapabilities, ClientRequest, ClientResult, CustomResult,
-    ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation,
-    InitializeRequestParams, ProtocolVersion, RequestId, RequestMetaObject, ServerNotification,
-    ServerRequest, ServerResult, SubscriptionFilter,
+    ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation, InitializeRequestParams,
+    ProtocolVersion, RequestId, RequestMetaObject, ServerNotification, ServerRequest, ServerResult,
+    SubscriptionFilter,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientLifecycleMode, RoleClient, Service, ServiceError};
@@ -44,6 +44,10 @@ pub type ProgressListener = Arc<dyn Fn(&Value) + Send + Sync>;
 /// [`super::NotificationSink::confirm`]).
 pub type Confirmer = Arc<dyn Fn(ConfirmRequest) -> super::ConfirmFuture + Send + Sync>;
 
+/// Receives the params of a server's `notifications/message` sent while no request was in
+/// flight to it (runs on the connection's reader: it must not wait).
+pub type LogFallback = Arc<dyn Fn(&Value) + Send + Sync>;
+
 /// How long a server's `elicitation/create` waits for a person before it is declined.
 pub const ELICITATION_WAIT: Duration = Duration::from_secs(300);
 
@@ -58,6 +62,7 @@ pub struct Notifications {
     listeners: RwLock<Vec<(ListenerId, NotificationListener)>>,
     progress: Mutex<Progress>,
     confirmer: RwLock<Option<Confirmer>>,
+    log_fallback: RwLock<Option<LogFallback>>,
 }
 
 /// Progress listeners by token, and progress that arrived before its call registered (rmcp
@@ -97,8 +102,8 @@ impl Notifications {
         id
     }
 
-    /// Sets who decides this server's `elicitation/create` requests. Connections made after
-    /// this declare the `elicitation` capability; without a confirmer they decline.
+    /// Sets who decides this server's `elicitation/create` requests that no caller can take;
+    /// without a confirmer they are declined.
     pub fn set_confirmer(&self, confirmer: Option<Confirmer>) {
         *self
             .confirmer
@@ -108,6 +113,22 @@ impl Notifications {
 
     fn confirmer(&self) -> Option<Confirmer> {
         self.confirmer
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sets where this server's log messages go when no request is in flight to it (the
+    /// gateway hands them to the sessions that asked for log messages).
+    pub fn set_log_fallback(&self, fallback: Option<LogFallback>) {
+        *self
+            .log_fallback
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = fallback;
+    }
+
+    fn log_fallback(&self) -> Option<LogFallback> {
+        self.log_fallback
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -228,7 +249,11 @@ impl Service<RoleClient> for ClientSide {
                     _ => None,
                 };
                 let caller = self.shared.in_flight.caller(origin.as_ref());
-                match self.shared.answer(caller, &method, params, &context.ct).await {
+                match self
+                    .shared
+                    .answer(caller, &method, params, &context.ct)
+                    .await
+                {
                     Ok(result) => Ok(ClientResult::CustomResult(CustomResult(result))),
                     Err(Unanswered::Refused(reason)) => Err(ErrorData::invalid_request(
                         format!(
@@ -325,8 +350,15 @@ impl ClientShared {
         Err(Unanswered::Refused(refused))
     }
 
-    /// Gives a log message to the caller in flight when it asked for that level.
+    /// Gives a log message to the caller in flight when it asked for that level; one sent
+    /// outside any request goes to the log fallback.
     fn relay_log(&self, params: &Value) {
+        if self.in_flight.is_empty() {
+            if let Some(fallback) = self.notifications.log_fallback() {
+                fallback(params);
+            }
+            return;
+        }
         let Some(caller) = self.in_flight.caller(None) else {
             return;
         };
@@ -917,6 +949,17 @@ impl Connection {
             .is_some_and(|c| !c.is_null())
     }
 
+    /// Asks an initialize-era server that advertises `logging` to send log messages at `level`
+    /// and above (`logging/setLevel`); a 2026-07-28 server hears the level with each request.
+    pub async fn set_log_level(&self, level: LogLevel) -> Result<(), RequestError> {
+        if !self.negotiated.legacy || !self.advertises("logging") {
+            return Ok(());
+        }
+        self.request("logging/setLevel", json!({ "level": level }))
+            .await
+            .map(drop)
+    }
+
     /// Sends one request (`prompts/get`, `resources/read`, …) and returns its result as JSON;
     /// each must come within the server's `list_timeout`.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RequestError> {
@@ -1058,7 +1101,9 @@ impl Connection {
         match raw {
             Some(raw) => Ok(raw),
             // An answer rmcp reads as another type (say an empty `{}`) is still the result.
-            None => serde_json::to_value(typed).map_err(|e| RequestError::Unexpected(e.to_string())),
+            None => {
+                serde_json::to_value(typed).map_err(|e| RequestError::Unexpected(e.to_string()))
+            }
         }
     }
 
@@ -1088,7 +1133,11 @@ impl Connection {
         for (key, request) in requests.into_iter().flatten() {
             let method = request.get("method").and_then(Value::as_str).unwrap_or("");
             let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-            let error = match self.shared.answer(caller.cloned(), method, params, cancel).await {
+            let error = match self
+                .shared
+                .answer(caller.cloned(), method, params, cancel)
+                .await
+            {
                 Ok(result) => {
                     responses.insert(key.clone(), result);
                     continue;

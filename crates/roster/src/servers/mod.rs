@@ -36,17 +36,19 @@ pub(crate) mod supervisor;
 mod wire;
 
 pub use connection::{
-    CallOptions, Confirmer, ConnectError, Connection, ELICITATION_WAIT, ListenerId, Negotiated,
-    NotificationListener, Notifications, ProgressListener, RequestError, ToolListing,
+    CallOptions, Confirmer, ConnectError, Connection, ELICITATION_WAIT, ListenerId, LogFallback,
+    Negotiated, NotificationListener, Notifications, ProgressListener, RequestError, ToolListing,
 };
 pub use offerings::{PromptEntry, RouteError};
-pub use relay::{CallerRelay, InputAnswers, LogLevel};
 pub use refresh::{
     PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RefreshHook, RefreshHookError, Relist,
     TOOLS_LIST_CHANGED,
 };
+pub use relay::{CallerRelay, InputAnswers, LogLevel};
 pub use sink::{ConfirmFuture, LogSink, NotificationSink};
 pub use sse::{SseError, SseGuard};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
-pub use supervisor::{OfferingsGeneration, ReconcileHook, RelistError, ServerState, ServerStatus};
+pub use supervisor::{
+    OfferingsGeneration, ReconcileHook, RelistError, ServerLog, ServerState, ServerStatus,
+};
 pub use wire::WireError;

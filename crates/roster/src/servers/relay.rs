@@ -165,7 +165,9 @@ pub fn refusal(capabilities: &Value, method: &str, params: &Value) -> Option<Str
         }
         ROOTS => (!declared(&["roots"]))
             .then(|| "the calling client did not declare the roots capability".into()),
-        other => Some(format!("roster relays no `{other}` requests to its clients")),
+        other => Some(format!(
+            "roster relays no `{other}` requests to its clients"
+        )),
     }
 }
 
@@ -380,7 +382,10 @@ mod tests {
         assert!(refusal(&all, "ping", &json!({})).is_some());
         assert_eq!(
             relayable(&json!({"sampling": {}, "experimental": {}, "roots": null})),
-            json!({"sampling": {}}).as_object().cloned().unwrap_or_default()
+            json!({"sampling": {}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default()
         );
     }
 

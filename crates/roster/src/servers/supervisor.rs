@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use roster_core::schedule::effective_ttl;
 use roster_core::{Delta, DeltaQueue, Listing, ListingState, Schedule, ToolRegistry};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{Connection, Notifications};
@@ -26,6 +26,7 @@ use super::offerings::{Changed, Offerings};
 use super::refresh::{
     PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RefreshHook, TOOLS_LIST_CHANGED,
 };
+use super::relay::LogLevel;
 use super::sink::NotificationSink;
 use crate::config::{GatewayConfig, ServerConfig};
 
@@ -249,7 +250,21 @@ pub(crate) struct Runtime {
     sessions: Mutex<Vec<Weak<SessionQueue>>>,
     sink: Arc<dyn NotificationSink>,
     reconcile_hook: RwLock<Option<ReconcileHook>>,
+    /// The most verbose log level any client asked for; sent to every initialize-era server
+    /// that advertises `logging`, at each connection.
+    pub(crate) log_level: Mutex<Option<LogLevel>>,
+    /// Log messages servers sent while no request was in flight to them.
+    pub(crate) server_logs: broadcast::Sender<ServerLog>,
     pub(crate) shutdown: CancellationToken,
+}
+
+/// A server's log message sent outside any request (`notifications/message` params).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerLog {
+    /// The server's configured name.
+    pub server: String,
+    /// The notification's params (`level`, `logger`, `data`).
+    pub params: serde_json::Value,
 }
 
 impl Runtime {
@@ -307,6 +322,8 @@ impl Runtime {
             sessions: Mutex::new(Vec::new()),
             sink,
             reconcile_hook: RwLock::new(reconcile_hook),
+            log_level: Mutex::new(None),
+            server_logs: broadcast::channel(64).0,
             shutdown: CancellationToken::new(),
         })
     }
@@ -334,6 +351,16 @@ impl Runtime {
                         sink.confirm(&channel, request)
                     })));
             }
+            let logs = self.server_logs.clone();
+            let channel = slot.name.clone();
+            slot.notifications
+                .set_log_fallback(Some(Arc::new(move |params| {
+                    // Nobody listening is fine: the inbox has the message.
+                    let _ = logs.send(ServerLog {
+                        server: channel.clone(),
+                        params: params.clone(),
+                    });
+                })));
             let sink = self.sink.clone();
             let channel = slot.name.clone();
             slot.notifications
@@ -379,6 +406,17 @@ impl Runtime {
             }
         });
         let _ = tokio::time::timeout(limit, futures::future::join_all(waits)).await;
+    }
+
+    /// Lowers the log level servers are asked for to `level` when that is more verbose than
+    /// what any client asked before; returns whether it changed.
+    pub(crate) fn lower_log_level(&self, level: LogLevel) -> bool {
+        let mut current = lock(&self.log_level);
+        if current.is_some_and(|c| c <= level) {
+            return false;
+        }
+        *current = Some(level);
+        true
     }
 
     pub(crate) fn new_session(&self) -> Arc<SessionQueue> {
@@ -694,6 +732,12 @@ async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
             live.state = ServerState::Connected;
         }
         *lock(&slot.connection) = Some(connection.clone());
+        let log_level = *lock(&rt.log_level);
+        if let Some(level) = log_level
+            && let Err(error) = connection.set_log_level(level).await
+        {
+            tracing::warn!(server = %slot.name, %error, "logging/setLevel failed");
+        }
         // Tools return only once the new connection has answered a listing.
         let _ = rt.relist(&slot, Relisting::Always).await;
         rt.list_offerings(&slot).await;
