@@ -6,23 +6,40 @@ tools-call, prompts and resources scenarios then pass *through* roster. It offer
 `test_*` tools, the `test://` resources and template, and the `test_*` prompts, each returning
 exactly what the scenario's "Server Implementation Requirements" ask for.
 
-Usage: conformance_server.py            (stdio)
+The tools that need the client (sampling, elicitation, roots) ask it the way the connection's
+era allows: mid-call requests on an initialize-era connection, an `input_required` result
+(answered by the client's retry) on a 2026-07-28 one. Each works in both eras, so roster's
+relaying is exercised in every pairing of client era and server era.
+
+Usage: conformance_server.py [--transport stdio|streamable-http] [--port N]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import json
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.server.mcpserver.prompts.base import Message, UserMessage
+from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
     AudioContent,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     EmbeddedResource,
     ImageContent,
+    InputRequiredResult,
+    ListRootsRequest,
+    ListRootsResult,
     TextContent,
     TextResourceContents,
 )
@@ -147,7 +164,7 @@ def json_schema_2020_12_tool(name: str = "") -> str:
 
 @mcp.tool()
 async def test_missing_capability(ctx: Context) -> str:
-    """Needs the client's sampling capability, which roster never declares to its servers."""
+    """Needs the client's sampling capability (roster declares its caller's, per request)."""
     caps = ctx.client_capabilities
     if caps is None or caps.sampling is None:
         raise MCPError(
@@ -240,5 +257,296 @@ def test_prompt_with_image() -> list[Message]:
     ]
 
 
+# --- Tools that ask the client: sampling, elicitation, roots, and log messages. ---
+
+MODERN = "2026-07-28"
+
+
+def modern(ctx: Context) -> bool:
+    """Whether the connection speaks 2026-07-28 (no server-to-client requests)."""
+    return (ctx.protocol_version or "") >= MODERN
+
+
+def dump(model: Any) -> Any:
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json") if hasattr(model, "model_dump") else model
+
+
+async def ask_now(ctx: Context, request: dict) -> dict:
+    """Sends one request to the client mid-call (initialize era) and returns its result."""
+    method, params = request["method"], request.get("params") or {}
+    meta = ServerMessageMetadata(related_request_id=ctx.request_context.request_id)
+    if method == "sampling/createMessage":
+        typed, result_type = CreateMessageRequest(params=CreateMessageRequestParams.model_validate(params)), CreateMessageResult
+    elif method == "elicitation/create":
+        typed, result_type = ElicitRequest(params=ElicitRequestFormParams.model_validate(params)), ElicitResult
+    else:
+        typed, result_type = ListRootsRequest(), ListRootsResult
+    return dump(await ctx.session.send_request(typed, result_type, metadata=meta))
+
+
+async def ask(ctx: Context, requests: dict[str, dict], state: str | None = None) -> dict | InputRequiredResult:
+    """The client's answer to every request, by key. On 2026-07-28: the answers the retry
+    carries, or an `input_required` result asking for what is missing (with `state`); before:
+    each request sent to the client now."""
+    if not modern(ctx):
+        return {key: await ask_now(ctx, request) for key, request in requests.items()}
+    given = ctx.input_responses or {}
+    missing = {key: request for key, request in requests.items() if key not in given}
+    if missing:
+        return InputRequiredResult(input_requests=missing, request_state=state)
+    return {key: dump(given[key]) for key in requests}
+
+
+def sampling(text: str, max_tokens: int) -> dict:
+    return {
+        "method": "sampling/createMessage",
+        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": max_tokens},
+    }
+
+
+def elicitation(message: str, properties: dict, required: list[str]) -> dict:
+    schema: dict = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return {"method": "elicitation/create", "params": {"message": message, "requestedSchema": schema}}
+
+
+ROOTS = {"method": "roots/list", "params": {}}
+
+
+def sampled_text(result: dict) -> str:
+    content = result.get("content") or {}
+    if isinstance(content, list):
+        content = content[0] if content else {}
+    return content.get("text", "")
+
+
+@mcp.tool()
+async def test_sampling(prompt: str, ctx: Context) -> str | InputRequiredResult:
+    """Asks the client's model to answer the prompt (sampling/createMessage)."""
+    answers = await ask(ctx, {"sampling": sampling(prompt, 100)})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return f"LLM response: {sampled_text(answers['sampling'])}"
+
+
+@mcp.tool()
+async def test_elicitation(message: str, ctx: Context) -> str | InputRequiredResult:
+    """Asks the user for a username and an email (elicitation/create)."""
+    request = elicitation(
+        message,
+        {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        ["username", "email"],
+    )
+    answers = await ask(ctx, {"user": request})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    answer = answers["user"]
+    return f"User response: action={answer.get('action')}, content={json.dumps(answer.get('content'))}"
+
+
+@mcp.tool()
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str | InputRequiredResult:
+    """Asks for one field of each primitive type, each with a default (SEP-1034)."""
+    request = elicitation(
+        "Please review these defaults",
+        {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": True},
+        },
+        [],
+    )
+    answers = await ask(ctx, {"defaults": request})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    answer = answers["defaults"]
+    return f"Elicitation completed: action={answer.get('action')}, content={json.dumps(answer.get('content'))}"
+
+
+@mcp.tool()
+async def test_elicitation_sep1330_enums(ctx: Context) -> str | InputRequiredResult:
+    """Asks with every enum form: untitled, titled, legacy enumNames, and both multi-selects
+    (SEP-1330)."""
+    request = elicitation(
+        "Please choose",
+        {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"},
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"},
+                    ]
+                },
+            },
+        },
+        [],
+    )
+    answers = await ask(ctx, {"enums": request})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    answer = answers["enums"]
+    return f"Elicitation completed: action={answer.get('action')}, content={json.dumps(answer.get('content'))}"
+
+
+@mcp.tool()
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Logs three messages at info, 50 ms apart."""
+    await ctx.info("Tool execution started")
+    await asyncio.sleep(0.05)
+    await ctx.info("Tool processing data")
+    await asyncio.sleep(0.05)
+    await ctx.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+NAME_REQUEST = elicitation("What is your name?", {"name": {"type": "string"}}, ["name"])
+CONFIRM = elicitation(
+    "Please confirm", {"ok": {"type": "boolean"}}, ["ok"]
+)
+
+
+def content_of(answer: dict) -> dict:
+    return answer.get("content") or {}
+
+
+@mcp.tool()
+async def test_input_required_result_elicitation(ctx: Context) -> str | InputRequiredResult:
+    """Asks the user's name (key `user_name`); greets them."""
+    answers = await ask(ctx, {"user_name": NAME_REQUEST})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return f"Hello, {content_of(answers['user_name']).get('name', 'stranger')}!"
+
+
+@mcp.tool()
+async def test_input_required_result_sampling(ctx: Context) -> str | InputRequiredResult:
+    """Asks the client's model for the capital of France (key `capital_question`)."""
+    answers = await ask(ctx, {"capital_question": sampling("What is the capital of France?", 100)})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return f"The model says: {sampled_text(answers['capital_question'])}"
+
+
+@mcp.tool()
+async def test_input_required_result_list_roots(ctx: Context) -> str | InputRequiredResult:
+    """Asks for the client's roots (key `client_roots`) and names them."""
+    answers = await ask(ctx, {"client_roots": ROOTS})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    roots = answers["client_roots"].get("roots") or []
+    return "Roots: " + ", ".join(str(root.get("uri")) for root in roots)
+
+
+@mcp.tool()
+async def test_input_required_result_request_state(ctx: Context) -> str | InputRequiredResult:
+    """Asks for a confirmation with a requestState, and checks the state comes back."""
+    answers = await ask(ctx, {"confirm": CONFIRM}, state="confirm-pending")
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    if modern(ctx) and ctx.request_state != "confirm-pending":
+        raise MCPError(-32602, f"unexpected requestState {ctx.request_state!r}")
+    return f"state-ok: confirmed={content_of(answers['confirm']).get('ok')}"
+
+
+@mcp.tool()
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str | InputRequiredResult:
+    """Asks for a name, a model's greeting and the roots at once."""
+    requests = {
+        "user_name": NAME_REQUEST,
+        "greeting": sampling("Generate a greeting", 50),
+        "client_roots": ROOTS,
+    }
+    answers = await ask(ctx, requests, state="multiple-pending")
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    name = content_of(answers["user_name"]).get("name")
+    roots = [str(root.get("uri")) for root in answers["client_roots"].get("roots") or []]
+    return f"name={name}; greeting={sampled_text(answers['greeting'])}; roots={','.join(roots)}"
+
+
+@mcp.tool()
+async def test_input_required_result_multi_round(ctx: Context) -> str | InputRequiredResult:
+    """Asks a name, then (a new round, a new requestState) a favourite colour."""
+    if modern(ctx) and (ctx.request_state or "").startswith("round-2:"):
+        name = ctx.request_state.removeprefix("round-2:")
+    else:
+        first = await ask(ctx, {"step1": elicitation("Step 1: What is your name?", {"name": {"type": "string"}}, ["name"])}, state="round-1")
+        if isinstance(first, InputRequiredResult):
+            return first
+        name = content_of(first["step1"]).get("name", "")
+        if modern(ctx):
+            step2 = elicitation("Step 2: What is your favorite color?", {"color": {"type": "string"}}, ["color"])
+            return InputRequiredResult(input_requests={"step2": step2}, request_state=f"round-2:{name}")
+    second = await ask(ctx, {"step2": elicitation("Step 2: What is your favorite color?", {"color": {"type": "string"}}, ["color"])}, state=f"round-2:{name}")
+    if isinstance(second, InputRequiredResult):
+        return second
+    return f"{name} likes {content_of(second['step2']).get('color')}"
+
+
+@mcp.tool()
+async def test_input_required_result_tampered_state(ctx: Context) -> str | InputRequiredResult:
+    """Asks for a confirmation with a requestState the SDK seals (a tampered one is refused)."""
+    answers = await ask(ctx, {"confirm": CONFIRM}, state="sealed-state")
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return "state verified"
+
+
+@mcp.tool()
+async def test_input_required_result_capabilities(ctx: Context) -> str | InputRequiredResult:
+    """Asks only what the client declared it can answer (sampling, elicitation, roots)."""
+    caps = ctx.client_capabilities
+    requests = {}
+    if caps is not None and caps.sampling is not None:
+        requests["sampling"] = sampling("Say hello", 20)
+    if caps is not None and caps.elicitation is not None:
+        requests["elicitation"] = NAME_REQUEST
+    if caps is not None and caps.roots is not None:
+        requests["roots"] = ROOTS
+    answers = await ask(ctx, requests)
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return "answered: " + ", ".join(sorted(answers)) if answers else "the client declared nothing to ask"
+
+
+@mcp.prompt(description="A prompt that asks the user for context first")
+async def test_input_required_result_prompt(ctx: Context) -> list[Message] | InputRequiredResult:
+    request = elicitation("What context should the prompt use?", {"context": {"type": "string"}}, ["context"])
+    answers = await ask(ctx, {"user_context": request})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return [UserMessage(content=f"Use this context: {content_of(answers['user_context']).get('context')}")]
+
+
 if __name__ == "__main__":
-    mcp.run()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--transport", default="stdio", choices=["stdio", "streamable-http"])
+    parser.add_argument("--port", type=int, default=8000)
+    options = parser.parse_args()
+    if options.transport == "stdio":
+        mcp.run()
+    else:
+        mcp.run("streamable-http", host="127.0.0.1", port=options.port)
