@@ -345,7 +345,7 @@ async def test_elicitation(message: str, ctx: Context) -> str | InputRequiredRes
     if isinstance(answers, InputRequiredResult):
         return answers
     answer = answers["user"]
-    return f"User response: action={answer.get('action')}, content={json.dumps(answer.get('content'))}"
+    return f"User response: action={answer.get('action')}, content={json.dumps(answer.get('content'), sort_keys=True)}"
 
 
 @mcp.tool()
@@ -366,7 +366,7 @@ async def test_elicitation_sep1034_defaults(ctx: Context) -> str | InputRequired
     if isinstance(answers, InputRequiredResult):
         return answers
     answer = answers["defaults"]
-    return f"Elicitation completed: action={answer.get('action')}, content={json.dumps(answer.get('content'))}"
+    return f"Elicitation completed: action={answer.get('action')}, content={json.dumps(answer.get('content'), sort_keys=True)}"
 
 
 @mcp.tool()
@@ -408,7 +408,7 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str | InputRequiredRes
     if isinstance(answers, InputRequiredResult):
         return answers
     answer = answers["enums"]
-    return f"Elicitation completed: action={answer.get('action')}, content={json.dumps(answer.get('content'))}"
+    return f"Elicitation completed: action={answer.get('action')}, content={json.dumps(answer.get('content'), sort_keys=True)}"
 
 
 @mcp.tool()

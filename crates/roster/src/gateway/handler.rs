@@ -211,6 +211,14 @@ impl GatewayHandler {
         if relay::is_input_required(&answer) {
             return Ok(Err(read_answer(method, answer)?));
         }
+        let mut answer = answer;
+        // An initialize-era server's result has none; a 2026-07-28 client needs it (rmcp strips
+        // it again for initialize-era clients).
+        if let Some(result) = answer.as_object_mut() {
+            result
+                .entry("resultType")
+                .or_insert_with(|| "complete".into());
+        }
         Ok(Ok(answer))
     }
 }

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ErrorCode, InputRequiredResult, JsonObject, Prompt, Resource,
-    ResourceTemplate, Tool,
+    ResourceTemplate, ResultType, Tool,
 };
 use roster_core::ListingState;
 use serde_json::{Value, json};
@@ -234,7 +234,10 @@ impl Backend for RosterBackend {
                     serde_json::from_value(value).map_err(unreadable)?;
                 return Ok(CallToolResponse::InputRequired(result));
             }
-            let result: CallToolResult = serde_json::from_value(value).map_err(unreadable)?;
+            let mut result: CallToolResult = serde_json::from_value(value).map_err(unreadable)?;
+            // An initialize-era server's result has none; a 2026-07-28 client needs it (rmcp
+            // strips it again for initialize-era clients).
+            result.result_type.get_or_insert(ResultType::COMPLETE);
             Ok(CallToolResponse::Complete(result))
         })
     }

@@ -217,6 +217,8 @@ struct ClientShared {
     server: Arc<str>,
     notifications: Arc<Notifications>,
     in_flight: InFlight,
+    /// How many log messages and progress updates were handled (see [`super::wire`]).
+    call_notifications_handled: watch::Sender<u64>,
 }
 
 /// Why a server's request got no result.
@@ -291,6 +293,11 @@ impl Service<RoleClient> for ClientSide {
                 self.shared
                     .notifications
                     .dispatch_notification(method, &params);
+                if super::wire::CALL_NOTIFICATIONS.contains(&method) {
+                    self.shared
+                        .call_notifications_handled
+                        .send_modify(|handled| *handled += 1);
+                }
             }
             Err(error) => tracing::warn!(%error, "cannot read a server notification"),
         }
@@ -656,6 +663,7 @@ impl Connection {
             server: name.clone(),
             notifications: notifications.clone(),
             in_flight: InFlight::default(),
+            call_notifications_handled: watch::channel(0).0,
         });
         let client = ClientSide {
             shared: shared.clone(),
@@ -1095,6 +1103,7 @@ impl Connection {
                 Err(RequestError::Cancelled)
             }
         };
+        self.handled_call_notifications().await;
         self.notifications.unwatch_progress(&token);
         let raw = self.raw.take(&id);
         let typed = outcome?;
@@ -1105,6 +1114,21 @@ impl Connection {
                 serde_json::to_value(typed).map_err(|e| RequestError::Unexpected(e.to_string()))
             }
         }
+    }
+
+    /// Waits until the log messages and progress updates that arrived before a call's answer
+    /// are handled, so they reach the call's caller before its result. Over streamable HTTP
+    /// (rmcp's transport, uncounted) it only lets the handlers already spawned run first.
+    async fn handled_call_notifications(&self) {
+        // Handlers are quick; the bound only keeps a miscount from stalling a call.
+        const AT_MOST: Duration = Duration::from_millis(500);
+        let seen = self.raw.call_notifications_seen();
+        let mut handled = self.shared.call_notifications_handled.subscribe();
+        if seen == 0 {
+            tokio::task::yield_now().await;
+            return;
+        }
+        let _ = tokio::time::timeout(AT_MOST, handled.wait_for(|h| *h >= seen)).await;
     }
 
     /// The `_meta` a 2026-07-28 server gets with a caller's request: the client capabilities

@@ -10,6 +10,10 @@
 //!   builds [`roster_core::Tool`] (which keeps unknown fields) from it.
 //! - **Garbage tolerance.** A line that is not JSON-RPC is logged and dropped instead of
 //!   ending the connection.
+//! - **Order.** rmcp hands each notification to its handler on a task of its own but settles a
+//!   response at once, so a server's last log message or progress update before its result
+//!   could be handled after the call ended. The count of such notifications seen on the wire
+//!   lets a call wait until they are handled ([`RawResults::call_notifications_seen`]).
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -24,6 +28,10 @@ use tokio::sync::mpsc;
 /// Methods whose raw result a connection wants to read itself.
 const RAW_METHODS: [&str; 2] = ["tools/list", "tools/call"];
 
+/// Notifications that belong to the call in flight (counted, see the module docs).
+pub(crate) const CALL_NOTIFICATIONS: [&str; 2] =
+    ["notifications/message", "notifications/progress"];
+
 /// Raw `result` objects of watched requests, by the request id's JSON text.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct RawResults {
@@ -34,6 +42,7 @@ pub(crate) struct RawResults {
 struct RawInner {
     watched: HashSet<String>,
     results: HashMap<String, Value>,
+    call_notifications: u64,
 }
 
 impl RawResults {
@@ -54,7 +63,10 @@ impl RawResults {
     fn note_incoming(&self, message: &Value) {
         // A request from the server (a ping, say) shares the id space of nobody's answers:
         // its id may equal one of ours that is still waiting for its raw result.
-        if message.get("method").is_some() {
+        if let Some(method) = message.get("method").and_then(Value::as_str) {
+            if message.get("id").is_none() && CALL_NOTIFICATIONS.contains(&method) {
+                self.lock().call_notifications += 1;
+            }
             return;
         }
         let (Some(id), Some(result)) = (message.get("id"), message.get("result")) else {
@@ -68,6 +80,11 @@ impl RawResults {
         if inner.watched.remove(&key) {
             inner.results.insert(key, result.clone());
         }
+    }
+
+    /// How many log messages and progress updates arrived on this connection so far.
+    pub(crate) fn call_notifications_seen(&self) -> u64 {
+        self.lock().call_notifications
     }
 
     /// Takes the raw result of the request with this id, when it was watched and answered.

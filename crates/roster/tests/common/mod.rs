@@ -186,3 +186,46 @@ pub fn text_of(result: &serde_json::Value) -> String {
 pub fn args(value: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
     value.as_object().cloned()
 }
+
+/// A `roster serve --http` child process on a free port, killed when dropped.
+pub struct ServeHttp {
+    /// The process.
+    pub child: std::process::Child,
+    /// Its MCP endpoint (`http://127.0.0.1:PORT/mcp`).
+    pub url: String,
+}
+
+impl Drop for ServeHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `roster --config CONFIG serve --http 127.0.0.1:0` and waits until it names its URL.
+pub fn serve_http(config: &std::path::Path) -> ServeHttp {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+        .arg("--config")
+        .arg(config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start roster serve --http");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let mut lines = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("roster exited before serving HTTP")
+            .expect("read roster stderr");
+        if let Some(at) = line.find("http://") {
+            break line[at..].trim().to_owned();
+        }
+    };
+    // Keep draining stderr so roster never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    ServeHttp { child, url }
+}
