@@ -40,7 +40,7 @@ enum Via<'a> {
     Http(&'a str),
 }
 
-fn client_command(via: &Via, mode: &str, calls: &Value, extra: &[&str]) -> Command {
+fn client_command(via: &Via<'_>, mode: &str, calls: &Value, extra: &[&str]) -> Command {
     let mut command = Command::new(common::python());
     command
         .arg(common::workspace_root().join("tests/python/clients/answering_client.py"))
@@ -61,7 +61,7 @@ fn client_command(via: &Via, mode: &str, calls: &Value, extra: &[&str]) -> Comma
 }
 
 /// Runs the answering client and returns its report.
-fn answering_client(via: Via, mode: &str, calls: Value, extra: &[&str]) -> Value {
+fn answering_client(via: Via<'_>, mode: &str, calls: Value, extra: &[&str]) -> Value {
     let output = client_command(&via, mode, &calls, extra)
         .output()
         .expect("run the Python client");
