@@ -422,6 +422,26 @@ async def test_tool_with_logging(ctx: Context) -> str:
     return "Tool with logging executed successfully"
 
 
+LATER: set[asyncio.Task] = set()
+
+
+@mcp.tool()
+async def test_log_after_return(ctx: Context) -> str:
+    """Logs at debug, then at warning, 200 ms after it answered: outside any request
+    (initialize era only)."""
+    session = ctx.session
+
+    async def later() -> None:
+        await asyncio.sleep(0.2)
+        await session.send_log_message(level="debug", data="a detail", logger="fixture")
+        await session.send_log_message(level="warning", data="logged after the call", logger="fixture")
+
+    task = asyncio.get_running_loop().create_task(later())
+    LATER.add(task)
+    task.add_done_callback(LATER.discard)
+    return "a log message follows"
+
+
 NAME_REQUEST = elicitation("What is your name?", {"name": {"type": "string"}}, ["name"])
 CONFIRM = elicitation(
     "Please confirm", {"ok": {"type": "boolean"}}, ["ok"]

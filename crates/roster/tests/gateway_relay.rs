@@ -402,3 +402,26 @@ fn log_messages_during_a_call_reach_the_client_that_asked_for_them() {
         );
     }
 }
+
+#[test]
+fn log_messages_outside_any_call_reach_the_sessions_that_asked_for_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), "legacy");
+    // The server logs at debug, then at warning, after its call returned.
+    let calls = json!([
+        ["test_log_after_return", {}],
+        ["wait:logs", {"count": 1}],
+        ["test_simple_text", {}],
+    ]);
+    let report = answering_client(
+        Via::Stdio(&config),
+        "legacy",
+        calls,
+        &["--log-level", "info"],
+    );
+    assert_eq!(
+        report["logs"],
+        json!(["logged after the call"]),
+        "the warning, not the debug message: {report}"
+    );
+}

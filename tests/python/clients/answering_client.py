@@ -5,7 +5,8 @@ Usage: answering_client.py (--url URL | --stdio ROSTER CONFIG) --mode legacy|202
                            --calls JSON [--declare none] [--log-level LEVEL]
 
 `--calls` is a JSON list of `[tool, arguments]`; a name starting with `prompt:` is a
-`prompts/get` of the rest. `--declare none` registers no callbacks (the client declares no
+`prompts/get` of the rest; `["wait:logs", {"count": N}]` waits (at most 30 s) until N log
+messages arrived. `--declare none` registers no callbacks (the client declares no
 sampling, elicitation or roots). `--log-level` asks for log messages (`logging/setLevel` on an
 initialize-era session, the per-request `_meta` level on 2026-07-28).
 
@@ -99,6 +100,12 @@ async def main() -> dict:
         if args.log_level and not modern:
             await client.set_logging_level(args.log_level)
         for name, arguments in json.loads(args.calls):
+            if name == "wait:logs":
+                # Waits (at most 30 s) until this many log messages arrived in all.
+                with anyio.move_on_after(30):
+                    while len(seen["logs"]) < arguments["count"]:
+                        await anyio.sleep(0.02)
+                continue
             try:
                 if name.startswith("prompt:"):
                     result = await client.get_prompt(name.removeprefix("prompt:"), arguments)
