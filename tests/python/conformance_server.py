@@ -321,6 +321,15 @@ def sampled_text(result: dict) -> str:
     return content.get("text", "")
 
 
+async def elicited(ctx: Context, request: dict, said: str) -> str | InputRequiredResult:
+    """Asks one elicitation and reports the answer as `<said>: action=…, content={…}`."""
+    answers = await ask(ctx, {"answer": request})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    answer = answers["answer"]
+    return f"{said}: action={answer.get('action')}, content={json.dumps(answer.get('content'), sort_keys=True)}"
+
+
 @mcp.tool()
 async def test_sampling(prompt: str, ctx: Context) -> str | InputRequiredResult:
     """Asks the client's model to answer the prompt (sampling/createMessage)."""
@@ -341,11 +350,7 @@ async def test_elicitation(message: str, ctx: Context) -> str | InputRequiredRes
         },
         ["username", "email"],
     )
-    answers = await ask(ctx, {"user": request})
-    if isinstance(answers, InputRequiredResult):
-        return answers
-    answer = answers["user"]
-    return f"User response: action={answer.get('action')}, content={json.dumps(answer.get('content'), sort_keys=True)}"
+    return await elicited(ctx, request, "User response")
 
 
 @mcp.tool()
@@ -362,11 +367,7 @@ async def test_elicitation_sep1034_defaults(ctx: Context) -> str | InputRequired
         },
         [],
     )
-    answers = await ask(ctx, {"defaults": request})
-    if isinstance(answers, InputRequiredResult):
-        return answers
-    answer = answers["defaults"]
-    return f"Elicitation completed: action={answer.get('action')}, content={json.dumps(answer.get('content'), sort_keys=True)}"
+    return await elicited(ctx, request, "Elicitation completed")
 
 
 @mcp.tool()
@@ -404,11 +405,7 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str | InputRequiredRes
         },
         [],
     )
-    answers = await ask(ctx, {"enums": request})
-    if isinstance(answers, InputRequiredResult):
-        return answers
-    answer = answers["enums"]
-    return f"Elicitation completed: action={answer.get('action')}, content={json.dumps(answer.get('content'), sort_keys=True)}"
+    return await elicited(ctx, request, "Elicitation completed")
 
 
 @mcp.tool()

@@ -183,17 +183,21 @@ impl GatewayHandler {
         self.identity(context).subscriptions.into_iter().collect()
     }
 
-    /// Forwards `prompts/get` or `resources/read` with the client as the caller; the server's
-    /// result, or an `input_required` result for a 2026-07-28 client.
+    /// Starts a turn and forwards `prompts/get` or `resources/read` of `name` (the prompt or
+    /// URI) with the client as the caller and its answers to an earlier `input_required`;
+    /// the server's result, or an `input_required` result for a 2026-07-28 client.
     async fn forward_relayed(
         &self,
         context: &RequestContext<RoleServer>,
-        session: &Session,
         method: &'static str,
+        name: &str,
         params: serde_json::Value,
-        target: String,
-        input: Option<crate::servers::InputAnswers>,
+        input: (Option<rmcp::model::InputResponses>, Option<String>),
     ) -> Result<Result<serde_json::Value, InputRequiredResult>, ErrorData> {
+        let session = self.session(context);
+        session.begin_turn().await;
+        let target = format!("{method} {name}");
+        let input = caller::input_answers(input.0, input.1);
         let backend = self.gateway.backend().clone();
         let work = move |relay| -> futures::future::BoxFuture<'static, Outcome> {
             Box::pin(
@@ -201,8 +205,9 @@ impl GatewayHandler {
             )
         };
         let owner = self.identity(context).name;
-        let step = caller::run_relayed(&self.gateway, context, session, owner, target, input, work)
-            .await?;
+        let step =
+            caller::run_relayed(&self.gateway, context, &session, owner, target, input, work)
+                .await?;
         let answer = match step {
             Step::InputRequired(result) => return Ok(Err(result)),
             Step::Done(Outcome::Forward(answer)) => answer?,
@@ -511,16 +516,10 @@ impl ServerHandler for GatewayHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let session = self.session(&context);
-        session.begin_turn().await;
-        let target = format!("prompts/get {}", request.name);
-        let input = caller::input_answers(
-            request.input_responses.clone(),
-            request.request_state.clone(),
-        );
         let params = serde_json::json!({"name": request.name, "arguments": request.arguments});
+        let input = (request.input_responses, request.request_state);
         let answer = self
-            .forward_relayed(&context, &session, "prompts/get", params, target, input)
+            .forward_relayed(&context, "prompts/get", &request.name, params, input)
             .await?;
         Ok(match answer {
             Ok(result) => {
@@ -604,16 +603,13 @@ impl ServerHandler for GatewayHandler {
             // roster's own skill:// resources stay roster's; anything else is a server's.
             None if request.uri.starts_with("skill://") => return Err(not_found()),
             None => {
-                let session = self.session(&context);
-                session.begin_turn().await;
-                let target = format!("resources/read {}", request.uri);
-                let input = caller::input_answers(
+                let params = serde_json::json!({ "uri": request.uri });
+                let input = (
                     request.input_responses.clone(),
                     request.request_state.clone(),
                 );
-                let params = serde_json::json!({ "uri": request.uri });
                 let answer = self
-                    .forward_relayed(&context, &session, "resources/read", params, target, input)
+                    .forward_relayed(&context, "resources/read", &request.uri, params, input)
                     .await?;
                 return Ok(match answer {
                     Ok(result) => ReadResourceResponse::Complete(

@@ -204,11 +204,20 @@ impl Drop for ServeHttp {
 
 /// Starts `roster --config CONFIG serve --http 127.0.0.1:0` and waits until it names its URL.
 pub fn serve_http(config: &std::path::Path) -> ServeHttp {
-    use std::io::{BufRead, BufReader};
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_roster"));
+    command
         .arg("--config")
         .arg(config)
-        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(["serve", "--http", "127.0.0.1:0"]);
+    let (child, url) = spawn_serving(&mut command);
+    ServeHttp { child, url }
+}
+
+/// Spawns a `roster … serve --http` command and returns it with the URL it prints on stderr;
+/// stderr keeps being drained so roster never blocks on a full pipe.
+pub fn spawn_serving(command: &mut std::process::Command) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -225,7 +234,6 @@ pub fn serve_http(config: &std::path::Path) -> ServeHttp {
             break line[at..].trim().to_owned();
         }
     };
-    // Keep draining stderr so roster never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    ServeHttp { child, url }
+    (child, url)
 }
