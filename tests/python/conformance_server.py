@@ -6,7 +6,7 @@ tools-call, prompts and resources scenarios then pass *through* roster. It offer
 `test_*` tools, the `test://` resources and template, and the `test_*` prompts, each returning
 exactly what the scenario's "Server Implementation Requirements" ask for.
 
-Usage: conformance_server.py            (stdio)
+Usage: conformance_server.py [--no-subscribe]      (stdio)
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -21,10 +22,17 @@ from mcp.shared.exceptions import MCPError
 from mcp.server.mcpserver.prompts.base import Message, UserMessage
 from mcp.types import (
     AudioContent,
+    Completion,
     EmbeddedResource,
+    EmptyResult,
     ImageContent,
+    PromptReference,
+    ResourceTemplateReference,
+    SubscribeRequestParams,
+    SubscriptionsListenRequestParams,
     TextContent,
     TextResourceContents,
+    UnsubscribeRequestParams,
 )
 
 # A 1x1 transparent PNG and a tiny WAV header: real media, small enough to inline.
@@ -71,7 +79,11 @@ class ConformanceServer(MCPServer):
         return tools
 
 
-mcp = ConformanceServer(name="conformance-fixture", log_level="WARNING")
+# --no-subscribe: no subscriptions (no subscriptions/listen, no resources/subscribe).
+NO_SUBSCRIBE = "--no-subscribe" in sys.argv[1:]
+mcp = ConformanceServer(
+    name="conformance-fixture", log_level="WARNING", subscriptions=False if NO_SUBSCRIBE else None
+)
 
 
 @mcp.tool()
@@ -238,6 +250,94 @@ def test_prompt_with_image() -> list[Message]:
         UserMessage(content=ImageContent(type="image", data=PNG, mime_type="image/png")),
         UserMessage(content="Please analyze the image above."),
     ]
+
+
+# --- Resource subscriptions and completions -----------------------------------------------
+# `test://watched-resource` is what the resources-subscribe/unsubscribe scenarios subscribe to.
+# A 2026-07-28 client (roster) subscribes through `subscriptions/listen`, which the SDK serves;
+# an initialize-era client through `resources/subscribe`, registered below because MCPServer
+# has no decorator for it. `test_update_resource` announces updates on both paths, and
+# `test_resource_subscriptions` reports what the server holds, so a test can watch roster
+# subscribe and unsubscribe at the server. Started with --no-subscribe the server takes no
+# subscriptions at all and offers `test://unsubscribable` (a test's second, plain server).
+
+SUBSCRIBED: set[str] = set()  # resources/subscribe
+LISTENING: list[list[str]] = []  # the resource URIs of each open subscriptions/listen stream
+
+
+@mcp.resource("test://watched-resource", name="watched-resource", description="A resource to subscribe to", mime_type="text/plain")
+def watched_resource() -> str:
+    return "This resource announces its updates to subscribers."
+
+
+@mcp.resource("test://watched-other", name="watched-other", description="A second resource to subscribe to", mime_type="text/plain")
+def watched_other() -> str:
+    return "This resource announces its updates too."
+
+
+async def _subscribe(ctx, params: SubscribeRequestParams) -> EmptyResult:  # noqa: ANN001 - SDK context
+    SUBSCRIBED.add(str(params.uri))
+    return EmptyResult()
+
+
+async def _unsubscribe(ctx, params: UnsubscribeRequestParams) -> EmptyResult:  # noqa: ANN001
+    SUBSCRIBED.discard(str(params.uri))
+    return EmptyResult()
+
+
+if NO_SUBSCRIBE:
+
+    @mcp.resource("test://unsubscribable", name="unsubscribable", description="On a server without subscriptions", mime_type="text/plain")
+    def unsubscribable() -> str:
+        return "Nobody can subscribe to this resource."
+
+else:
+    mcp._lowlevel_server.add_request_handler("resources/subscribe", SubscribeRequestParams, _subscribe)
+    mcp._lowlevel_server.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, _unsubscribe)
+    _listen = mcp._lowlevel_server.get_request_handler("subscriptions/listen").handler
+
+    async def _tracked_listen(ctx, params: SubscriptionsListenRequestParams):  # noqa: ANN001, ANN202
+        uris = list(params.notifications.resource_subscriptions or [])
+        LISTENING.append(uris)
+        try:
+            return await _listen(ctx, params)
+        finally:
+            LISTENING.remove(uris)
+
+    mcp._lowlevel_server.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, _tracked_listen)
+
+
+@mcp.tool()
+async def test_update_resource(uris: list[str], ctx: Context) -> str:
+    """Announces that each resource in `uris` changed, in order."""
+    for uri in uris:
+        await ctx.notify_resource_updated(uri)  # 2026-07-28 listen streams
+        if uri in SUBSCRIBED:  # initialize-era resources/subscribe
+            await ctx.session.send_resource_updated(uri)
+    return f"updated {', '.join(uris)}"
+
+
+@mcp.tool()
+def test_resource_subscriptions() -> str:
+    """How many subscriptions the server holds per resource URI (both paths counted)."""
+    watched: dict[str, int] = {uri: 1 for uri in SUBSCRIBED}
+    for uris in LISTENING:
+        for uri in uris:
+            watched[uri] = watched.get(uri, 0) + 1
+    return json.dumps({"watched": watched})
+
+
+@mcp.completion()
+async def complete(ref, argument, context):  # noqa: ANN001, ARG001 - the SDK's completion signature
+    """Completes `test_prompt_with_arguments`' arguments and the template's `id`."""
+    if isinstance(ref, PromptReference) and ref.name == "test_prompt_with_arguments":
+        options = ["paris", "park", "party"]
+    elif isinstance(ref, ResourceTemplateReference) and ref.uri == "test://template/{id}/data":
+        options = ["1", "2", "42"]
+    else:
+        return None
+    values = [o for o in options if o.startswith(argument.value)]
+    return Completion(values=values, total=len(values), has_more=False)
 
 
 if __name__ == "__main__":

@@ -28,9 +28,11 @@ use serde_json::{Map, Value};
 
 use crate::config::Config;
 use crate::servers::supervisor::{ReconcileHook, Relisting, Runtime, SessionQueue};
+use crate::servers::watches::ResourceWatches;
 use crate::servers::{
     CallOptions, LogSink, NotificationSink, Notifications, OfferingsGeneration, PromptEntry,
-    RefreshHookError, RelistError, RequestError, RouteError, ServerStatus,
+    RefreshHookError, RelistError, RequestError, ResourceUpdate, ResourceWatch, RouteError,
+    ServerStatus,
 };
 
 /// roster could not start with this configuration.
@@ -438,6 +440,35 @@ impl Roster {
             _ => return Err(unknown()),
         };
         self.forward(&server, "completion/complete", params).await
+    }
+
+    /// Watches a server resource's updates for one client session: the first watch of a URI
+    /// subscribes at the server that owns it (`resources/subscribe`, or a
+    /// `subscriptions/listen` stream on a 2026-07-28 server); dropping the last one
+    /// unsubscribes there. The updates arrive through [`Roster::resource_updates`].
+    pub async fn watch_resource(&self, uri: &str) -> Result<ResourceWatch, RouteError> {
+        ResourceWatches::watch(&self.rt, uri).await
+    }
+
+    /// Whether a watch of `uri` could be made now: its server is connected and declares
+    /// `resources.subscribe`.
+    pub fn can_watch_resource(&self, uri: &str) -> bool {
+        ResourceWatches::watchable_at(&self.rt, uri).is_ok()
+    }
+
+    /// Whether any connected server takes resource subscriptions.
+    pub fn takes_resource_subscriptions(&self) -> bool {
+        self.rt
+            .slots
+            .values()
+            .filter_map(|slot| slot.connection())
+            .any(|connection| connection.advertises_subscribe())
+    }
+
+    /// Every server's `notifications/resources/updated` from now on (a slow reader skips
+    /// ahead: it is told how many it missed).
+    pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<ResourceUpdate> {
+        self.rt.resource_watches.updates()
     }
 
     async fn forward(

@@ -5,9 +5,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use serde_json::Value;
 
@@ -53,29 +52,13 @@ fn start_http(extra: &str, env: &[(&str, &str)]) -> Gateway {
 }
 
 fn start_http_at(dir: tempfile::TempDir, config: &Path, env: &[(&str, &str)]) -> Gateway {
-    let mut child = Command::new(roster_bin())
+    let mut command = Command::new(roster_bin());
+    command
         .args(["--config"])
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"])
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start roster serve --http");
-    let stderr = child.stderr.take().expect("stderr piped");
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("roster exited before serving HTTP")
-            .expect("read roster stderr");
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_owned();
-        }
-    };
-    // Keep draining stderr so roster never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
+        .envs(env.iter().copied());
+    let (child, url) = common::serve_http(command);
     Gateway { child, url, dir }
 }
 

@@ -5,9 +5,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use serde_json::{Value, json};
 
@@ -48,28 +47,14 @@ fn start_http() -> Gateway {
     let dir = tempfile::tempdir().expect("temp dir");
     let clients = "[[clients]]\nname = \"pro\"\ntoken_env = \"ROSTER_TEST_PRO\"\nsubscriptions = [\"pro\"]\n\n[[clients]]\nname = \"free\"\ntoken_env = \"ROSTER_TEST_FREE\"\n";
     let config = write_config(dir.path(), "", clients);
-    let mut child = Command::new(roster_bin())
+    let mut command = Command::new(roster_bin());
+    command
         .arg("--config")
         .arg(&config)
         .args(["serve", "--http", "127.0.0.1:0"])
         .env("ROSTER_TEST_PRO", PRO_TOKEN)
-        .env("ROSTER_TEST_FREE", FREE_TOKEN)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start roster serve --http");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr piped")).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("roster exited before serving HTTP")
-            .expect("read roster stderr");
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+        .env("ROSTER_TEST_FREE", FREE_TOKEN);
+    let (child, url) = common::serve_http(command);
     Gateway {
         child,
         url,

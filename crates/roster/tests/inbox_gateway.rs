@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -45,29 +44,13 @@ fn start_gateway() -> Gateway {
     )
     .expect("write config");
     let port = common::free_port();
-    let mut child = Command::new(ROSTER)
+    let mut command = Command::new(ROSTER);
+    command
         .arg("--config")
         .arg(&config)
         .args(["serve", "--http", &format!("127.0.0.1:{port}")])
-        .env_remove("ROSTER_STATE_DIR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start roster serve --http");
-    let stderr = child.stderr.take().expect("stderr piped");
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("roster exited before serving HTTP")
-            .expect("read roster stderr");
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_owned();
-        }
-    };
-    // Keep draining stderr so roster never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
+        .env_remove("ROSTER_STATE_DIR");
+    let (child, url) = common::serve_http(command);
     let gateway = Gateway {
         child,
         url,

@@ -10,15 +10,17 @@ use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
     PaginatedRequestParams, PromptsCapability, ReadResourceDirectoryRequestParams,
     ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ResourcesCapability, ServerCapabilities, ServerConfig, SubscriptionFilter,
-    Tool,
+    ReadResourceResult, ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use roster_core::catalog::Subscriptions;
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::session::Session;
+use super::watched::{self, WatchedResources};
 use super::{CallError, CallRelay, ClientIdentity, Gateway, ProgressRelay, native};
 
 /// roster's MCP server handler.
@@ -27,14 +29,23 @@ pub struct GatewayHandler {
     /// The session of this connection (stdio) or of this `Mcp-Session-Id` (initialize era);
     /// unused by stateless HTTP requests, which share their client's session.
     own: OnceLock<Arc<Session>>,
+    /// The resources this connection's session subscribed to (initialize era).
+    watched: Arc<WatchedResources>,
+    /// Stops this connection's relays (resource updates) when the handler goes.
+    relays: CancellationToken,
+    _relays_end: DropGuard,
 }
 
 impl GatewayHandler {
     /// A handler serving `gateway`.
     pub fn new(gateway: Arc<Gateway>) -> Self {
+        let relays = gateway.shutdown_token().child_token();
         Self {
             gateway,
             own: OnceLock::new(),
+            watched: Arc::new(WatchedResources::default()),
+            _relays_end: relays.clone().drop_guard(),
+            relays,
         }
     }
 
@@ -211,6 +222,10 @@ impl ServerHandler for GatewayHandler {
             .take()
             .unwrap_or_else(ResourcesCapability::default);
         resources.list_changed = Some(true);
+        // Declared only while some server can take a subscription.
+        if self.gateway.backend().takes_resource_subscriptions() {
+            resources.subscribe = Some(true);
+        }
         capabilities.resources = Some(resources);
         capabilities.completions = Some(JsonObject::new());
         ServerConfig::new(capabilities)
@@ -230,6 +245,20 @@ impl ServerHandler for GatewayHandler {
         let stop = self.gateway.shutdown_token();
         if let Some(changes) = self.gateway.backend().offerings_changed() {
             forward_offering_changes(changes, peer.clone(), stop.clone());
+        }
+        if let Some(updates) = self.gateway.backend().resource_updates() {
+            let (watched, peer, stop) = (self.watched.clone(), peer.clone(), self.relays.clone());
+            tokio::spawn(async move {
+                watched
+                    .relay(updates, stop, |uri| {
+                        let peer = peer.clone();
+                        async move {
+                            let update = ResourceUpdatedNotificationParam::new(uri);
+                            peer.notify_resource_updated(update).await.is_ok()
+                        }
+                    })
+                    .await;
+            });
         }
         tokio::spawn(async move {
             loop {
@@ -495,10 +524,64 @@ impl ServerHandler for GatewayHandler {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(requested.supported_by(&self.get_info().capabilities))
+        let mut accepted = requested.supported_by(&self.get_info().capabilities);
+        watched::keep_watchable(&mut accepted, self.gateway.backend().as_ref());
+        Some(accepted)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.watched
+            .watch(self.gateway.backend().as_ref(), &request.uri)
+            .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.watched.unwatch(&request.uri);
+        Ok(())
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // The stream's resource subscriptions last as long as the stream.
+        let watched = WatchedResources::default();
+        let backend = self.gateway.backend();
+        for uri in context.accepted().resource_subscriptions.iter().flatten() {
+            if let Err(error) = watched.watch(backend.as_ref(), uri).await {
+                tracing::warn!(%uri, %error, "a listen stream's resource subscription failed");
+            }
+        }
+        let relay = async {
+            match backend.resource_updates() {
+                Some(updates) => {
+                    let sink = context.sink().clone();
+                    watched
+                        .relay(updates, self.relays.clone(), |uri| {
+                            let sink = sink.clone();
+                            async move { sink.notify_resource_updated(uri).await.is_ok() }
+                        })
+                        .await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            outcome = self.listen_changes(&context) => outcome,
+            // The relay ends only when the client is gone or the gateway stops.
+            () = relay => Ok(()),
+        }
+    }
+}
+
+impl GatewayHandler {
+    /// The list_changed half of a `subscriptions/listen` stream.
+    async fn listen_changes(&self, context: &SubscriptionContext) -> Result<(), ErrorData> {
         let session = self.session(context.request_context());
         let mut notices = session.notices();
         let stop = self.gateway.shutdown_token();

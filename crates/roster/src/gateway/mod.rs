@@ -18,9 +18,9 @@ use rmcp::model::{
     CallToolResult, JsonObject, ProgressNotificationParam, ProgressToken, Prompt, Resource,
     ResourceTemplate, Tool,
 };
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
-use crate::servers::OfferingsGeneration;
+use crate::servers::{OfferingsGeneration, ResourceUpdate};
 use rmcp::service::Peer;
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +33,7 @@ mod roster_backend;
 mod session;
 mod skills;
 pub mod stdio;
+mod watched;
 
 use auth::AdmittedClient;
 pub use auth::{ClientEntry, ClientEntryError, ClientIdentity};
@@ -78,6 +79,20 @@ pub trait Backend: Send + Sync + 'static {
     /// Changes whenever the prompt set or the resource set changes (`None`: they never do).
     fn offerings_changed(&self) -> Option<watch::Receiver<OfferingsGeneration>>;
 
+    /// Subscribes one session to a server resource's updates (at the server while any session
+    /// holds one); the hold lasts until dropped. An error names why the URI cannot be watched.
+    fn watch_resource<'a>(&'a self, uri: &'a str)
+    -> BoxFuture<'a, Result<ResourceHold, ErrorData>>;
+
+    /// Whether `uri`'s server is connected now and takes subscriptions.
+    fn can_watch_resource(&self, uri: &str) -> bool;
+
+    /// Whether any connected server takes resource subscriptions (`resources.subscribe`).
+    fn takes_resource_subscriptions(&self) -> bool;
+
+    /// The servers' `notifications/resources/updated` from now on (`None`: there are none).
+    fn resource_updates(&self) -> Option<broadcast::Receiver<ResourceUpdate>>;
+
     /// Opens the per-session view used for turns and change delivery.
     fn open_session(&self) -> Box<dyn BackendSession>;
 
@@ -101,6 +116,21 @@ pub trait BackendSession: Send + Sync + 'static {
     /// gateway waits for the next turn before asking again).
     fn changed(&self) -> BoxFuture<'_, ()>;
 }
+
+/// One session's subscription to a server resource (see [`Backend::watch_resource`]).
+pub trait HeldResource: Send + Sync + 'static {
+    /// The server the resource belongs to: only its updates of the URI are relayed.
+    fn server(&self) -> &str;
+}
+
+impl HeldResource for crate::servers::ResourceWatch {
+    fn server(&self) -> &str {
+        crate::servers::ResourceWatch::server(self)
+    }
+}
+
+/// A [`HeldResource`] as the gateway keeps it.
+pub type ResourceHold = Box<dyn HeldResource>;
 
 /// What a forwarded call carries back and forth besides its arguments.
 #[derive(Clone)]

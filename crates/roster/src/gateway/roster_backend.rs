@@ -13,9 +13,11 @@ use roster_core::ListingState;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Backend, BackendSession, CallError, CallRelay};
+use super::{Backend, BackendSession, CallError, CallRelay, ResourceHold};
 use crate::config::{Config, TransportConfig};
-use crate::servers::{CallOptions, OfferingsGeneration, RequestError, RouteError, ServerStatus};
+use crate::servers::{
+    CallOptions, OfferingsGeneration, RequestError, ResourceUpdate, RouteError, ServerStatus,
+};
 use crate::{Roster, Session};
 
 /// A [`Roster`] serving as the gateway's backend.
@@ -77,6 +79,16 @@ fn typed<T: serde::de::DeserializeOwned>(kind: &str, item: Value) -> Option<T> {
     }
 }
 
+/// An initialize-era server's result has no `resultType`; the spec reads that as `complete`,
+/// and a 2026-07-28 client must be told so (rmcp strips it again for initialize-era clients).
+fn complete_when_untyped(result: &mut Value) {
+    if let Some(object) = result.as_object_mut() {
+        object
+            .entry("resultType")
+            .or_insert_with(|| Value::String("complete".to_owned()));
+    }
+}
+
 fn route_error(error: RouteError) -> ErrorData {
     match error {
         RouteError::UnknownPrompt(_) | RouteError::UnknownReference(_) => {
@@ -85,6 +97,13 @@ fn route_error(error: RouteError) -> ErrorData {
         RouteError::UnknownResource(ref uri) => {
             let data = json!({ "uri": uri });
             ErrorData::resource_not_found(error.to_string(), Some(data))
+        }
+        RouteError::NotSubscribable {
+            ref server,
+            ref uri,
+        } => {
+            let data = json!({ "uri": uri, "server": server });
+            ErrorData::invalid_params(error.to_string(), Some(data))
         }
         RouteError::Request {
             source:
@@ -152,12 +171,36 @@ impl Backend for RosterBackend {
                     ));
                 }
             };
-            outcome.map_err(route_error)
+            let mut answer = outcome.map_err(route_error)?;
+            complete_when_untyped(&mut answer);
+            Ok(answer)
         })
     }
 
     fn offerings_changed(&self) -> Option<tokio::sync::watch::Receiver<OfferingsGeneration>> {
         Some(self.roster.offerings_changed())
+    }
+
+    fn watch_resource<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<ResourceHold, ErrorData>> {
+        Box::pin(async move {
+            let watch = self.roster.watch_resource(uri).await.map_err(route_error)?;
+            Ok(Box::new(watch) as ResourceHold)
+        })
+    }
+
+    fn can_watch_resource(&self, uri: &str) -> bool {
+        self.roster.can_watch_resource(uri)
+    }
+
+    fn takes_resource_subscriptions(&self) -> bool {
+        self.roster.takes_resource_subscriptions()
+    }
+
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<ResourceUpdate>> {
+        Some(self.roster.resource_updates())
     }
 
     fn tools(&self) -> Vec<Tool> {
@@ -206,7 +249,8 @@ impl Backend for RosterBackend {
                 // The sender went with `options`; let the last updates out before the result.
                 let _ = forwarder.await;
             }
-            let value = outcome.map_err(call_error)?;
+            let mut value = outcome.map_err(call_error)?;
+            complete_when_untyped(&mut value);
             serde_json::from_value::<CallToolResult>(value).map_err(|e| CallError::ServerDown {
                 server: self.server_of(exposed),
                 reason: format!("it sent a tool result roster cannot read: {e}"),

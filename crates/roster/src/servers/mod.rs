@@ -31,11 +31,12 @@ mod sink;
 mod sse;
 mod stdio;
 pub(crate) mod supervisor;
+pub(crate) mod watches;
 mod wire;
 
 pub use connection::{
     CallOptions, Confirmer, ConnectError, Connection, ELICITATION_WAIT, ListenerId, Negotiated,
-    NotificationListener, Notifications, ProgressListener, RequestError, ToolListing,
+    NotificationListener, Notifications, ProgressListener, RequestError, ServerWatch, ToolListing,
 };
 pub use offerings::{PromptEntry, RouteError};
 pub use refresh::{
@@ -46,4 +47,5 @@ pub use sink::{ConfirmFuture, LogSink, NotificationSink};
 pub use sse::{SseError, SseGuard};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
 pub use supervisor::{OfferingsGeneration, ReconcileHook, RelistError, ServerState, ServerStatus};
+pub use watches::{RESOURCES_UPDATED, ResourceUpdate, ResourceWatch};
 pub use wire::WireError;
