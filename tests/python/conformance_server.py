@@ -23,15 +23,20 @@ from mcp.server.mcpserver.prompts.base import Message, UserMessage
 from mcp.types import (
     AudioContent,
     Completion,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     EmbeddedResource,
     EmptyResult,
     ImageContent,
+    InputRequiredResult,
     PromptReference,
     ResourceTemplateReference,
     SubscribeRequestParams,
     SubscriptionsListenRequestParams,
     TextContent,
     TextResourceContents,
+    ToolExecution,
     UnsubscribeRequestParams,
 )
 
@@ -76,6 +81,8 @@ class ConformanceServer(MCPServer):
         for tool in tools:
             if tool.name == "json_schema_2020_12_tool":
                 tool.input_schema = JSON_SCHEMA_2020_12
+            if tool.name in TASK_SUPPORT:
+                tool.execution = ToolExecution(task_support=TASK_SUPPORT[tool.name])
         return tools
 
 
@@ -338,6 +345,105 @@ async def complete(ref, argument, context):  # noqa: ANN001, ARG001 - the SDK's 
         return None
     values = [o for o in options if o.startswith(argument.value)]
     return Completion(values=values, total=len(values), has_more=False)
+
+
+# --- Tasks (SEP-2663) ----------------------------------------------------------------------
+# The tools the tasks scenarios call. The Python SDK has no tasks: roster runs a tool as a task
+# for a client that opted in to io.modelcontextprotocol/tasks when the tool's
+# execution.taskSupport allows it and the call outlasts roster's `task_after` window (an answer
+# within it comes back as it is). WORK is well past that window, so the slow paths always
+# become tasks; answers without WORK always come back within it. A tool that needs input
+# returns an input_required result (SEP-2322); inside a task, roster turns it into the task's
+# inputRequests and calls again with the client's tasks/update answers.
+
+WORK = 1.0  # seconds
+TASK_SUPPORT = {
+    "slow_compute": "optional",
+    "failing_job": "required",
+    "protocol_error_job": "optional",
+    "confirm_delete": "optional",
+    "multi_input": "optional",
+    "test_tool_with_task": "required",
+}
+
+
+def _elicit(message: str, properties: dict, required: list[str]) -> ElicitRequest:
+    schema = {"type": "object", "properties": properties, "required": required}
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def _accepted(response) -> dict | None:  # noqa: ANN001 - an InputResponse
+    """The content of an accepted elicitation answer, else None."""
+    if isinstance(response, ElicitResult) and response.action == "accept":
+        return dict(response.content or {})
+    return None
+
+
+@mcp.tool()
+def greet(name: str) -> str:
+    """Greets at once (no task support)."""
+    return f"Hello, {name}!"
+
+
+@mcp.tool()
+async def slow_compute(seconds: float = 0, label: str = "") -> str:
+    """Sleeps `seconds`, then answers."""
+    await asyncio.sleep(seconds)
+    return f"computed {label or 'it'} after {seconds}s"
+
+
+@mcp.tool()
+async def failing_job() -> str:
+    """Works a while, then fails as a tool error."""
+    await asyncio.sleep(WORK)
+    raise ToolError("failing_job failed, as it always does")
+
+
+@mcp.tool()
+async def protocol_error_job() -> str:
+    """Works a while, then fails with a JSON-RPC error."""
+    await asyncio.sleep(WORK)
+    raise MCPError(-32603, "protocol_error_job broke at the protocol level")
+
+
+@mcp.tool()
+async def confirm_delete(filename: str, ctx: Context) -> str | InputRequiredResult:
+    """Looks the file up, asks for a confirmation, then deletes (pretends to)."""
+    answer = (ctx.input_responses or {}).get("confirm")
+    if answer is None:
+        await asyncio.sleep(WORK)
+        ask = _elicit(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])
+        return InputRequiredResult(input_requests={"confirm": ask})
+    content = _accepted(answer)
+    return f"deleted {filename}" if content and content.get("confirm") else f"kept {filename}"
+
+
+@mcp.tool()
+async def multi_input(ctx: Context) -> str | InputRequiredResult:
+    """Asks two questions at once and answers when both are answered."""
+    responses = ctx.input_responses or {}
+    missing = {
+        key: _elicit(f"The {key} answer?", {"name": {"type": "string"}}, ["name"])
+        for key in ("first", "second")
+        if key not in responses
+    }
+    if missing:
+        if len(missing) == 2:
+            await asyncio.sleep(WORK)
+        return InputRequiredResult(input_requests=missing)
+    names = {key: (_accepted(responses[key]) or {}).get("name") for key in ("first", "second")}
+    return f"first={names['first']}, second={names['second']}"
+
+
+@mcp.tool()
+async def test_tool_with_task(ctx: Context) -> str | InputRequiredResult:
+    """Asks for a name at once (input_required), then works a while with it."""
+    answer = (ctx.input_responses or {}).get("user_name")
+    if answer is None:
+        ask = _elicit("What is your name?", {"name": {"type": "string"}}, ["name"])
+        return InputRequiredResult(input_requests={"user_name": ask})
+    await asyncio.sleep(WORK)
+    return f"Hello, {(_accepted(answer) or {}).get('name', 'nobody')}!"
 
 
 if __name__ == "__main__":

@@ -29,6 +29,10 @@
 //! listen = "127.0.0.1:8931"    # the gateway's serving keys, kept here for it:
 //! delta_notes = true           #   listen, delta_notes, allowed_hosts, allowed_origins,
 //! page_size = 200              #   page_size
+//! task_after = "500ms"         # a call of a client that opted in to tasks (SEP-2663) that
+//!                              #   outlasts this becomes a task
+//! task_ttl = "1h"              # a task is kept this long (its ttlMs)
+//! max_tasks = 1000             # tasks running at once; past it calls are answered in place
 //!
 //! [skills]
 //! paths = ["skills"]           # relative to this file
@@ -42,6 +46,9 @@
 //! protocol = "auto"            # auto | legacy (initialize only) | modern (server/discover only)
 //! tools.allow = ["read_*"]     # globs on the server's own tool names, applied to every listing
 //! tools.deny = ["*_secret"]
+//! tasks.required = ["build_*"]  # run only as tasks (a client without tasks gets -32021)
+//! tasks.forbidden = ["quick_*"] # never run as tasks; other tools as the server says
+//!                               #   (execution.taskSupport), else as tasks when slow
 //! # call_timeout, connect_timeout, list_timeout, ping_interval override [gateway] per server
 //!
 //! [servers.web]                # an HTTP server
@@ -149,6 +156,8 @@ pub struct ServerConfig {
     pub enabled: bool,
     /// Which of the server's tools roster takes, by the server's own names.
     pub tools: ToolFilter,
+    /// Which of the server's tools run as tasks (SEP-2663), by the server's own names.
+    pub tasks: TaskPolicy,
     /// How long a `tools/call` may take before roster cancels it.
     pub call_timeout: Duration,
     /// How long connecting (spawn or open, then the handshake) may take.
@@ -260,6 +269,70 @@ impl ToolFilter {
     }
 }
 
+/// Whether a tool call may, must or must not run as a task (SEP-2663; the 2025-11-25
+/// `execution.taskSupport` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never a task.
+    Forbidden,
+    /// A task when the client opted in and the call is slow.
+    Optional,
+    /// Only as a task: a client that did not opt in is refused.
+    Required,
+}
+
+impl TaskSupport {
+    /// The `execution.taskSupport` value (`forbidden`, `optional`, `required`).
+    pub fn parse(value: &str) -> Option<TaskSupport> {
+        match value {
+            "forbidden" => Some(TaskSupport::Forbidden),
+            "optional" => Some(TaskSupport::Optional),
+            "required" => Some(TaskSupport::Required),
+            _ => None,
+        }
+    }
+}
+
+/// `tasks.required` / `tasks.forbidden`: glob patterns on a server's own tool names that say
+/// how its tools run as tasks, over what the server's tools declare.
+#[derive(Debug, Clone, Default)]
+pub struct TaskPolicy {
+    required: Option<GlobSet>,
+    forbidden: Option<GlobSet>,
+}
+
+impl TaskPolicy {
+    /// A policy from the two pattern lists (`forbidden` wins where both match).
+    pub fn new(required: &[String], forbidden: &[String]) -> Result<Self, globset::Error> {
+        let build = |patterns: &[String]| -> Result<Option<GlobSet>, globset::Error> {
+            if patterns.is_empty() {
+                return Ok(None);
+            }
+            let mut builder = GlobSetBuilder::new();
+            for pattern in patterns {
+                builder.add(Glob::new(pattern)?);
+            }
+            builder.build().map(Some)
+        };
+        Ok(TaskPolicy {
+            required: build(required)?,
+            forbidden: build(forbidden)?,
+        })
+    }
+
+    /// What the configuration says of the tool, if anything.
+    pub fn of(&self, tool_name: &str) -> Option<TaskSupport> {
+        let matches = |set: &Option<GlobSet>| set.as_ref().is_some_and(|s| s.is_match(tool_name));
+        if matches(&self.forbidden) {
+            Some(TaskSupport::Forbidden)
+        } else if matches(&self.required) {
+            Some(TaskSupport::Required)
+        } else {
+            None
+        }
+    }
+}
+
 pub use roster_core::NamingMode;
 use roster_core::{BackoffConfig, NamingConfig, ScheduleConfig};
 
@@ -312,6 +385,12 @@ pub struct GatewayConfig {
     pub allowed_origins: Vec<String>,
     /// Page size for the gateway's `tools/list` and other list results.
     pub page_size: usize,
+    /// A call of a client that opted in to tasks becomes a task once it outlasts this.
+    pub task_after: Duration,
+    /// How long a task is kept (its `ttlMs`).
+    pub task_ttl: Duration,
+    /// How many tasks may run at once.
+    pub max_tasks: usize,
 }
 
 impl GatewayConfig {
@@ -364,6 +443,9 @@ impl GatewayConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             page_size: 200,
+            task_after: Duration::from_millis(500),
+            task_ttl: Duration::from_secs(3600),
+            max_tasks: 1000,
         }
     }
 }
@@ -423,11 +505,22 @@ struct RawServer {
     enabled: Option<bool>,
     #[serde(default)]
     tools: RawToolFilter,
+    #[serde(default)]
+    tasks: RawTaskPolicy,
     call_timeout: Option<RawDuration>,
     connect_timeout: Option<RawDuration>,
     list_timeout: Option<RawDuration>,
     ping_interval: Option<RawDuration>,
     protocol: Option<Era>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTaskPolicy {
+    #[serde(default)]
+    required: Vec<String>,
+    #[serde(default)]
+    forbidden: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -464,6 +557,9 @@ struct RawGateway {
     allowed_hosts: Option<Vec<String>>,
     allowed_origins: Option<Vec<String>>,
     page_size: Option<usize>,
+    task_after: Option<RawDuration>,
+    task_ttl: Option<RawDuration>,
+    max_tasks: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -939,6 +1035,14 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
         }
         g.page_size = size;
     }
+    dur("gateway.task_after", &raw.task_after, &mut g.task_after)?;
+    dur("gateway.task_ttl", &raw.task_ttl, &mut g.task_ttl)?;
+    if g.task_ttl.is_zero() {
+        return Err(ctx.invalid("gateway.task_ttl", "a duration above zero"));
+    }
+    if let Some(max) = raw.max_tasks {
+        g.max_tasks = max;
+    }
     if (ctx.env)("ROSTER_STATE_DIR").is_none_or(|d| d.is_empty())
         && let Some(dir) = raw.state_dir
     {
@@ -1024,6 +1128,8 @@ fn build_server_keyed(
     };
     let tools = ToolFilter::new(raw.tools.allow, raw.tools.deny)
         .map_err(|e| ctx.invalid(format!("{key}.tools"), format!("glob patterns ({e})")))?;
+    let tasks = TaskPolicy::new(&raw.tasks.required, &raw.tasks.forbidden)
+        .map_err(|e| ctx.invalid(format!("{key}.tasks"), format!("glob patterns ({e})")))?;
     let timeout = |name: &str, raw: &Option<RawDuration>, default: Duration| {
         let value = match raw {
             Some(d) => ctx.duration(&format!("{key}.{name}"), d)?,
@@ -1052,6 +1158,7 @@ fn build_server_keyed(
         transport,
         enabled: raw.enabled.unwrap_or(true),
         tools,
+        tasks,
         call_timeout,
         connect_timeout,
         list_timeout,
@@ -1072,6 +1179,7 @@ impl ServerConfig {
             },
             enabled: true,
             tools: ToolFilter::default(),
+            tasks: TaskPolicy::default(),
             call_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(30),
             list_timeout: Duration::from_secs(30),

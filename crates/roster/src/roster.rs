@@ -26,7 +26,7 @@ use roster_core::{
 };
 use serde_json::{Map, Value};
 
-use crate::config::Config;
+use crate::config::{Config, TaskSupport};
 use crate::servers::supervisor::{ReconcileHook, Relisting, Runtime, SessionQueue};
 use crate::servers::watches::ResourceWatches;
 use crate::servers::{
@@ -365,6 +365,34 @@ impl Roster {
                 tool: exposed_name.to_owned(),
                 source,
             })
+    }
+
+    /// How a call of this exposed tool may run as a task (SEP-2663): the server's
+    /// `tasks.required` / `tasks.forbidden` configuration first, then the tool's own
+    /// `execution.taskSupport` (servers speaking 2025-11-25 declare it), else optional: roster
+    /// can run any tool in the background. `None` for a tool that is not exposed.
+    pub fn task_support(&self, exposed_name: &str) -> Option<TaskSupport> {
+        let state = self.rt.state();
+        let route = state.registry.route(exposed_name)?;
+        let configured = self
+            .rt
+            .slots
+            .get(route.server)
+            .and_then(|slot| slot.config.tasks.of(&route.tool.name));
+        let declared = || {
+            route
+                .tool
+                .extra
+                .get("execution")
+                .and_then(|e| e.get("taskSupport"))
+                .and_then(Value::as_str)
+                .and_then(TaskSupport::parse)
+        };
+        Some(
+            configured
+                .or_else(declared)
+                .unwrap_or(TaskSupport::Optional),
+        )
     }
 
     /// The servers' prompts under their exposed names (the tools' naming rules), servers in

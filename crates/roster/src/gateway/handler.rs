@@ -4,14 +4,16 @@
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    GetSkillRequestParams, GetSkillResult, Implementation, JsonObject, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
-    PaginatedRequestParams, PromptsCapability, ReadResourceDirectoryRequestParams,
-    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities,
-    ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, GetSkillRequestParams, GetSkillResult, GetTaskParams, GetTaskResult,
+    Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    PromptsCapability, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, TASKS_EXTENSION_ID, Tool, UnsubscribeRequestParams,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -20,8 +22,10 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::session::Session;
+use super::tasks::{Dispatch, TaskCall};
 use super::watched::{self, WatchedResources};
-use super::{CallError, CallRelay, ClientIdentity, Gateway, ProgressRelay, native};
+use super::{CallRelay, ClientIdentity, Gateway, ProgressRelay, native};
+use crate::servers::InputRound;
 
 /// roster's MCP server handler.
 pub struct GatewayHandler {
@@ -104,7 +108,7 @@ impl GatewayHandler {
 }
 
 /// A server's answer in rmcp's model; one roster cannot read is an internal error naming it.
-fn read_answer<T: serde::de::DeserializeOwned>(
+pub(super) fn read_answer<T: serde::de::DeserializeOwned>(
     method: &str,
     value: serde_json::Value,
 ) -> Result<T, ErrorData> {
@@ -162,6 +166,17 @@ async fn next_offerings(
         return *watch.borrow_and_update();
     }
     std::future::pending().await
+}
+
+/// The answers a retried `tools/call` carries (SEP-2322), if it carries any.
+fn input_round(
+    responses: &Option<rmcp::model::InputResponses>,
+    state: &Option<String>,
+) -> Option<InputRound> {
+    Some(InputRound {
+        responses: responses.clone()?.into_iter().collect(),
+        state: state.clone(),
+    })
 }
 
 fn http_parts(context: &RequestContext<RoleServer>) -> Option<&axum::http::request::Parts> {
@@ -228,6 +243,11 @@ impl ServerHandler for GatewayHandler {
         }
         capabilities.resources = Some(resources);
         capabilities.completions = Some(JsonObject::new());
+        // Any server tool can run as a task (SEP-2663): roster holds the tasks itself.
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("roster", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -309,6 +329,21 @@ impl ServerHandler for GatewayHandler {
             return Ok(result.into());
         }
         session.begin_turn().await;
+        if let Dispatch::Answered(mut response) = self
+            .call_as_task(
+                &request.name,
+                input_round(&request.input_responses, &request.request_state),
+                &arguments,
+                &who,
+                &context,
+            )
+            .await?
+        {
+            if let CallToolResponse::Complete(result) = &mut response {
+                self.carry_note(&session, result);
+            }
+            return Ok(response);
+        }
         let relay = CallRelay {
             cancel: context.ct.clone(),
             progress: context
@@ -326,22 +361,7 @@ impl ServerHandler for GatewayHandler {
             .await;
         let mut result = match outcome {
             Ok(result) => result,
-            Err(CallError::UnknownTool(name)) => {
-                return Err(ErrorData::invalid_params(
-                    format!("unknown tool {name:?}; list the tools again with tools/list"),
-                    None,
-                ));
-            }
-            Err(CallError::Server {
-                code,
-                message,
-                data,
-            }) => {
-                return Err(ErrorData::new(rmcp::model::ErrorCode(code), message, data));
-            }
-            Err(e @ (CallError::ServerDown { .. } | CallError::Cancelled)) => {
-                native::error(e.to_string())
-            }
+            Err(error) => error.into_answer()?,
         };
         self.carry_note(&session, &mut result);
         Ok(result.into())
@@ -548,6 +568,35 @@ impl ServerHandler for GatewayHandler {
         Ok(())
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let owner = self.task_owner(&context);
+        self.gateway.tasks().get(&owner, &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let owner = self.task_owner(&context);
+        self.gateway
+            .tasks()
+            .update(&owner, &request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let owner = self.task_owner(&context);
+        self.gateway.tasks().cancel(&owner, &request.task_id)
+    }
+
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // The stream's resource subscriptions last as long as the stream.
         let watched = WatchedResources::default();
@@ -580,6 +629,41 @@ impl ServerHandler for GatewayHandler {
 }
 
 impl GatewayHandler {
+    /// Tasks belong to the client identity that created them (everyone anonymous shares).
+    fn task_owner(&self, context: &RequestContext<RoleServer>) -> String {
+        self.identity(context).name.unwrap_or_default()
+    }
+
+    /// The task path of a server tool's call (see [`super::tasks`]).
+    async fn call_as_task(
+        &self,
+        name: &str,
+        input: Option<InputRound>,
+        arguments: &JsonObject,
+        who: &ClientIdentity,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Dispatch, ErrorData> {
+        let call = TaskCall {
+            name,
+            arguments,
+            input,
+            opted_in: context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks()),
+            cancelled: &context.ct,
+        };
+        let owner = who.name.clone().unwrap_or_default();
+        self.gateway
+            .tasks()
+            .dispatch(
+                self.gateway.backend(),
+                &owner,
+                call,
+                &self.gateway.shutdown_token(),
+            )
+            .await
+    }
+
     /// The list_changed half of a `subscriptions/listen` stream.
     async fn listen_changes(&self, context: &SubscriptionContext) -> Result<(), ErrorData> {
         let session = self.session(context.request_context());

@@ -20,7 +20,8 @@ use rmcp::model::{
 };
 use tokio::sync::{broadcast, watch};
 
-use crate::servers::{OfferingsGeneration, ResourceUpdate};
+use crate::config::TaskSupport;
+use crate::servers::{InputRound, OfferingsGeneration, ResourceUpdate};
 use rmcp::service::Peer;
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +34,7 @@ mod roster_backend;
 mod session;
 mod skills;
 pub mod stdio;
+mod tasks;
 mod watched;
 
 use auth::AdmittedClient;
@@ -41,6 +43,8 @@ pub use handler::GatewayHandler;
 pub use roster_backend::RosterBackend;
 use session::Session;
 pub use skills::Skills;
+pub use tasks::TaskSettings;
+use tasks::Tasks;
 
 /// The roster as the gateway needs to see it.
 ///
@@ -92,6 +96,20 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The servers' `notifications/resources/updated` from now on (`None`: there are none).
     fn resource_updates(&self) -> Option<broadcast::Receiver<ResourceUpdate>>;
+
+    /// How a call of this exposed tool may run as a task (`None`: no tool of that name).
+    fn task_support(&self, exposed: &str) -> Option<TaskSupport>;
+
+    /// One round of a server tool's call with the answer as the server gave it: a tool result
+    /// or an `input_required` result (SEP-2322), which the next round answers with `input`.
+    /// Cancelling `cancel` cancels the call at the server.
+    fn call_round<'a>(
+        &'a self,
+        exposed: &'a str,
+        arguments: Option<JsonObject>,
+        input: Option<InputRound>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<serde_json::Value, CallError>>;
 
     /// Opens the per-session view used for turns and change delivery.
     fn open_session(&self) -> Box<dyn BackendSession>;
@@ -204,6 +222,8 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// Page size for `tools/list` and the other list results.
     pub page_size: usize,
+    /// How roster runs tool calls as tasks (SEP-2663).
+    pub tasks: TaskSettings,
 }
 
 impl ServeConfig {
@@ -216,6 +236,11 @@ impl ServeConfig {
             allowed_hosts: gateway.allowed_hosts.clone(),
             allowed_origins: gateway.allowed_origins.clone(),
             page_size: gateway.page_size,
+            tasks: TaskSettings {
+                after: gateway.task_after,
+                ttl: gateway.task_ttl,
+                max: gateway.max_tasks,
+            },
         }
     }
 }
@@ -229,6 +254,7 @@ impl Default for ServeConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             page_size: 200,
+            tasks: TaskSettings::default(),
         }
     }
 }
@@ -242,6 +268,7 @@ pub struct Gateway {
     skills: Arc<Skills>,
     inbox: Option<Arc<crate::inbox::Inbox>>,
     stateless: Mutex<HashMap<String, Arc<Session>>>,
+    tasks: Tasks,
     shutdown: CancellationToken,
 }
 
@@ -255,6 +282,7 @@ impl Gateway {
         skills: Arc<Skills>,
         inbox: Option<Arc<crate::inbox::Inbox>>,
     ) -> Result<Arc<Self>, ClientEntryError> {
+        let tasks = Tasks::new(config.tasks.clone());
         Ok(Arc::new(Self {
             backend,
             config,
@@ -262,6 +290,7 @@ impl Gateway {
             skills,
             inbox,
             stateless: Mutex::new(HashMap::new()),
+            tasks,
             shutdown: CancellationToken::new(),
         }))
     }
@@ -280,6 +309,11 @@ impl Gateway {
     /// directory's inbox; `channels` is then not offered).
     pub fn inbox(&self) -> Option<&crate::inbox::Inbox> {
         self.inbox.as_deref()
+    }
+
+    /// The tasks roster runs for its clients.
+    pub(crate) fn tasks(&self) -> &Tasks {
+        &self.tasks
     }
 
     /// The `[gateway]` settings in force.
@@ -322,6 +356,7 @@ impl Gateway {
     /// Begins shutting down: sessions stop, then the servers are stopped.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
+        self.tasks.shutdown();
         self.backend.shutdown().await;
     }
 }

@@ -14,11 +14,13 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Backend, BackendSession, CallError, CallRelay, ResourceHold};
-use crate::config::{Config, TransportConfig};
+use crate::config::{Config, TaskSupport, TransportConfig};
 use crate::servers::{
-    CallOptions, OfferingsGeneration, RequestError, ResourceUpdate, RouteError, ServerStatus,
+    CallOptions, InputRound, OfferingsGeneration, RequestError, ResourceUpdate, RouteError,
+    ServerStatus,
 };
 use crate::{Roster, Session};
+use tokio_util::sync::CancellationToken;
 
 /// A [`Roster`] serving as the gateway's backend.
 pub struct RosterBackend {
@@ -201,6 +203,30 @@ impl Backend for RosterBackend {
 
     fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<ResourceUpdate>> {
         Some(self.roster.resource_updates())
+    }
+
+    fn task_support(&self, exposed: &str) -> Option<TaskSupport> {
+        self.roster.task_support(exposed)
+    }
+
+    fn call_round<'a>(
+        &'a self,
+        exposed: &'a str,
+        arguments: Option<JsonObject>,
+        input: Option<InputRound>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<Value, CallError>> {
+        Box::pin(async move {
+            let options = CallOptions {
+                cancel: Some(cancel),
+                input,
+                ..CallOptions::default()
+            };
+            let outcome = self.roster.call_with(exposed, arguments, options).await;
+            let mut answer = outcome.map_err(call_error)?;
+            complete_when_untyped(&mut answer);
+            Ok(answer)
+        })
     }
 
     fn tools(&self) -> Vec<Tool> {

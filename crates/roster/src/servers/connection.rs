@@ -401,6 +401,18 @@ pub struct CallOptions {
     pub cancel: Option<CancellationToken>,
     /// Receives the server's `notifications/progress` for this call.
     pub progress: Option<ProgressListener>,
+    /// Answers to the server's `input_required` result of the previous round (SEP-2322).
+    pub input: Option<InputRound>,
+}
+
+/// What a retried `tools/call` carries after the server answered `input_required`
+/// (SEP-2322): the responses to its `inputRequests`, and its `requestState` echoed back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputRound {
+    /// `inputResponses`: one answer per `inputRequests` key.
+    pub responses: Map<String, Value>,
+    /// `requestState` as the server sent it, if it sent one.
+    pub state: Option<String>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -409,6 +421,7 @@ impl std::fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("cancel", &self.cancel.is_some())
             .field("progress", &self.progress.is_some())
+            .field("input", &self.input)
             .finish()
     }
 }
@@ -822,6 +835,12 @@ impl Connection {
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
+        if let Some(input) = &options.input {
+            params["inputResponses"] = Value::Object(input.responses.clone());
+            if let Some(state) = &input.state {
+                params["requestState"] = Value::String(state.clone());
+            }
+        }
         let request = client_request(json!({"method": "tools/call", "params": params}))?;
         let handle = self
             .peer
@@ -857,6 +876,13 @@ impl Connection {
         let raw = self.raw.take(&id);
         match outcome? {
             ServerResult::CallToolResult(typed) => match raw {
+                Some(raw) => Ok(raw),
+                None => {
+                    serde_json::to_value(typed).map_err(|e| RequestError::Unexpected(e.to_string()))
+                }
+            },
+            // The server needs input first (SEP-2322): the caller decides what to do with it.
+            ServerResult::InputRequiredResult(typed) => match raw {
                 Some(raw) => Ok(raw),
                 None => {
                     serde_json::to_value(typed).map_err(|e| RequestError::Unexpected(e.to_string()))

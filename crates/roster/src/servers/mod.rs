@@ -35,8 +35,9 @@ pub(crate) mod watches;
 mod wire;
 
 pub use connection::{
-    CallOptions, Confirmer, ConnectError, Connection, ELICITATION_WAIT, ListenerId, Negotiated,
-    NotificationListener, Notifications, ProgressListener, RequestError, ServerWatch, ToolListing,
+    CallOptions, Confirmer, ConnectError, Connection, ELICITATION_WAIT, InputRound, ListenerId,
+    Negotiated, NotificationListener, Notifications, ProgressListener, RequestError, ServerWatch,
+    ToolListing,
 };
 pub use offerings::{PromptEntry, RouteError};
 pub use refresh::{
