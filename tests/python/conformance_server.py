@@ -385,11 +385,24 @@ def greet(name: str) -> str:
     return f"Hello, {name}!"
 
 
+CANCELLED: list[str] = []  # labels of slow_compute calls cancelled while they slept
+
+
 @mcp.tool()
 async def slow_compute(seconds: float = 0, label: str = "") -> str:
     """Sleeps `seconds`, then answers."""
-    await asyncio.sleep(seconds)
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        CANCELLED.append(label)
+        raise
     return f"computed {label or 'it'} after {seconds}s"
+
+
+@mcp.tool()
+def test_cancelled_calls() -> str:
+    """The labels of the slow_compute calls that were cancelled, in order."""
+    return json.dumps(CANCELLED)
 
 
 @mcp.tool()

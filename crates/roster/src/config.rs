@@ -227,19 +227,9 @@ pub struct ToolFilter {
 impl ToolFilter {
     /// A filter from allow and deny patterns; an empty allow list allows everything.
     pub fn new(allow: Vec<String>, deny: Vec<String>) -> Result<Self, globset::Error> {
-        let build = |patterns: &[String]| -> Result<Option<GlobSet>, globset::Error> {
-            if patterns.is_empty() {
-                return Ok(None);
-            }
-            let mut builder = GlobSetBuilder::new();
-            for pattern in patterns {
-                builder.add(Glob::new(pattern)?);
-            }
-            builder.build().map(Some)
-        };
         Ok(ToolFilter {
-            allow_set: build(&allow)?,
-            deny_set: build(&deny)?,
+            allow_set: glob_set(&allow)?,
+            deny_set: glob_set(&deny)?,
             allow,
             deny,
         })
@@ -267,6 +257,18 @@ impl ToolFilter {
     pub fn deny(&self) -> &[String] {
         &self.deny
     }
+}
+
+/// One set of glob patterns (`None` for none).
+fn glob_set(patterns: &[String]) -> Result<Option<GlobSet>, globset::Error> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        builder.add(Glob::new(pattern)?);
+    }
+    builder.build().map(Some)
 }
 
 /// Whether a tool call may, must or must not run as a task (SEP-2663; the 2025-11-25
@@ -304,19 +306,9 @@ pub struct TaskPolicy {
 impl TaskPolicy {
     /// A policy from the two pattern lists (`forbidden` wins where both match).
     pub fn new(required: &[String], forbidden: &[String]) -> Result<Self, globset::Error> {
-        let build = |patterns: &[String]| -> Result<Option<GlobSet>, globset::Error> {
-            if patterns.is_empty() {
-                return Ok(None);
-            }
-            let mut builder = GlobSetBuilder::new();
-            for pattern in patterns {
-                builder.add(Glob::new(pattern)?);
-            }
-            builder.build().map(Some)
-        };
         Ok(TaskPolicy {
-            required: build(required)?,
-            forbidden: build(forbidden)?,
+            required: glob_set(required)?,
+            forbidden: glob_set(forbidden)?,
         })
     }
 
@@ -1300,6 +1292,43 @@ mod tests {
         assert_eq!(config.clients[0].token_env.as_deref(), Some("IDE_TOKEN"));
         let err = parse("[[clients]]\nname = \"x\"\n").expect_err("no token");
         assert!(err.to_string().contains("clients[0]"), "{err}");
+    }
+
+    #[test]
+    fn task_keys_parse_and_bad_ones_are_named() {
+        let config = parse(
+            r#"
+            [gateway]
+            task_after = "250ms"
+            task_ttl = "10m"
+            max_tasks = 3
+
+            [servers.build]
+            command = "build-server"
+            tasks.required = ["build_*"]
+            tasks.forbidden = ["build_quick", "ping"]
+            "#,
+        )
+        .expect("valid");
+        assert_eq!(config.gateway.task_after, Duration::from_millis(250));
+        assert_eq!(config.gateway.task_ttl, Duration::from_secs(600));
+        assert_eq!(config.gateway.max_tasks, 3);
+        let tasks = &config.servers["build"].tasks;
+        assert_eq!(tasks.of("build_all"), Some(TaskSupport::Required));
+        assert_eq!(tasks.of("build_quick"), Some(TaskSupport::Forbidden));
+        assert_eq!(tasks.of("ping"), Some(TaskSupport::Forbidden));
+        assert_eq!(tasks.of("status"), None);
+        assert_eq!(TaskSupport::parse("optional"), Some(TaskSupport::Optional));
+        assert_eq!(TaskSupport::parse("always"), None);
+
+        let err = parse("[gateway]\ntask_ttl = \"0s\"\n").expect_err("zero ttl");
+        assert!(err.to_string().contains("gateway.task_ttl"), "{err}");
+        let err = parse("[servers.x]\ncommand = \"x\"\ntasks.required = [\"[\"]\n")
+            .expect_err("bad glob");
+        assert!(err.to_string().contains("servers.x.tasks"), "{err}");
+        let err =
+            parse("[servers.x]\ncommand = \"x\"\ntasks.sometimes = []\n").expect_err("unknown key");
+        assert!(err.to_string().contains("sometimes"), "{err}");
     }
 
     #[test]
