@@ -7,6 +7,10 @@
 //! Per client session the gateway keeps the change note drained at a turn until a tool result
 //! carries it, and sends `notifications/tools/list_changed` upstream only when a non-empty delta
 //! arrived — once per batch of deltas drained at one turn (coalesced per session).
+//!
+//! Besides tools, prompts and resources, the gateway relays resource updates to the sessions
+//! that subscribed (`watched`), and runs slow tool calls as tasks for clients that opted in to
+//! the tasks extension (`tasks`, SEP-2663).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -20,6 +20,10 @@
 //!   without one `true`), a no or expiry declines. The capability is declared only when the
 //!   sink can reach a person.
 //! - [`RefreshHook`]: `list_changed` → debounced re-list of that one server, on its own task.
+//! - Resource subscriptions ([`ResourceWatch`]): one subscription per URI at the server that
+//!   owns it while any client session watches it (`resources/subscribe`, or on a 2026-07-28
+//!   connection a `subscriptions/listen` stream per URI), made again on every reconnect; the
+//!   server's `notifications/resources/updated` are published as [`ResourceUpdate`]s.
 //! - Supervision (inside [`crate::Roster`]): exit, drop or an unanswered ping removes the
 //!   server's tools, then reconnects with the core schedule's backoff; tools return after the
 //!   new connection is listed; repeated failures park the server in `crash-loop`.
