@@ -11,15 +11,15 @@ era allows: mid-call requests on an initialize-era connection, an `input_require
 (answered by the client's retry) on a 2026-07-28 one. Each works in both eras, so roster's
 relaying is exercised in every pairing of client era and server era.
 
-Usage: conformance_server.py [--transport stdio|streamable-http] [--port N]
+Usage: conformance_server.py [--no-subscribe]      (stdio)
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import json
+import sys
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -29,6 +29,7 @@ from mcp.server.mcpserver.prompts.base import Message, UserMessage
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
     AudioContent,
+    Completion,
     CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
@@ -36,12 +37,19 @@ from mcp.types import (
     ElicitRequestFormParams,
     ElicitResult,
     EmbeddedResource,
+    EmptyResult,
     ImageContent,
     InputRequiredResult,
     ListRootsRequest,
     ListRootsResult,
+    PromptReference,
+    ResourceTemplateReference,
+    SubscribeRequestParams,
+    SubscriptionsListenRequestParams,
     TextContent,
     TextResourceContents,
+    ToolExecution,
+    UnsubscribeRequestParams,
 )
 
 # A 1x1 transparent PNG and a tiny WAV header: real media, small enough to inline.
@@ -85,10 +93,16 @@ class ConformanceServer(MCPServer):
         for tool in tools:
             if tool.name == "json_schema_2020_12_tool":
                 tool.input_schema = JSON_SCHEMA_2020_12
+            if tool.name in TASK_SUPPORT:
+                tool.execution = ToolExecution(task_support=TASK_SUPPORT[tool.name])
         return tools
 
 
-mcp = ConformanceServer(name="conformance-fixture", log_level="WARNING")
+# --no-subscribe: no subscriptions (no subscriptions/listen, no resources/subscribe).
+NO_SUBSCRIBE = "--no-subscribe" in sys.argv[1:]
+mcp = ConformanceServer(
+    name="conformance-fixture", log_level="WARNING", subscriptions=False if NO_SUBSCRIBE else None
+)
 
 
 @mcp.tool()
@@ -558,12 +572,205 @@ async def test_input_required_result_prompt(ctx: Context) -> list[Message] | Inp
     return [UserMessage(content=f"Use this context: {content_of(answers['user_context']).get('context')}")]
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--transport", default="stdio", choices=["stdio", "streamable-http"])
-    parser.add_argument("--port", type=int, default=8000)
-    options = parser.parse_args()
-    if options.transport == "stdio":
-        mcp.run()
+# --- Resource subscriptions and completions -----------------------------------------------
+# `test://watched-resource` is what the resources-subscribe/unsubscribe scenarios subscribe to.
+# A 2026-07-28 client (roster) subscribes through `subscriptions/listen`, which the SDK serves;
+# an initialize-era client through `resources/subscribe`, registered below because MCPServer
+# has no decorator for it. `test_update_resource` announces updates on both paths, and
+# `test_resource_subscriptions` reports what the server holds, so a test can watch roster
+# subscribe and unsubscribe at the server. Started with --no-subscribe the server takes no
+# subscriptions at all and offers `test://unsubscribable` (a test's second, plain server).
+
+SUBSCRIBED: set[str] = set()  # resources/subscribe
+LISTENING: list[list[str]] = []  # the resource URIs of each open subscriptions/listen stream
+
+
+@mcp.resource("test://watched-resource", name="watched-resource", description="A resource to subscribe to", mime_type="text/plain")
+def watched_resource() -> str:
+    return "This resource announces its updates to subscribers."
+
+
+@mcp.resource("test://watched-other", name="watched-other", description="A second resource to subscribe to", mime_type="text/plain")
+def watched_other() -> str:
+    return "This resource announces its updates too."
+
+
+async def _subscribe(ctx, params: SubscribeRequestParams) -> EmptyResult:  # noqa: ANN001 - SDK context
+    SUBSCRIBED.add(str(params.uri))
+    return EmptyResult()
+
+
+async def _unsubscribe(ctx, params: UnsubscribeRequestParams) -> EmptyResult:  # noqa: ANN001
+    SUBSCRIBED.discard(str(params.uri))
+    return EmptyResult()
+
+
+if NO_SUBSCRIBE:
+
+    @mcp.resource("test://unsubscribable", name="unsubscribable", description="On a server without subscriptions", mime_type="text/plain")
+    def unsubscribable() -> str:
+        return "Nobody can subscribe to this resource."
+
+else:
+    mcp._lowlevel_server.add_request_handler("resources/subscribe", SubscribeRequestParams, _subscribe)
+    mcp._lowlevel_server.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, _unsubscribe)
+    _listen = mcp._lowlevel_server.get_request_handler("subscriptions/listen").handler
+
+    async def _tracked_listen(ctx, params: SubscriptionsListenRequestParams):  # noqa: ANN001, ANN202
+        uris = list(params.notifications.resource_subscriptions or [])
+        LISTENING.append(uris)
+        try:
+            return await _listen(ctx, params)
+        finally:
+            LISTENING.remove(uris)
+
+    mcp._lowlevel_server.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, _tracked_listen)
+
+
+@mcp.tool()
+async def test_update_resource(uris: list[str], ctx: Context) -> str:
+    """Announces that each resource in `uris` changed, in order."""
+    for uri in uris:
+        await ctx.notify_resource_updated(uri)  # 2026-07-28 listen streams
+        if uri in SUBSCRIBED:  # initialize-era resources/subscribe
+            await ctx.session.send_resource_updated(uri)
+    return f"updated {', '.join(uris)}"
+
+
+@mcp.tool()
+def test_resource_subscriptions() -> str:
+    """How many subscriptions the server holds per resource URI (both paths counted)."""
+    watched: dict[str, int] = {uri: 1 for uri in SUBSCRIBED}
+    for uris in LISTENING:
+        for uri in uris:
+            watched[uri] = watched.get(uri, 0) + 1
+    return json.dumps({"watched": watched})
+
+
+@mcp.completion()
+async def complete(ref, argument, context):  # noqa: ANN001, ARG001 - the SDK's completion signature
+    """Completes `test_prompt_with_arguments`' arguments and the template's `id`."""
+    if isinstance(ref, PromptReference) and ref.name == "test_prompt_with_arguments":
+        options = ["paris", "park", "party"]
+    elif isinstance(ref, ResourceTemplateReference) and ref.uri == "test://template/{id}/data":
+        options = ["1", "2", "42"]
     else:
-        mcp.run("streamable-http", host="127.0.0.1", port=options.port)
+        return None
+    values = [o for o in options if o.startswith(argument.value)]
+    return Completion(values=values, total=len(values), has_more=False)
+
+
+# --- Tasks (SEP-2663) ----------------------------------------------------------------------
+# The tools the tasks scenarios call. The Python SDK has no tasks: roster runs a tool as a task
+# for a client that opted in to io.modelcontextprotocol/tasks when the tool's
+# execution.taskSupport allows it and the call outlasts roster's `task_after` window (an answer
+# within it comes back as it is). WORK is well past that window, so the slow paths always
+# become tasks; answers without WORK always come back within it. A tool that needs input
+# returns an input_required result (SEP-2322); inside a task, roster turns it into the task's
+# inputRequests and calls again with the client's tasks/update answers.
+
+WORK = 1.0  # seconds
+TASK_SUPPORT = {
+    "slow_compute": "optional",
+    "failing_job": "required",
+    "protocol_error_job": "optional",
+    "confirm_delete": "optional",
+    "multi_input": "optional",
+    "test_tool_with_task": "required",
+}
+
+
+def _elicit(message: str, properties: dict, required: list[str]) -> ElicitRequest:
+    schema = {"type": "object", "properties": properties, "required": required}
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def _accepted(response) -> dict | None:  # noqa: ANN001 - an InputResponse
+    """The content of an accepted elicitation answer, else None."""
+    if isinstance(response, ElicitResult) and response.action == "accept":
+        return dict(response.content or {})
+    return None
+
+
+@mcp.tool()
+def greet(name: str) -> str:
+    """Greets at once (no task support)."""
+    return f"Hello, {name}!"
+
+
+CANCELLED: list[str] = []  # labels of slow_compute calls cancelled while they slept
+
+
+@mcp.tool()
+async def slow_compute(seconds: float = 0, label: str = "") -> str:
+    """Sleeps `seconds`, then answers."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        CANCELLED.append(label)
+        raise
+    return f"computed {label or 'it'} after {seconds}s"
+
+
+@mcp.tool()
+def test_cancelled_calls() -> str:
+    """The labels of the slow_compute calls that were cancelled, in order."""
+    return json.dumps(CANCELLED)
+
+
+@mcp.tool()
+async def failing_job() -> str:
+    """Works a while, then fails as a tool error."""
+    await asyncio.sleep(WORK)
+    raise ToolError("failing_job failed, as it always does")
+
+
+@mcp.tool()
+async def protocol_error_job() -> str:
+    """Works a while, then fails with a JSON-RPC error."""
+    await asyncio.sleep(WORK)
+    raise MCPError(-32603, "protocol_error_job broke at the protocol level")
+
+
+@mcp.tool()
+async def confirm_delete(filename: str, ctx: Context) -> str | InputRequiredResult:
+    """Looks the file up, asks for a confirmation, then deletes (pretends to)."""
+    answer = (ctx.input_responses or {}).get("confirm")
+    if answer is None:
+        await asyncio.sleep(WORK)
+        ask = _elicit(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])
+        return InputRequiredResult(input_requests={"confirm": ask})
+    content = _accepted(answer)
+    return f"deleted {filename}" if content and content.get("confirm") else f"kept {filename}"
+
+
+@mcp.tool()
+async def multi_input(ctx: Context) -> str | InputRequiredResult:
+    """Asks two questions at once and answers when both are answered."""
+    responses = ctx.input_responses or {}
+    missing = {
+        key: _elicit(f"The {key} answer?", {"name": {"type": "string"}}, ["name"])
+        for key in ("first", "second")
+        if key not in responses
+    }
+    if missing:
+        if len(missing) == 2:
+            await asyncio.sleep(WORK)
+        return InputRequiredResult(input_requests=missing)
+    names = {key: (_accepted(responses[key]) or {}).get("name") for key in ("first", "second")}
+    return f"first={names['first']}, second={names['second']}"
+
+
+@mcp.tool()
+async def test_tool_with_task(ctx: Context) -> str | InputRequiredResult:
+    """Asks for a name at once (input_required), then works a while with it."""
+    answer = (ctx.input_responses or {}).get("user_name")
+    if answer is None:
+        ask = _elicit("What is your name?", {"name": {"type": "string"}}, ["name"])
+        return InputRequiredResult(input_requests={"user_name": ask})
+    await asyncio.sleep(WORK)
+    return f"Hello, {(_accepted(answer) or {}).get('name', 'nobody')}!"
+
+
+if __name__ == "__main__":
+    mcp.run()

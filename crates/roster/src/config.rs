@@ -29,6 +29,10 @@
 //! listen = "127.0.0.1:8931"    # the gateway's serving keys, kept here for it:
 //! delta_notes = true           #   listen, delta_notes, allowed_hosts, allowed_origins,
 //! page_size = 200              #   page_size
+//! task_after = "500ms"         # a call of a client that opted in to tasks (SEP-2663) that
+//!                              #   outlasts this becomes a task
+//! task_ttl = "1h"              # a task is kept this long (its ttlMs)
+//! max_tasks = 1000             # tasks running at once; past it calls are answered in place
 //!
 //! [skills]
 //! paths = ["skills"]           # relative to this file
@@ -42,6 +46,9 @@
 //! protocol = "auto"            # auto | legacy (initialize only) | modern (server/discover only)
 //! tools.allow = ["read_*"]     # globs on the server's own tool names, applied to every listing
 //! tools.deny = ["*_secret"]
+//! tasks.required = ["build_*"]  # run only as tasks (a client without tasks gets -32021)
+//! tasks.forbidden = ["quick_*"] # never run as tasks; other tools as the server says
+//!                               #   (execution.taskSupport), else as tasks when slow
 //! # call_timeout, connect_timeout, list_timeout, ping_interval override [gateway] per server
 //!
 //! [servers.web]                # an HTTP server
@@ -149,6 +156,8 @@ pub struct ServerConfig {
     pub enabled: bool,
     /// Which of the server's tools roster takes, by the server's own names.
     pub tools: ToolFilter,
+    /// Which of the server's tools run as tasks (SEP-2663), by the server's own names.
+    pub tasks: TaskPolicy,
     /// How long a `tools/call` may take before roster cancels it.
     pub call_timeout: Duration,
     /// How long connecting (spawn or open, then the handshake) may take.
@@ -218,19 +227,9 @@ pub struct ToolFilter {
 impl ToolFilter {
     /// A filter from allow and deny patterns; an empty allow list allows everything.
     pub fn new(allow: Vec<String>, deny: Vec<String>) -> Result<Self, globset::Error> {
-        let build = |patterns: &[String]| -> Result<Option<GlobSet>, globset::Error> {
-            if patterns.is_empty() {
-                return Ok(None);
-            }
-            let mut builder = GlobSetBuilder::new();
-            for pattern in patterns {
-                builder.add(Glob::new(pattern)?);
-            }
-            builder.build().map(Some)
-        };
         Ok(ToolFilter {
-            allow_set: build(&allow)?,
-            deny_set: build(&deny)?,
+            allow_set: glob_set(&allow)?,
+            deny_set: glob_set(&deny)?,
             allow,
             deny,
         })
@@ -257,6 +256,72 @@ impl ToolFilter {
     /// The deny patterns as written.
     pub fn deny(&self) -> &[String] {
         &self.deny
+    }
+}
+
+/// One set of glob patterns (`None` for none).
+fn glob_set(patterns: &[String]) -> Result<Option<GlobSet>, globset::Error> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        builder.add(Glob::new(pattern)?);
+    }
+    builder.build().map(Some)
+}
+
+/// Whether a tool call may, must or must not run as a task (SEP-2663; the 2025-11-25
+/// `execution.taskSupport` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never a task.
+    Forbidden,
+    /// A task when the client opted in and the call is slow.
+    Optional,
+    /// Only as a task: a client that did not opt in is refused.
+    Required,
+}
+
+impl TaskSupport {
+    /// The `execution.taskSupport` value (`forbidden`, `optional`, `required`).
+    pub fn parse(value: &str) -> Option<TaskSupport> {
+        match value {
+            "forbidden" => Some(TaskSupport::Forbidden),
+            "optional" => Some(TaskSupport::Optional),
+            "required" => Some(TaskSupport::Required),
+            _ => None,
+        }
+    }
+}
+
+/// `tasks.required` / `tasks.forbidden`: glob patterns on a server's own tool names that say
+/// how its tools run as tasks, over what the server's tools declare.
+#[derive(Debug, Clone, Default)]
+pub struct TaskPolicy {
+    required: Option<GlobSet>,
+    forbidden: Option<GlobSet>,
+}
+
+impl TaskPolicy {
+    /// A policy from the two pattern lists (`forbidden` wins where both match).
+    pub fn new(required: &[String], forbidden: &[String]) -> Result<Self, globset::Error> {
+        Ok(TaskPolicy {
+            required: glob_set(required)?,
+            forbidden: glob_set(forbidden)?,
+        })
+    }
+
+    /// What the configuration says of the tool, if anything.
+    pub fn of(&self, tool_name: &str) -> Option<TaskSupport> {
+        let matches = |set: &Option<GlobSet>| set.as_ref().is_some_and(|s| s.is_match(tool_name));
+        if matches(&self.forbidden) {
+            Some(TaskSupport::Forbidden)
+        } else if matches(&self.required) {
+            Some(TaskSupport::Required)
+        } else {
+            None
+        }
     }
 }
 
@@ -312,6 +377,12 @@ pub struct GatewayConfig {
     pub allowed_origins: Vec<String>,
     /// Page size for the gateway's `tools/list` and other list results.
     pub page_size: usize,
+    /// A call of a client that opted in to tasks becomes a task once it outlasts this.
+    pub task_after: Duration,
+    /// How long a task is kept (its `ttlMs`).
+    pub task_ttl: Duration,
+    /// How many tasks may run at once.
+    pub max_tasks: usize,
 }
 
 impl GatewayConfig {
@@ -364,6 +435,9 @@ impl GatewayConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             page_size: 200,
+            task_after: Duration::from_millis(500),
+            task_ttl: Duration::from_secs(3600),
+            max_tasks: 1000,
         }
     }
 }
@@ -423,11 +497,22 @@ struct RawServer {
     enabled: Option<bool>,
     #[serde(default)]
     tools: RawToolFilter,
+    #[serde(default)]
+    tasks: RawTaskPolicy,
     call_timeout: Option<RawDuration>,
     connect_timeout: Option<RawDuration>,
     list_timeout: Option<RawDuration>,
     ping_interval: Option<RawDuration>,
     protocol: Option<Era>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTaskPolicy {
+    #[serde(default)]
+    required: Vec<String>,
+    #[serde(default)]
+    forbidden: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -464,6 +549,9 @@ struct RawGateway {
     allowed_hosts: Option<Vec<String>>,
     allowed_origins: Option<Vec<String>>,
     page_size: Option<usize>,
+    task_after: Option<RawDuration>,
+    task_ttl: Option<RawDuration>,
+    max_tasks: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -939,6 +1027,14 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
         }
         g.page_size = size;
     }
+    dur("gateway.task_after", &raw.task_after, &mut g.task_after)?;
+    dur("gateway.task_ttl", &raw.task_ttl, &mut g.task_ttl)?;
+    if g.task_ttl.is_zero() {
+        return Err(ctx.invalid("gateway.task_ttl", "a duration above zero"));
+    }
+    if let Some(max) = raw.max_tasks {
+        g.max_tasks = max;
+    }
     if (ctx.env)("ROSTER_STATE_DIR").is_none_or(|d| d.is_empty())
         && let Some(dir) = raw.state_dir
     {
@@ -1024,6 +1120,8 @@ fn build_server_keyed(
     };
     let tools = ToolFilter::new(raw.tools.allow, raw.tools.deny)
         .map_err(|e| ctx.invalid(format!("{key}.tools"), format!("glob patterns ({e})")))?;
+    let tasks = TaskPolicy::new(&raw.tasks.required, &raw.tasks.forbidden)
+        .map_err(|e| ctx.invalid(format!("{key}.tasks"), format!("glob patterns ({e})")))?;
     let timeout = |name: &str, raw: &Option<RawDuration>, default: Duration| {
         let value = match raw {
             Some(d) => ctx.duration(&format!("{key}.{name}"), d)?,
@@ -1052,6 +1150,7 @@ fn build_server_keyed(
         transport,
         enabled: raw.enabled.unwrap_or(true),
         tools,
+        tasks,
         call_timeout,
         connect_timeout,
         list_timeout,
@@ -1072,6 +1171,7 @@ impl ServerConfig {
             },
             enabled: true,
             tools: ToolFilter::default(),
+            tasks: TaskPolicy::default(),
             call_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(30),
             list_timeout: Duration::from_secs(30),
@@ -1192,6 +1292,43 @@ mod tests {
         assert_eq!(config.clients[0].token_env.as_deref(), Some("IDE_TOKEN"));
         let err = parse("[[clients]]\nname = \"x\"\n").expect_err("no token");
         assert!(err.to_string().contains("clients[0]"), "{err}");
+    }
+
+    #[test]
+    fn task_keys_parse_and_bad_ones_are_named() {
+        let config = parse(
+            r#"
+            [gateway]
+            task_after = "250ms"
+            task_ttl = "10m"
+            max_tasks = 3
+
+            [servers.build]
+            command = "build-server"
+            tasks.required = ["build_*"]
+            tasks.forbidden = ["build_quick", "ping"]
+            "#,
+        )
+        .expect("valid");
+        assert_eq!(config.gateway.task_after, Duration::from_millis(250));
+        assert_eq!(config.gateway.task_ttl, Duration::from_secs(600));
+        assert_eq!(config.gateway.max_tasks, 3);
+        let tasks = &config.servers["build"].tasks;
+        assert_eq!(tasks.of("build_all"), Some(TaskSupport::Required));
+        assert_eq!(tasks.of("build_quick"), Some(TaskSupport::Forbidden));
+        assert_eq!(tasks.of("ping"), Some(TaskSupport::Forbidden));
+        assert_eq!(tasks.of("status"), None);
+        assert_eq!(TaskSupport::parse("optional"), Some(TaskSupport::Optional));
+        assert_eq!(TaskSupport::parse("always"), None);
+
+        let err = parse("[gateway]\ntask_ttl = \"0s\"\n").expect_err("zero ttl");
+        assert!(err.to_string().contains("gateway.task_ttl"), "{err}");
+        let err = parse("[servers.x]\ncommand = \"x\"\ntasks.required = [\"[\"]\n")
+            .expect_err("bad glob");
+        assert!(err.to_string().contains("servers.x.tasks"), "{err}");
+        let err =
+            parse("[servers.x]\ncommand = \"x\"\ntasks.sometimes = []\n").expect_err("unknown key");
+        assert!(err.to_string().contains("sometimes"), "{err}");
     }
 
     #[test]

@@ -26,11 +26,13 @@ use roster_core::{
 };
 use serde_json::{Map, Value};
 
-use crate::config::Config;
+use crate::config::{Config, TaskSupport};
 use crate::servers::supervisor::{ReconcileHook, Relisting, Runtime, SessionQueue};
+use crate::servers::watches::ResourceWatches;
 use crate::servers::{
     CallOptions, LogLevel, LogSink, NotificationSink, Notifications, OfferingsGeneration,
-    PromptEntry, RefreshHookError, RelistError, RequestError, RouteError, ServerLog, ServerStatus,
+    PromptEntry, RefreshHookError, RelistError, RequestError, ResourceUpdate, ResourceWatch,
+    RouteError, ServerLog, ServerStatus,
 };
 
 /// roster could not start with this configuration.
@@ -365,6 +367,34 @@ impl Roster {
             })
     }
 
+    /// How a call of this exposed tool may run as a task (SEP-2663): the server's
+    /// `tasks.required` / `tasks.forbidden` configuration first, then the tool's own
+    /// `execution.taskSupport` (servers speaking 2025-11-25 declare it), else optional: roster
+    /// can run any tool in the background. `None` for a tool that is not exposed.
+    pub fn task_support(&self, exposed_name: &str) -> Option<TaskSupport> {
+        let state = self.rt.state();
+        let route = state.registry.route(exposed_name)?;
+        let configured = self
+            .rt
+            .slots
+            .get(route.server)
+            .and_then(|slot| slot.config.tasks.of(&route.tool.name));
+        let declared = || {
+            route
+                .tool
+                .extra
+                .get("execution")
+                .and_then(|e| e.get("taskSupport"))
+                .and_then(Value::as_str)
+                .and_then(TaskSupport::parse)
+        };
+        Some(
+            configured
+                .or_else(declared)
+                .unwrap_or(TaskSupport::Optional),
+        )
+    }
+
     /// The servers' prompts under their exposed names (the tools' naming rules), servers in
     /// config order.
     pub fn prompts(&self) -> Vec<PromptEntry> {
@@ -461,6 +491,35 @@ impl Roster {
             _ => return Err(unknown()),
         };
         self.forward(&server, "completion/complete", params).await
+    }
+
+    /// Watches a server resource's updates for one client session: the first watch of a URI
+    /// subscribes at the server that owns it (`resources/subscribe`, or a
+    /// `subscriptions/listen` stream on a 2026-07-28 server); dropping the last one
+    /// unsubscribes there. The updates arrive through [`Roster::resource_updates`].
+    pub async fn watch_resource(&self, uri: &str) -> Result<ResourceWatch, RouteError> {
+        ResourceWatches::watch(&self.rt, uri).await
+    }
+
+    /// Whether a watch of `uri` could be made now: its server is connected and declares
+    /// `resources.subscribe`.
+    pub fn can_watch_resource(&self, uri: &str) -> bool {
+        ResourceWatches::watchable_at(&self.rt, uri).is_ok()
+    }
+
+    /// Whether any connected server takes resource subscriptions.
+    pub fn takes_resource_subscriptions(&self) -> bool {
+        self.rt
+            .slots
+            .values()
+            .filter_map(|slot| slot.connection())
+            .any(|connection| connection.advertises_subscribe())
+    }
+
+    /// Every server's `notifications/resources/updated` from now on (a slow reader skips
+    /// ahead: it is told how many it missed).
+    pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<ResourceUpdate> {
+        self.rt.resource_watches.updates()
     }
 
     async fn forward_interactive(

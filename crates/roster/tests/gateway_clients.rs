@@ -52,13 +52,13 @@ fn start_http(extra: &str, env: &[(&str, &str)]) -> Gateway {
 }
 
 fn start_http_at(dir: tempfile::TempDir, config: &Path, env: &[(&str, &str)]) -> Gateway {
-    let (child, url) = common::spawn_serving(
-        Command::new(roster_bin())
-            .args(["--config"])
-            .arg(config)
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .envs(env.iter().copied()),
-    );
+    let mut command = Command::new(roster_bin());
+    command
+        .args(["--config"])
+        .arg(config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .envs(env.iter().copied());
+    let (child, url) = common::serve_http(command);
     Gateway { child, url, dir }
 }
 

@@ -47,14 +47,14 @@ fn start_http() -> Gateway {
     let dir = tempfile::tempdir().expect("temp dir");
     let clients = "[[clients]]\nname = \"pro\"\ntoken_env = \"ROSTER_TEST_PRO\"\nsubscriptions = [\"pro\"]\n\n[[clients]]\nname = \"free\"\ntoken_env = \"ROSTER_TEST_FREE\"\n";
     let config = write_config(dir.path(), "", clients);
-    let (child, url) = common::spawn_serving(
-        Command::new(roster_bin())
-            .arg("--config")
-            .arg(&config)
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .env("ROSTER_TEST_PRO", PRO_TOKEN)
-            .env("ROSTER_TEST_FREE", FREE_TOKEN),
-    );
+    let mut command = Command::new(roster_bin());
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("ROSTER_TEST_PRO", PRO_TOKEN)
+        .env("ROSTER_TEST_FREE", FREE_TOKEN);
+    let (child, url) = common::serve_http(command);
     Gateway {
         child,
         url,

@@ -1,4 +1,4 @@
-//! The servers' prompts and resources through roster: the official Python SDK client over
+//! The servers' prompts, resources and completions through roster: the official Python SDK client over
 //! stdio against `roster serve` fronting the Python SDK conformance fixture (which offers
 //! prompts, static resources and a resource template). Names are prefixed (`always`), so a
 //! prompt that reaches the fixture under its own name proves the route back.
@@ -15,6 +15,7 @@ import anyio
 from mcp import StdioServerParameters
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
+from mcp.types import PromptReference, ResourceTemplateReference
 
 roster, config = sys.argv[1], sys.argv[2]
 
@@ -33,9 +34,17 @@ async def main():
         out["templates"] = dump(await client.list_resource_templates())
         out["static"] = dump(await client.read_resource("test://static-text"))
         out["templated"] = dump(await client.read_resource("test://template/42/data"))
+        out["complete_prompt"] = dump(await client.complete(
+            PromptReference(type="ref/prompt", name="fixture__test_prompt_with_arguments"),
+            {"name": "arg1", "value": "par"}))
+        out["complete_template"] = dump(await client.complete(
+            ResourceTemplateReference(type="ref/resource", uri="test://template/{id}/data"),
+            {"name": "id", "value": "4"}))
         for key, call in [
             ("unknown_prompt", client.get_prompt("fixture__nope")),
             ("unknown_resource", client.read_resource("test://nowhere")),
+            ("unknown_completion", client.complete(
+                PromptReference(type="ref/prompt", name="fixture__nope"), {"name": "x", "value": ""})),
         ]:
             try:
                 await call
@@ -139,6 +148,19 @@ fn prompts_and_resources_are_listed_and_routed_back() {
         templated["text"].as_str().is_some_and(|t| t.contains("42")),
         "the template's server read it: {templated}"
     );
+
+    // Completions reach the prompt's server under its own name, and the template's server.
+    assert_eq!(
+        report["complete_prompt"]["completion"]["values"],
+        serde_json::json!(["paris", "park", "party"]),
+        "{report}"
+    );
+    assert_eq!(
+        report["complete_template"]["completion"]["values"],
+        serde_json::json!(["42"]),
+        "{report}"
+    );
+    assert_eq!(report["unknown_completion"]["code"], -32602, "{report}");
 
     assert_eq!(report["unknown_prompt"]["code"], -32602, "{report}");
     assert_eq!(report["unknown_resource"]["code"], -32002, "{report}");

@@ -142,7 +142,7 @@ fn initialize_era_client_answers_an_initialize_era_server_over_stdio() {
 #[test]
 fn initialize_era_client_answers_an_initialize_era_server_over_http() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let gateway = common::serve_http(&write_config(dir.path(), "legacy"));
+    let gateway = common::start_roster_http(&write_config(dir.path(), "legacy"));
     let report = answering_client(Via::Http(&gateway.url), "legacy", asking_calls(), &[]);
     assert_answered(&report);
 }
@@ -150,7 +150,7 @@ fn initialize_era_client_answers_an_initialize_era_server_over_http() {
 #[test]
 fn initialize_era_client_answers_a_2026_server_whose_input_required_roster_fulfils() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let gateway = common::serve_http(&write_config(dir.path(), "modern"));
+    let gateway = common::start_roster_http(&write_config(dir.path(), "modern"));
     let report = answering_client(Via::Http(&gateway.url), "legacy", asking_calls(), &[]);
     assert_answered(&report);
     for result in report["results"].as_array().into_iter().flatten() {
@@ -183,7 +183,7 @@ fn a_2026_client_answers_a_2026_server_through_input_required_over_stdio() {
 #[test]
 fn a_2026_client_answers_an_initialize_era_server_through_a_paused_call() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let gateway = common::serve_http(&write_config(dir.path(), "legacy"));
+    let gateway = common::start_roster_http(&write_config(dir.path(), "legacy"));
     let report = answering_client(Via::Http(&gateway.url), "2026-07-28", asking_calls(), &[]);
     assert_answered(&report);
 }
@@ -191,7 +191,7 @@ fn a_2026_client_answers_an_initialize_era_server_through_a_paused_call() {
 #[test]
 fn a_paused_call_resumes_only_with_its_own_request_state() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let gateway = common::serve_http(&write_config(dir.path(), "legacy"));
+    let gateway = common::start_roster_http(&write_config(dir.path(), "legacy"));
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
         let post = |params: Value| {
@@ -292,7 +292,7 @@ fn a_paused_call_resumes_only_with_its_own_request_state() {
 fn without_the_capability_sampling_is_an_error_naming_why() {
     for protocol in ["legacy", "modern"] {
         let dir = tempfile::tempdir().expect("temp dir");
-        let gateway = common::serve_http(&write_config(dir.path(), protocol));
+        let gateway = common::start_roster_http(&write_config(dir.path(), protocol));
         let report = answering_client(
             Via::Http(&gateway.url),
             "legacy",
@@ -332,7 +332,7 @@ fn roster_inbox(state: &Path, args: &[&str]) -> String {
 fn without_a_client_that_can_answer_an_elicitation_waits_in_the_inbox() {
     for protocol in ["legacy", "modern"] {
         let dir = tempfile::tempdir().expect("temp dir");
-        let gateway = common::serve_http(&write_config(dir.path(), protocol));
+        let gateway = common::start_roster_http(&write_config(dir.path(), protocol));
         let state = dir.path().join("state");
         let calls = json!([["test_elicitation_sep1034_defaults", {}]]);
         let client: Child = client_command(
@@ -383,7 +383,7 @@ fn log_messages_during_a_call_reach_the_client_that_asked_for_them() {
         ("modern", "2026-07-28"),
     ] {
         let dir = tempfile::tempdir().expect("temp dir");
-        let gateway = common::serve_http(&write_config(dir.path(), protocol));
+        let gateway = common::start_roster_http(&write_config(dir.path(), protocol));
         let quiet = answering_client(Via::Http(&gateway.url), mode, calls.clone(), &[]);
         assert_eq!(
             quiet["logs"],

@@ -44,13 +44,13 @@ fn start_gateway() -> Gateway {
     )
     .expect("write config");
     let port = common::free_port();
-    let (child, url) = common::spawn_serving(
-        Command::new(ROSTER)
-            .arg("--config")
-            .arg(&config)
-            .args(["serve", "--http", &format!("127.0.0.1:{port}")])
-            .env_remove("ROSTER_STATE_DIR"),
-    );
+    let mut command = Command::new(ROSTER);
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
+        .env_remove("ROSTER_STATE_DIR");
+    let (child, url) = common::serve_http(command);
     let gateway = Gateway {
         child,
         url,

@@ -18,7 +18,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use rmcp::model::{
     CustomRequest, ErrorCode, GetExtensions, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses, RequestId, ServerNotification, ServerRequest,
+    RequestId, ServerNotification, ServerRequest,
 };
 use rmcp::service::{OriginatingRequestId, Peer, RequestContext, ServiceError};
 use rmcp::{ErrorData, RoleServer};
@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::session::Session;
 use super::{CallRelay, Gateway, Outcome, ProgressRelay};
-use crate::servers::{CallerRelay, InputAnswers, LogLevel};
+use crate::servers::{CallerRelay, InputRound, LogLevel};
 
 /// How long a paused call waits for its client's retry.
 pub const PAUSED_FOR: Duration = crate::servers::ELICITATION_WAIT;
@@ -435,20 +435,6 @@ pub(crate) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|version| !version.has_initialize())
 }
 
-/// The client's answers an `input_required` retry carries, if any.
-pub(crate) fn input_answers(
-    responses: Option<InputResponses>,
-    request_state: Option<String>,
-) -> Option<InputAnswers> {
-    if responses.is_none() && request_state.is_none() {
-        return None;
-    }
-    Some(InputAnswers {
-        responses: responses.map(|r| r.into_iter().collect()),
-        request_state,
-    })
-}
-
 /// Runs one client request that reaches a server (`work`, given the relay to its client) with
 /// the client as the caller: an initialize-era request to its end; a 2026-07-28 request until
 /// it finishes or pauses on a server's question — or, for a retry naming a paused call, resumes
@@ -459,7 +445,7 @@ pub(crate) async fn run_relayed(
     session: &Session,
     owner: Option<String>,
     target: String,
-    input: Option<InputAnswers>,
+    input: Option<InputRound>,
     work: impl FnOnce(CallRelay) -> BoxFuture<'static, Outcome>,
 ) -> Result<Step<Outcome>, ErrorData> {
     let capabilities = context
@@ -491,9 +477,9 @@ pub(crate) async fn run_relayed(
         return Ok(Step::Done(outcome));
     }
     let paused = gateway.paused.clone();
-    let state = input.as_ref().and_then(|i| i.request_state.as_deref());
+    let state = input.as_ref().and_then(|i| i.state.as_deref());
     if let Some(state) = state {
-        let responses = input.as_ref().and_then(|i| i.responses.as_ref());
+        let responses = input.as_ref().map(|i| &i.responses);
         let resumed = paused
             .resume(state, owner.clone(), target.clone(), responses, &context.ct)
             .await;

@@ -4,24 +4,29 @@
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    GetSkillRequestParams, GetSkillResult, Implementation, InputRequiredResult, JsonObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
-    ListToolsResult, PaginatedRequestParams, PromptsCapability, ReadResourceDirectoryRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, GetSkillRequestParams, GetSkillResult, GetTaskParams, GetTaskResult,
+    Implementation, InputRequiredResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, PromptsCapability, ReadResourceDirectoryRequestParams,
     ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ResourcesCapability, ServerCapabilities, ServerConfig, ServerNotification,
-    SubscriptionFilter, Tool,
+    ReadResourceResult, ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities,
+    ServerConfig, ServerNotification, SubscribeRequestParams, SubscriptionFilter,
+    TASKS_EXTENSION_ID, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use roster_core::catalog::Subscriptions;
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::caller::{self, Step};
 use super::session::Session;
-use super::{CallError, ClientIdentity, Gateway, Outcome, native};
-use crate::servers::{LogLevel, ServerLog, relay};
+use super::tasks::{Dispatch, TaskCall};
+use super::watched::{self, WatchedResources};
+use super::{ClientIdentity, Gateway, Outcome, native};
+use crate::servers::{InputRequiredOnly, InputRound, LogLevel, ServerLog, relay};
 
 /// roster's MCP server handler.
 pub struct GatewayHandler {
@@ -29,14 +34,23 @@ pub struct GatewayHandler {
     /// The session of this connection (stdio) or of this `Mcp-Session-Id` (initialize era);
     /// unused by stateless HTTP requests, which share their client's session.
     own: OnceLock<Arc<Session>>,
+    /// The resources this connection's session subscribed to (initialize era).
+    watched: Arc<WatchedResources>,
+    /// Stops this connection's relays (resource updates) when the handler goes.
+    relays: CancellationToken,
+    _relays_end: DropGuard,
 }
 
 impl GatewayHandler {
     /// A handler serving `gateway`.
     pub fn new(gateway: Arc<Gateway>) -> Self {
+        let relays = gateway.shutdown_token().child_token();
         Self {
             gateway,
             own: OnceLock::new(),
+            watched: Arc::new(WatchedResources::default()),
+            _relays_end: relays.clone().drop_guard(),
+            relays,
         }
     }
 
@@ -95,7 +109,7 @@ impl GatewayHandler {
 }
 
 /// A server's answer in rmcp's model; one roster cannot read is an internal error naming it.
-fn read_answer<T: serde::de::DeserializeOwned>(
+pub(super) fn read_answer<T: serde::de::DeserializeOwned>(
     method: &str,
     value: serde_json::Value,
 ) -> Result<T, ErrorData> {
@@ -155,6 +169,21 @@ async fn next_offerings(
     std::future::pending().await
 }
 
+/// The answers a retried `tools/call` carries (SEP-2322), if it carries any.
+/// The answers a retry after an `input_required` result carries, if it carries any.
+fn input_round(
+    responses: Option<rmcp::model::InputResponses>,
+    state: Option<String>,
+) -> Option<InputRound> {
+    if responses.is_none() && state.is_none() {
+        return None;
+    }
+    Some(InputRound {
+        responses: responses.unwrap_or_default().into_iter().collect(),
+        state,
+    })
+}
+
 fn http_parts(context: &RequestContext<RoleServer>) -> Option<&axum::http::request::Parts> {
     context.extensions.get::<axum::http::request::Parts>()
 }
@@ -192,12 +221,11 @@ impl GatewayHandler {
         method: &'static str,
         name: &str,
         params: serde_json::Value,
-        input: (Option<rmcp::model::InputResponses>, Option<String>),
+        input: Option<InputRound>,
     ) -> Result<Result<serde_json::Value, InputRequiredResult>, ErrorData> {
         let session = self.session(context);
         session.begin_turn().await;
         let target = format!("{method} {name}");
-        let input = caller::input_answers(input.0, input.1);
         let backend = self.gateway.backend().clone();
         let work = move |relay| -> futures::future::BoxFuture<'static, Outcome> {
             Box::pin(
@@ -215,14 +243,6 @@ impl GatewayHandler {
         };
         if relay::is_input_required(&answer) {
             return Ok(Err(read_answer(method, answer)?));
-        }
-        let mut answer = answer;
-        // An initialize-era server's result has none; a 2026-07-28 client needs it (rmcp strips
-        // it again for initialize-era clients).
-        if let Some(result) = answer.as_object_mut() {
-            result
-                .entry("resultType")
-                .or_insert_with(|| "complete".into());
         }
         Ok(Ok(answer))
     }
@@ -295,6 +315,10 @@ impl ServerHandler for GatewayHandler {
             .take()
             .unwrap_or_else(ResourcesCapability::default);
         resources.list_changed = Some(true);
+        // Declared only while some server can take a subscription.
+        if self.gateway.backend().takes_resource_subscriptions() {
+            resources.subscribe = Some(true);
+        }
         capabilities.resources = Some(resources);
         capabilities.completions = Some(JsonObject::new());
         // Servers' log messages are relayed to the client whose request is in flight.
@@ -302,6 +326,11 @@ impl ServerHandler for GatewayHandler {
         {
             capabilities.logging = Some(JsonObject::new());
         }
+        // Any server tool can run as a task (SEP-2663): roster holds the tasks itself.
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("roster", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -322,6 +351,20 @@ impl ServerHandler for GatewayHandler {
         }
         if let Some(logs) = self.gateway.backend().server_logs() {
             forward_server_logs(logs, self.own_session().clone(), peer.clone(), stop.clone());
+        }
+        if let Some(updates) = self.gateway.backend().resource_updates() {
+            let (watched, peer, stop) = (self.watched.clone(), peer.clone(), self.relays.clone());
+            tokio::spawn(async move {
+                watched
+                    .relay(updates, stop, |uri| {
+                        let peer = peer.clone();
+                        async move {
+                            let update = ResourceUpdatedNotificationParam::new(uri);
+                            peer.notify_resource_updated(update).await.is_ok()
+                        }
+                    })
+                    .await;
+            });
         }
         tokio::spawn(async move {
             loop {
@@ -394,10 +437,19 @@ impl ServerHandler for GatewayHandler {
             return Ok(result.into());
         }
         session.begin_turn().await;
+        let input = input_round(request.input_responses, request.request_state);
+        if let Dispatch::Answered(mut response) = self
+            .call_as_task(&request.name, input.clone(), &arguments, &who, &context)
+            .await?
+        {
+            if let CallToolResponse::Complete(result) = &mut response {
+                self.carry_note(&session, result);
+            }
+            return Ok(response);
+        }
         let backend = self.gateway.backend().clone();
         let name = request.name.to_string();
         let target = format!("tools/call {name}");
-        let input = caller::input_answers(request.input_responses, request.request_state);
         let work = move |relay| -> futures::future::BoxFuture<'static, Outcome> {
             Box::pin(
                 async move { Outcome::Call(backend.call(&name, Some(arguments), relay).await) },
@@ -422,22 +474,7 @@ impl ServerHandler for GatewayHandler {
             Ok(CallToolResponse::Complete(result)) => result,
             // A 2026-07-28 server's question for a 2026-07-28 client goes to it untouched.
             Ok(other) => return Ok(other),
-            Err(CallError::UnknownTool(name)) => {
-                return Err(ErrorData::invalid_params(
-                    format!("unknown tool {name:?}; list the tools again with tools/list"),
-                    None,
-                ));
-            }
-            Err(CallError::Server {
-                code,
-                message,
-                data,
-            }) => {
-                return Err(ErrorData::new(rmcp::model::ErrorCode(code), message, data));
-            }
-            Err(e @ (CallError::ServerDown { .. } | CallError::Cancelled)) => {
-                native::error(e.to_string())
-            }
+            Err(error) => error.into_answer()?,
         };
         self.carry_note(&session, &mut result);
         Ok(result.into())
@@ -517,7 +554,7 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let params = serde_json::json!({"name": request.name, "arguments": request.arguments});
-        let input = (request.input_responses, request.request_state);
+        let input = input_round(request.input_responses, request.request_state);
         let answer = self
             .forward_relayed(&context, "prompts/get", &request.name, params, input)
             .await?;
@@ -604,7 +641,7 @@ impl ServerHandler for GatewayHandler {
             None if request.uri.starts_with("skill://") => return Err(not_found()),
             None => {
                 let params = serde_json::json!({ "uri": request.uri });
-                let input = (
+                let input = input_round(
                     request.input_responses.clone(),
                     request.request_state.clone(),
                 );
@@ -628,10 +665,134 @@ impl ServerHandler for GatewayHandler {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(requested.supported_by(&self.get_info().capabilities))
+        let mut accepted = requested.supported_by(&self.get_info().capabilities);
+        watched::keep_watchable(&mut accepted, self.gateway.backend().as_ref());
+        Some(accepted)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.watched
+            .watch(self.gateway.backend().as_ref(), &request.uri)
+            .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.watched.unwatch(&request.uri);
+        Ok(())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let owner = self.task_owner(&context);
+        self.gateway.tasks().get(&owner, &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let owner = self.task_owner(&context);
+        self.gateway
+            .tasks()
+            .update(&owner, &request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let owner = self.task_owner(&context);
+        self.gateway.tasks().cancel(&owner, &request.task_id)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // The stream's resource subscriptions last as long as the stream.
+        let watched = WatchedResources::default();
+        let backend = self.gateway.backend();
+        for uri in context.accepted().resource_subscriptions.iter().flatten() {
+            if let Err(error) = watched.watch(backend.as_ref(), uri).await {
+                tracing::warn!(%uri, %error, "a listen stream's resource subscription failed");
+            }
+        }
+        let relay = async {
+            match backend.resource_updates() {
+                Some(updates) => {
+                    let sink = context.sink().clone();
+                    watched
+                        .relay(updates, self.relays.clone(), |uri| {
+                            let sink = sink.clone();
+                            async move { sink.notify_resource_updated(uri).await.is_ok() }
+                        })
+                        .await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            outcome = self.listen_changes(&context) => outcome,
+            // The relay ends only when the client is gone or the gateway stops.
+            () = relay => Ok(()),
+        }
+    }
+}
+
+impl GatewayHandler {
+    /// Tasks belong to the client identity that created them (everyone anonymous shares).
+    fn task_owner(&self, context: &RequestContext<RoleServer>) -> String {
+        self.identity(context).name.unwrap_or_default()
+    }
+
+    /// The task path of a server tool's call (see [`super::tasks`]).
+    async fn call_as_task(
+        &self,
+        name: &str,
+        input: Option<InputRound>,
+        arguments: &JsonObject,
+        who: &ClientIdentity,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Dispatch, ErrorData> {
+        let call = TaskCall {
+            name,
+            arguments,
+            input,
+            opted_in: context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks()),
+            caller: InputRequiredOnly::new(
+                context
+                    .client_capabilities()
+                    .and_then(|c| serde_json::to_value(c).ok())
+                    .unwrap_or_default(),
+            ),
+            cancelled: &context.ct,
+        };
+        let owner = who.name.clone().unwrap_or_default();
+        self.gateway
+            .tasks()
+            .dispatch(
+                self.gateway.backend(),
+                &owner,
+                call,
+                &self.gateway.shutdown_token(),
+            )
+            .await
+    }
+
+    /// The list_changed half of a `subscriptions/listen` stream.
+    async fn listen_changes(&self, context: &SubscriptionContext) -> Result<(), ErrorData> {
         let session = self.session(context.request_context());
         let mut notices = session.notices();
         let stop = self.gateway.shutdown_token();

@@ -8,6 +8,10 @@
 //! carries it, and sends `notifications/tools/list_changed` upstream only when a non-empty delta
 //! arrived — once per batch of deltas drained at one turn (coalesced per session).
 //!
+//! Besides tools, prompts and resources, the gateway relays resource updates to the sessions
+//! that subscribed (`watched`), and runs slow tool calls as tasks for clients that opted in to
+//! the tasks extension (`tasks`, SEP-2663).
+//!
 //! What a server asks of its client during a request (sampling, elicitation, roots, log
 //! messages) goes to the client behind that request, in either era; see `caller` and
 //! [`crate::servers::relay`].
@@ -24,7 +28,10 @@ use rmcp::model::{
 };
 use tokio::sync::{broadcast, watch};
 
-use crate::servers::{CallerRelay, InputAnswers, LogLevel, OfferingsGeneration, ServerLog};
+use crate::config::TaskSupport;
+use crate::servers::{
+    CallerRelay, InputRound, LogLevel, OfferingsGeneration, ResourceUpdate, ServerLog,
+};
 use rmcp::service::Peer;
 use tokio_util::sync::CancellationToken;
 
@@ -38,6 +45,8 @@ mod roster_backend;
 mod session;
 mod skills;
 pub mod stdio;
+mod tasks;
+mod watched;
 
 use auth::AdmittedClient;
 pub use auth::{ClientEntry, ClientEntryError, ClientIdentity};
@@ -45,6 +54,8 @@ pub use handler::GatewayHandler;
 pub use roster_backend::RosterBackend;
 use session::Session;
 pub use skills::Skills;
+pub use tasks::TaskSettings;
+use tasks::Tasks;
 
 /// The roster as the gateway needs to see it.
 ///
@@ -99,6 +110,35 @@ pub trait Backend: Send + Sync + 'static {
     /// Changes whenever the prompt set or the resource set changes (`None`: they never do).
     fn offerings_changed(&self) -> Option<watch::Receiver<OfferingsGeneration>>;
 
+    /// Subscribes one session to a server resource's updates (at the server while any session
+    /// holds one); the hold lasts until dropped. An error names why the URI cannot be watched.
+    fn watch_resource<'a>(&'a self, uri: &'a str)
+    -> BoxFuture<'a, Result<ResourceHold, ErrorData>>;
+
+    /// Whether `uri`'s server is connected now and takes subscriptions.
+    fn can_watch_resource(&self, uri: &str) -> bool;
+
+    /// Whether any connected server takes resource subscriptions (`resources.subscribe`).
+    fn takes_resource_subscriptions(&self) -> bool;
+
+    /// The servers' `notifications/resources/updated` from now on (`None`: there are none).
+    fn resource_updates(&self) -> Option<broadcast::Receiver<ResourceUpdate>>;
+
+    /// How a call of this exposed tool may run as a task (`None`: no tool of that name).
+    fn task_support(&self, exposed: &str) -> Option<TaskSupport>;
+
+    /// One round of a server tool's call for `caller` with the answer as the server gave it: a
+    /// tool result or an `input_required` result (SEP-2322), which the next round answers with
+    /// `input`. Cancelling `cancel` cancels the call at the server.
+    fn call_round<'a>(
+        &'a self,
+        exposed: &'a str,
+        arguments: Option<JsonObject>,
+        input: Option<InputRound>,
+        caller: Arc<dyn CallerRelay>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<serde_json::Value, CallError>>;
+
     /// Opens the per-session view used for turns and change delivery.
     fn open_session(&self) -> Box<dyn BackendSession>;
 
@@ -123,6 +163,21 @@ pub trait BackendSession: Send + Sync + 'static {
     fn changed(&self) -> BoxFuture<'_, ()>;
 }
 
+/// One session's subscription to a server resource (see [`Backend::watch_resource`]).
+pub trait HeldResource: Send + Sync + 'static {
+    /// The server the resource belongs to: only its updates of the URI are relayed.
+    fn server(&self) -> &str;
+}
+
+impl HeldResource for crate::servers::ResourceWatch {
+    fn server(&self) -> &str {
+        crate::servers::ResourceWatch::server(self)
+    }
+}
+
+/// A [`HeldResource`] as the gateway keeps it.
+pub type ResourceHold = Box<dyn HeldResource>;
+
 /// What a forwarded call carries back and forth besides its arguments.
 #[derive(Clone)]
 pub struct CallRelay {
@@ -134,7 +189,7 @@ pub struct CallRelay {
     /// messages.
     pub caller: Option<Arc<dyn CallerRelay>>,
     /// The client's answers to an earlier `input_required` result (its retry).
-    pub input: Option<InputAnswers>,
+    pub input: Option<InputRound>,
 }
 
 /// Forwards progress notifications to the client under the client's own progress token.
@@ -209,6 +264,8 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// Page size for `tools/list` and the other list results.
     pub page_size: usize,
+    /// How roster runs tool calls as tasks (SEP-2663).
+    pub tasks: TaskSettings,
 }
 
 impl ServeConfig {
@@ -221,6 +278,11 @@ impl ServeConfig {
             allowed_hosts: gateway.allowed_hosts.clone(),
             allowed_origins: gateway.allowed_origins.clone(),
             page_size: gateway.page_size,
+            tasks: TaskSettings {
+                after: gateway.task_after,
+                ttl: gateway.task_ttl,
+                max: gateway.max_tasks,
+            },
         }
     }
 }
@@ -234,6 +296,7 @@ impl Default for ServeConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             page_size: 200,
+            tasks: TaskSettings::default(),
         }
     }
 }
@@ -248,6 +311,7 @@ pub struct Gateway {
     inbox: Option<Arc<crate::inbox::Inbox>>,
     stateless: Mutex<HashMap<String, Arc<Session>>>,
     paused: Arc<caller::Paused<Outcome>>,
+    tasks: Tasks,
     shutdown: CancellationToken,
 }
 
@@ -261,6 +325,7 @@ impl Gateway {
         skills: Arc<Skills>,
         inbox: Option<Arc<crate::inbox::Inbox>>,
     ) -> Result<Arc<Self>, ClientEntryError> {
+        let tasks = Tasks::new(config.tasks.clone());
         Ok(Arc::new(Self {
             backend,
             config,
@@ -269,6 +334,7 @@ impl Gateway {
             inbox,
             stateless: Mutex::new(HashMap::new()),
             paused: caller::Paused::new(),
+            tasks,
             shutdown: CancellationToken::new(),
         }))
     }
@@ -287,6 +353,11 @@ impl Gateway {
     /// directory's inbox; `channels` is then not offered).
     pub fn inbox(&self) -> Option<&crate::inbox::Inbox> {
         self.inbox.as_deref()
+    }
+
+    /// The tasks roster runs for its clients.
+    pub(crate) fn tasks(&self) -> &Tasks {
+        &self.tasks
     }
 
     /// The `[gateway]` settings in force.
@@ -329,6 +400,7 @@ impl Gateway {
     /// Begins shutting down: sessions stop, then the servers are stopped.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
+        self.tasks.shutdown();
         self.backend.shutdown().await;
     }
 }

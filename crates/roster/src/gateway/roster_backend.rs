@@ -8,19 +8,20 @@ use futures::future::BoxFuture;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ErrorCode, InputRequiredResult, JsonObject, Prompt, Resource,
-    ResourceTemplate, ResultType, Tool,
+    ResourceTemplate, Tool,
 };
 use roster_core::ListingState;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Backend, BackendSession, CallError, CallRelay};
-use crate::config::{Config, TransportConfig};
+use super::{Backend, BackendSession, CallError, CallRelay, ResourceHold};
+use crate::config::{Config, TaskSupport, TransportConfig};
 use crate::servers::{
-    CallOptions, LogLevel, OfferingsGeneration, RequestError, RouteError, ServerLog, ServerStatus,
-    relay,
+    CallOptions, CallerRelay, InputRound, LogLevel, OfferingsGeneration, RequestError,
+    ResourceUpdate, RouteError, ServerLog, ServerStatus, relay,
 };
 use crate::{Roster, Session};
+use tokio_util::sync::CancellationToken;
 
 /// A [`Roster`] serving as the gateway's backend.
 pub struct RosterBackend {
@@ -81,6 +82,16 @@ fn typed<T: serde::de::DeserializeOwned>(kind: &str, item: Value) -> Option<T> {
     }
 }
 
+/// An initialize-era server's result has no `resultType`; the spec reads that as `complete`,
+/// and a 2026-07-28 client must be told so (rmcp strips it again for initialize-era clients).
+fn complete_when_untyped(result: &mut Value) {
+    if let Some(object) = result.as_object_mut() {
+        object
+            .entry("resultType")
+            .or_insert_with(|| Value::String("complete".to_owned()));
+    }
+}
+
 fn route_error(error: RouteError) -> ErrorData {
     match error {
         RouteError::UnknownPrompt(_) | RouteError::UnknownReference(_) => {
@@ -89,6 +100,13 @@ fn route_error(error: RouteError) -> ErrorData {
         RouteError::UnknownResource(ref uri) => {
             let data = json!({ "uri": uri });
             ErrorData::resource_not_found(error.to_string(), Some(data))
+        }
+        RouteError::NotSubscribable {
+            ref server,
+            ref uri,
+        } => {
+            let data = json!({ "uri": uri, "server": server });
+            ErrorData::invalid_params(error.to_string(), Some(data))
         }
         RouteError::Request {
             source:
@@ -162,7 +180,9 @@ impl Backend for RosterBackend {
                     ));
                 }
             };
-            outcome.map_err(route_error)
+            let mut answer = outcome.map_err(route_error)?;
+            complete_when_untyped(&mut answer);
+            Ok(answer)
         })
     }
 
@@ -190,7 +210,9 @@ impl Backend for RosterBackend {
                 }
             };
             finish(forwarder).await;
-            outcome.map_err(route_error)
+            let mut answer = outcome.map_err(route_error)?;
+            complete_when_untyped(&mut answer);
+            Ok(answer)
         })
     }
 
@@ -204,6 +226,54 @@ impl Backend for RosterBackend {
 
     fn offerings_changed(&self) -> Option<tokio::sync::watch::Receiver<OfferingsGeneration>> {
         Some(self.roster.offerings_changed())
+    }
+
+    fn watch_resource<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<ResourceHold, ErrorData>> {
+        Box::pin(async move {
+            let watch = self.roster.watch_resource(uri).await.map_err(route_error)?;
+            Ok(Box::new(watch) as ResourceHold)
+        })
+    }
+
+    fn can_watch_resource(&self, uri: &str) -> bool {
+        self.roster.can_watch_resource(uri)
+    }
+
+    fn takes_resource_subscriptions(&self) -> bool {
+        self.roster.takes_resource_subscriptions()
+    }
+
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<ResourceUpdate>> {
+        Some(self.roster.resource_updates())
+    }
+
+    fn task_support(&self, exposed: &str) -> Option<TaskSupport> {
+        self.roster.task_support(exposed)
+    }
+
+    fn call_round<'a>(
+        &'a self,
+        exposed: &'a str,
+        arguments: Option<JsonObject>,
+        input: Option<InputRound>,
+        caller: Arc<dyn CallerRelay>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<Value, CallError>> {
+        Box::pin(async move {
+            let options = CallOptions {
+                cancel: Some(cancel),
+                input,
+                caller: Some(caller),
+                ..CallOptions::default()
+            };
+            let outcome = self.roster.call_with(exposed, arguments, options).await;
+            let mut answer = outcome.map_err(call_error)?;
+            complete_when_untyped(&mut answer);
+            Ok(answer)
+        })
     }
 
     fn tools(&self) -> Vec<Tool> {
@@ -224,7 +294,7 @@ impl Backend for RosterBackend {
             let (options, forwarder) = call_options(relay);
             let outcome = self.roster.call_with(exposed, arguments, options).await;
             finish(forwarder).await;
-            let value = outcome.map_err(call_error)?;
+            let mut value = outcome.map_err(call_error)?;
             let unreadable = |e: serde_json::Error| CallError::ServerDown {
                 server: self.server_of(exposed),
                 reason: format!("it sent a tool result roster cannot read: {e}"),
@@ -234,10 +304,8 @@ impl Backend for RosterBackend {
                     serde_json::from_value(value).map_err(unreadable)?;
                 return Ok(CallToolResponse::InputRequired(result));
             }
-            let mut result: CallToolResult = serde_json::from_value(value).map_err(unreadable)?;
-            // An initialize-era server's result has none; a 2026-07-28 client needs it (rmcp
-            // strips it again for initialize-era clients).
-            result.result_type.get_or_insert(ResultType::COMPLETE);
+            complete_when_untyped(&mut value);
+            let result: CallToolResult = serde_json::from_value(value).map_err(unreadable)?;
             Ok(CallToolResponse::Complete(result))
         })
     }

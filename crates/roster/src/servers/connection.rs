@@ -20,14 +20,17 @@ use rmcp::model::{
     ProtocolVersion, RequestId, RequestMetaObject, ServerNotification, ServerRequest, ServerResult,
     SubscriptionFilter,
 };
-use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RunningService};
+use rmcp::service::{
+    InboundStreamOrigin, NotificationContext, RequestContext, RunningService, Subscription,
+    SubscriptionEnd,
+};
 use rmcp::{ClientLifecycleMode, RoleClient, Service, ServiceError};
 use roster_core::Tool;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::relay::{self, CallerRelay, InFlight, InFlightGuard, InputAnswers, LogLevel};
+use super::relay::{self, CallerRelay, InFlight, InFlightGuard, LogLevel};
 use super::stdio::{ChildGuard, SpawnError};
 use super::wire::RawResults;
 use crate::config::{Era, ServerConfig, TransportConfig};
@@ -569,8 +572,35 @@ pub struct CallOptions {
     /// The client behind the call: the server's requests and log messages during it go there
     /// (see [`super::relay`]). `None`: only the inbox answers (elicitation).
     pub caller: Option<Arc<dyn CallerRelay>>,
-    /// The caller's answers to an earlier `input_required` result, for its retry.
-    pub input: Option<InputAnswers>,
+    /// Answers to the server's `input_required` result of the previous round (SEP-2322).
+    pub input: Option<InputRound>,
+}
+
+/// What a retried request carries after the server answered `input_required` (SEP-2322): the
+/// responses to its `inputRequests`, and its `requestState` echoed back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputRound {
+    /// `inputResponses`: one answer per `inputRequests` key.
+    pub responses: Map<String, Value>,
+    /// `requestState` as the server sent it, if it sent one.
+    pub state: Option<String>,
+}
+
+impl InputRound {
+    /// Puts the answers into a request's params, replacing an earlier round's.
+    pub fn apply(&self, params: &mut Value) {
+        let Some(params) = params.as_object_mut() else {
+            return;
+        };
+        params.insert(
+            "inputResponses".into(),
+            Value::Object(self.responses.clone()),
+        );
+        match &self.state {
+            Some(state) => params.insert("requestState".into(), Value::String(state.clone())),
+            None => params.remove("requestState"),
+        };
+    }
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -774,28 +804,20 @@ impl Connection {
                 .listen(SubscriptionFilter::builder().tools_list_changed().build())
                 .await;
             match subscription {
-                Ok(mut subscription) => {
-                    let fanout = notifications.clone();
-                    let stop_listen = stop.clone();
-                    let name_listen = name.clone();
-                    tokio::spawn(async move {
-                        loop {
-                            tokio::select! {
-                                next = subscription.next() => match next {
-                                    Ok(Some(notification)) => dispatch_typed(&fanout, &notification),
-                                    Ok(None) | Err(_) => {
-                                        // Without the stream list_changed is never heard again
-                                        // while the connection looks healthy: end the connection
-                                        // so supervision reconnects and listens anew.
-                                        tracing::warn!(server = %name_listen, end = ?subscription.end(), "subscriptions/listen ended; closing the connection");
-                                        stop_listen.cancel();
-                                        break;
-                                    }
-                                },
-                                _ = stop_listen.cancelled() => break,
-                            }
-                        }
-                    });
+                Ok(subscription) => {
+                    let (stop_listen, name_listen) = (stop.clone(), name.clone());
+                    relay_listen(
+                        subscription,
+                        notifications.clone(),
+                        stop.clone(),
+                        move |end| {
+                            // Without the stream list_changed is never heard again while the
+                            // connection looks healthy: end the connection so supervision
+                            // reconnects and listens anew.
+                            tracing::warn!(server = %name_listen, ?end, "subscriptions/listen ended; closing the connection");
+                            stop_listen.cancel();
+                        },
+                    );
                 }
                 Err(error) => {
                     tracing::warn!(server, %error, "subscriptions/listen refused; list_changed will not be heard");
@@ -1151,7 +1173,7 @@ impl Connection {
         answer: &Value,
         caller: Option<&Arc<dyn CallerRelay>>,
         cancel: &CancellationToken,
-    ) -> Result<InputAnswers, RequestError> {
+    ) -> Result<InputRound, RequestError> {
         let mut responses = Map::new();
         let requests = answer.get("inputRequests").and_then(Value::as_object);
         for (key, request) in requests.into_iter().flatten() {
@@ -1176,9 +1198,9 @@ impl Connection {
                 data: error.data,
             });
         }
-        Ok(InputAnswers {
-            responses: Some(responses),
-            request_state: answer
+        Ok(InputRound {
+            responses,
+            state: answer
                 .get("requestState")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
@@ -1196,6 +1218,107 @@ impl Connection {
     pub fn close(&self) {
         self.stop.cancel();
     }
+}
+
+/// A subscription to one resource's updates on one connection: a `resources/subscribe` sent
+/// (initialize era), or a `subscriptions/listen` stream for that URI (2026-07-28), closed when
+/// this is dropped or handed to [`Connection::unwatch_resource`].
+#[derive(Debug)]
+pub enum ServerWatch {
+    /// `resources/subscribe` was answered; `resources/unsubscribe` ends it.
+    Subscribed,
+    /// A listen stream relays the URI's updates into [`Notifications`] until this is dropped.
+    Listening(#[allow(dead_code)] tokio_util::sync::DropGuard),
+}
+
+impl Connection {
+    /// Whether the server declared `resources.subscribe` (on 2026-07-28: that its listen
+    /// streams take resource subscriptions).
+    pub fn advertises_subscribe(&self) -> bool {
+        self.capabilities
+            .pointer("/resources/subscribe")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// Subscribes to `uri`'s `notifications/resources/updated`, which then reach this server's
+    /// [`Notifications`] like any other notification. Fails when the server refuses or does
+    /// not acknowledge the URI within `list_timeout`.
+    pub async fn watch_resource(&self, uri: &str) -> Result<ServerWatch, RequestError> {
+        if self.negotiated.legacy {
+            self.request("resources/subscribe", json!({ "uri": uri }))
+                .await?;
+            return Ok(ServerWatch::Subscribed);
+        }
+        let filter = SubscriptionFilter::builder()
+            .resource_subscription(uri)
+            .build();
+        let subscription = tokio::time::timeout(self.list_timeout, self.peer.listen(filter))
+            .await
+            .map_err(|_| RequestError::Timeout(self.list_timeout))??;
+        let accepted = subscription
+            .acknowledged()
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| uris.iter().any(|u| u == uri));
+        if !accepted {
+            return Err(RequestError::Unexpected(format!(
+                "the server did not accept a subscription to {uri}"
+            )));
+        }
+        // Cancelling `stop` drops the subscription, which cancels the listen request.
+        let stop = self.stop.child_token();
+        let (server, uri) = (self.server.clone(), uri.to_owned());
+        relay_listen(
+            subscription,
+            self.notifications.clone(),
+            stop.clone(),
+            move |end| {
+                // Heard again after the next reconnect, which subscribes anew.
+                tracing::warn!(%server, %uri, ?end, "the resource's listen stream ended");
+            },
+        );
+        Ok(ServerWatch::Listening(stop.drop_guard()))
+    }
+
+    /// Ends a subscription [`Connection::watch_resource`] made (`resources/unsubscribe`, or
+    /// the listen stream cancelled). A failure is logged: the server is past caring.
+    pub async fn unwatch_resource(&self, uri: &str, watch: ServerWatch) {
+        match watch {
+            ServerWatch::Subscribed => {
+                let params = json!({ "uri": uri });
+                if let Err(error) = self.request("resources/unsubscribe", params).await {
+                    tracing::debug!(server = %self.server, uri, %error, "resources/unsubscribe failed");
+                }
+            }
+            ServerWatch::Listening(guard) => drop(guard),
+        }
+    }
+}
+
+/// Feeds a `subscriptions/listen` stream's notifications into `fanout` until `stop` is
+/// cancelled (the subscription is dropped, which cancels it) or the stream ends (`ended` is
+/// told how).
+fn relay_listen(
+    mut subscription: Subscription,
+    fanout: Arc<Notifications>,
+    stop: CancellationToken,
+    ended: impl FnOnce(Option<&SubscriptionEnd>) + Send + 'static,
+) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                next = subscription.next() => match next {
+                    Ok(Some(notification)) => dispatch_typed(&fanout, &notification),
+                    Ok(None) | Err(_) => {
+                        ended(subscription.end());
+                        return;
+                    }
+                },
+                () = stop.cancelled() => return,
+            }
+        }
+    });
 }
 
 fn client_request(value: Value) -> Result<ClientRequest, RequestError> {
@@ -1246,6 +1369,22 @@ mod tests {
         assert_eq!(confirm_content(Some(&needs_text)), None);
         let missing = json!({"properties": {}, "required": ["ghost"]});
         assert_eq!(confirm_content(Some(&missing)), None);
+    }
+
+    #[test]
+    fn a_round_replaces_the_answers_of_the_round_before() {
+        let mut params = json!({"name": "t", "requestState": "old", "inputResponses": {"x": 1}});
+        let mut responses = Map::new();
+        responses.insert("k".into(), json!({"action": "accept"}));
+        InputRound {
+            responses,
+            state: None,
+        }
+        .apply(&mut params);
+        assert_eq!(
+            params,
+            json!({"name": "t", "inputResponses": {"k": {"action": "accept"}}})
+        );
     }
 
     #[test]

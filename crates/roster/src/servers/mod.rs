@@ -21,6 +21,10 @@
 //!   a pending confirm in the inbox (via [`NotificationSink::confirm`]); a yes accepts with the
 //!   schema's defaults (booleans without one `true`), a no or expiry declines.
 //! - [`RefreshHook`]: `list_changed` → debounced re-list of that one server, on its own task.
+//! - Resource subscriptions ([`ResourceWatch`]): one subscription per URI at the server that
+//!   owns it while any client session watches it (`resources/subscribe`, or on a 2026-07-28
+//!   connection a `subscriptions/listen` stream per URI), made again on every reconnect; the
+//!   server's `notifications/resources/updated` are published as [`ResourceUpdate`]s.
 //! - Supervision (inside [`crate::Roster`]): exit, drop or an unanswered ping removes the
 //!   server's tools, then reconnects with the core schedule's backoff; tools return after the
 //!   new connection is listed; repeated failures park the server in `crash-loop`.
@@ -33,22 +37,25 @@ mod sink;
 mod sse;
 mod stdio;
 pub(crate) mod supervisor;
+pub(crate) mod watches;
 mod wire;
 
 pub use connection::{
-    CallOptions, Confirmer, ConnectError, Connection, ELICITATION_WAIT, ListenerId, LogFallback,
-    Negotiated, NotificationListener, Notifications, ProgressListener, RequestError, ToolListing,
+    CallOptions, Confirmer, ConnectError, Connection, ELICITATION_WAIT, InputRound, ListenerId,
+    LogFallback, Negotiated, NotificationListener, Notifications, ProgressListener, RequestError,
+    ServerWatch, ToolListing,
 };
 pub use offerings::{PromptEntry, RouteError};
 pub use refresh::{
     PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RefreshHook, RefreshHookError, Relist,
     TOOLS_LIST_CHANGED,
 };
-pub use relay::{CallerRelay, InputAnswers, LogLevel};
+pub use relay::{CallerRelay, InputRequiredOnly, LogLevel};
 pub use sink::{ConfirmFuture, LogSink, NotificationSink};
 pub use sse::{SseError, SseGuard};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
 pub use supervisor::{
     OfferingsGeneration, ReconcileHook, RelistError, ServerLog, ServerState, ServerStatus,
 };
+pub use watches::{RESOURCES_UPDATED, ResourceUpdate, ResourceWatch};
 pub use wire::WireError;

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::RequestError;
 
-/// A `prompts/get`, `resources/read` or `completion/complete` could not be routed or failed.
+/// A `prompts/get`, `resources/read`, `completion/complete` or resource subscription could not
+/// be routed or failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RouteError {
@@ -26,6 +27,16 @@ pub enum RouteError {
     /// The owning server is restarting or disconnected.
     #[error("the server `{0}` is not connected right now")]
     Unavailable(String),
+    /// The resource's server does not take subscriptions (no `resources.subscribe`).
+    #[error(
+        "the resource `{uri}` belongs to server `{server}`, which does not support subscriptions (it does not declare resources.subscribe)"
+    )]
+    NotSubscribable {
+        /// The server owning the resource.
+        server: String,
+        /// The resource.
+        uri: String,
+    },
     /// The request failed on the way or the server answered with an error.
     #[error("the request to server `{server}` failed: {source}")]
     Request {

@@ -117,6 +117,42 @@ pub trait CallerRelay: Send + Sync + 'static {
     }
 }
 
+/// The caller of a request roster runs for a client after the client's own request ended (a
+/// task, SEP-2663): `input_required` results go back to the client through roster, and nothing
+/// can be asked mid-call.
+#[derive(Debug, Clone)]
+pub struct InputRequiredOnly {
+    capabilities: Value,
+}
+
+impl InputRequiredOnly {
+    /// A caller with the client's declared `capabilities`.
+    pub fn new(capabilities: Value) -> Arc<Self> {
+        Arc::new(Self { capabilities })
+    }
+}
+
+impl CallerRelay for InputRequiredOnly {
+    fn capabilities(&self) -> Value {
+        self.capabilities.clone()
+    }
+
+    fn ask(&self, method: &str, _params: Value) -> BoxFuture<'static, Result<Value, ErrorData>> {
+        let error = ErrorData::invalid_request(
+            format!(
+                "roster cannot relay `{method}`: the client is not waiting on this call (it \
+                 runs as a task); ask with an input_required result instead"
+            ),
+            None,
+        );
+        Box::pin(std::future::ready(Err(error)))
+    }
+
+    fn takes_input_required(&self) -> bool {
+        true
+    }
+}
+
 /// Why a caller with these `capabilities` cannot take `method`, in words for the server or the
 /// caller; `None` when it can.
 pub fn refusal(capabilities: &Value, method: &str, params: &Value) -> Option<String> {
@@ -196,41 +232,6 @@ pub fn missing_capability(method: &str, reason: &str) -> ErrorData {
         format!("the server asked for `{method}`, which roster cannot relay: {reason}"),
         Some(json!({ "requiredCapabilities": { capability: {} } })),
     )
-}
-
-/// A client's answers to an `input_required` result (2026-07-28), carried by its retry of the
-/// request.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct InputAnswers {
-    /// `inputResponses`: each input request's result, by the key the server gave it.
-    pub responses: Option<Map<String, Value>>,
-    /// `requestState`, echoed back verbatim.
-    pub request_state: Option<String>,
-}
-
-impl InputAnswers {
-    /// Adds the answers to a request's params.
-    pub fn apply(&self, params: &mut Value) {
-        let Some(params) = params.as_object_mut() else {
-            return;
-        };
-        match &self.responses {
-            Some(responses) => {
-                params.insert("inputResponses".into(), Value::Object(responses.clone()));
-            }
-            None => {
-                params.remove("inputResponses");
-            }
-        }
-        match &self.request_state {
-            Some(state) => {
-                params.insert("requestState".into(), Value::String(state.clone()));
-            }
-            None => {
-                params.remove("requestState");
-            }
-        }
-    }
 }
 
 /// Whether a result is an `input_required` result (2026-07-28).
@@ -397,21 +398,5 @@ mod tests {
             Some(LogLevel::Warning)
         );
         assert_eq!(LogLevel::of_message(&json!({"level": "loud"})), None);
-    }
-
-    #[test]
-    fn answers_replace_what_an_earlier_round_carried() {
-        let mut params = json!({"name": "t", "requestState": "old"});
-        let mut responses = Map::new();
-        responses.insert("k".into(), json!({"action": "accept"}));
-        InputAnswers {
-            responses: Some(responses),
-            request_state: None,
-        }
-        .apply(&mut params);
-        assert_eq!(
-            params,
-            json!({"name": "t", "inputResponses": {"k": {"action": "accept"}}})
-        );
     }
 }

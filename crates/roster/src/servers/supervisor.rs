@@ -28,6 +28,7 @@ use super::refresh::{
 };
 use super::relay::LogLevel;
 use super::sink::NotificationSink;
+use super::watches::ResourceWatches;
 use crate::config::{GatewayConfig, ServerConfig};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -247,6 +248,8 @@ pub(crate) struct Runtime {
     pub(crate) offerings: Mutex<Offerings>,
     /// Bumped per kind when the client-visible prompts or resources change.
     pub(crate) offerings_changed: watch::Sender<OfferingsGeneration>,
+    /// Resources subscribed at the servers for client sessions.
+    pub(crate) resource_watches: ResourceWatches,
     sessions: Mutex<Vec<Weak<SessionQueue>>>,
     sink: Arc<dyn NotificationSink>,
     reconcile_hook: RwLock<Option<ReconcileHook>>,
@@ -319,6 +322,7 @@ impl Runtime {
             slots,
             offerings: Mutex::new(offerings),
             offerings_changed: watch::channel(OfferingsGeneration::default()).0,
+            resource_watches: ResourceWatches::default(),
             sessions: Mutex::new(Vec::new()),
             sink,
             reconcile_hook: RwLock::new(reconcile_hook),
@@ -374,6 +378,7 @@ impl Runtime {
                         || method == "notifications/progress";
                     sink.record(&channel, method, params.clone(), handled);
                 });
+            self.resource_watches.relay_updates_of(slot);
             if dynamic {
                 let weak_rt = Arc::downgrade(self);
                 let weak_slot = Arc::downgrade(slot);
@@ -741,6 +746,7 @@ async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         // Tools return only once the new connection has answered a listing.
         let _ = rt.relist(&slot, Relisting::Always).await;
         rt.list_offerings(&slot).await;
+        rt.resource_watches.resubscribe(&slot, &connection).await;
         slot.first_attempt.send_replace(true);
 
         let Some(reason) = watch(&rt, &slot, &connection).await else {

@@ -187,35 +187,31 @@ pub fn args(value: serde_json::Value) -> Option<serde_json::Map<String, serde_js
     value.as_object().cloned()
 }
 
-/// A `roster serve --http` child process on a free port, killed when dropped.
-pub struct ServeHttp {
-    /// The process.
-    pub child: std::process::Child,
+/// `roster serve --http` on a free port, stopped (killed) when dropped.
+pub struct HttpRoster {
+    /// The running gateway.
+    pub child: KillOnDrop,
     /// Its MCP endpoint (`http://127.0.0.1:PORT/mcp`).
     pub url: String,
 }
 
-impl Drop for ServeHttp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `roster --config CONFIG serve --http 127.0.0.1:0` and waits until it names its URL.
-pub fn serve_http(config: &std::path::Path) -> ServeHttp {
+/// Starts `roster --config CONFIG serve --http 127.0.0.1:0` and waits for the URL it prints.
+pub fn start_roster_http(config: &std::path::Path) -> HttpRoster {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_roster"));
     command
         .arg("--config")
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"]);
-    let (child, url) = spawn_serving(&mut command);
-    ServeHttp { child, url }
+    let (child, url) = serve_http(command);
+    HttpRoster {
+        child: KillOnDrop(child),
+        url,
+    }
 }
 
-/// Spawns a `roster … serve --http` command and returns it with the URL it prints on stderr;
-/// stderr keeps being drained so roster never blocks on a full pipe.
-pub fn spawn_serving(command: &mut std::process::Command) -> (std::process::Child, String) {
+/// Spawns `command` (a `roster ... serve --http ADDR` the caller configured) and returns the
+/// child with the MCP URL it prints on stderr; stderr keeps being drained afterwards.
+pub fn serve_http(mut command: std::process::Command) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
     let mut child = command
         .stdin(std::process::Stdio::null())
@@ -234,6 +230,31 @@ pub fn spawn_serving(command: &mut std::process::Command) -> (std::process::Chil
             break line[at..].trim().to_owned();
         }
     };
+    // Keep draining stderr so roster never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     (child, url)
+}
+
+/// Runs a Python client script under `tests/python/clients/` with `args` and returns the one
+/// JSON report it prints; panics (showing its stderr) when it printed none or reported an
+/// `error`.
+pub fn python_client_report(script: &str, args: &[&str]) -> serde_json::Value {
+    let output = std::process::Command::new(python())
+        .arg(workspace_root().join("tests/python/clients").join(script))
+        .args(args)
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{script} printed no report ({e}); stdout: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert!(
+        output.status.success() && report.get("error").is_none(),
+        "{script} failed: {report}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    report
 }

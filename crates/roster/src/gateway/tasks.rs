@@ -1,0 +1,396 @@
+//! Tasks (SEP-2663, extension `io.modelcontextprotocol/tasks`) that roster runs for its
+//! clients, in front of servers that know nothing of tasks.
+//!
+//! A client opts in per request (`_meta` client capabilities) or for its session. Then a call
+//! of a tool whose [`TaskSupport`] is not `forbidden` starts at its server as usual; if the
+//! server answers within `task_after`, the client gets that answer as it is (a result, or an
+//! `input_required` result: the MRTR exchange before a task stays synchronous, as the SEP
+//! asks). If not, roster answers with a `CreateTaskResult` and the call goes on in the
+//! background: `tasks/get` reports it, a server's later `input_required` result becomes the
+//! task's `inputRequests` (answered with `tasks/update`, then roster calls the server again
+//! with the answers), and `tasks/cancel` cancels the call at the server. A tool that is
+//! `required` is refused (`-32021`) to a client that did not opt in.
+//!
+//! Tasks are held per client identity (a token's client, or everyone anonymous), kept for
+//! `task_ttl` (their `ttlMs`), and at most `max_tasks` run at once: past that, a slow call is
+//! answered in place instead.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, ErrorCode,
+    GetTaskResult, InputRequiredResult, InputResponses, JsonObject,
+};
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use serde_json::Value;
+use tokio::task::{JoinError, JoinHandle};
+use tokio_util::sync::CancellationToken;
+
+use super::{Backend, CallError, native};
+use crate::config::TaskSupport;
+use crate::servers::{CallerRelay, InputRound};
+
+/// How often a client is asked to poll `tasks/get`.
+const POLL_INTERVAL_MS: u64 = 500;
+
+/// How many `input_required` rounds one task goes through before roster gives up on it.
+const MAX_INPUT_ROUNDS: usize = 16;
+
+/// How roster runs calls as tasks (the `[gateway]` keys `task_after`, `task_ttl`,
+/// `max_tasks`).
+#[derive(Debug, Clone)]
+pub struct TaskSettings {
+    /// A call of a client that opted in becomes a task once it outlasts this.
+    pub after: Duration,
+    /// How long a task is kept (`ttlMs`).
+    pub ttl: Duration,
+    /// How many tasks may run at once.
+    pub max: usize,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        TaskSettings {
+            after: Duration::from_millis(500),
+            ttl: Duration::from_secs(3600),
+            max: 1000,
+        }
+    }
+}
+
+/// One tool call as the task path sees it.
+pub(crate) struct TaskCall<'a> {
+    /// The exposed tool name.
+    pub(crate) name: &'a str,
+    /// The client's arguments.
+    pub(crate) arguments: &'a JsonObject,
+    /// The client's answers to an earlier `input_required` result of this call, if any.
+    pub(crate) input: Option<InputRound>,
+    /// Whether the client opted in to tasks for this request.
+    pub(crate) opted_in: bool,
+    /// The client, as the server sees it (its capabilities; `input_required` goes back to it).
+    pub(crate) caller: Arc<dyn CallerRelay>,
+    /// Cancelled when the client cancels the request.
+    pub(crate) cancelled: &'a CancellationToken,
+}
+
+/// What the task path did with a call.
+pub(crate) enum Dispatch {
+    /// Nothing: the call is not one for tasks, the ordinary call path answers it.
+    InPlace,
+    /// Answered: the server's own answer within `task_after`, or a `CreateTaskResult`.
+    Answered(CallToolResponse),
+}
+
+/// The tasks of every client.
+pub(crate) struct Tasks {
+    settings: TaskSettings,
+    by_owner: Mutex<HashMap<String, TaskManager>>,
+    running: Arc<AtomicUsize>,
+}
+
+impl Tasks {
+    pub(crate) fn new(settings: TaskSettings) -> Self {
+        Tasks {
+            settings,
+            by_owner: Mutex::new(HashMap::new()),
+            running: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, TaskManager>> {
+        self.by_owner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The owner's task store, if it ever had a task.
+    fn manager(&self, owner: &str) -> Option<TaskManager> {
+        self.owners().get(owner).cloned()
+    }
+
+    /// Runs a call the task way, or says it is not one for tasks.
+    pub(crate) async fn dispatch(
+        &self,
+        backend: &Arc<dyn Backend>,
+        owner: &str,
+        call: TaskCall<'_>,
+        shutdown: &CancellationToken,
+    ) -> Result<Dispatch, ErrorData> {
+        let Some(support) = backend.task_support(call.name) else {
+            return Ok(Dispatch::InPlace);
+        };
+        match (support, call.opted_in) {
+            (TaskSupport::Forbidden, _) | (TaskSupport::Optional, false) => {
+                return Ok(Dispatch::InPlace);
+            }
+            (TaskSupport::Required, false) => {
+                return Err(ErrorData::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                ));
+            }
+            (_, true) => {}
+        }
+        let cancel = shutdown.child_token();
+        let arguments = Some(call.arguments.clone());
+        let caller = call.caller;
+        let mut round = start_round(
+            backend,
+            call.name,
+            arguments.clone(),
+            call.input,
+            &caller,
+            &cancel,
+        );
+        let early = tokio::select! {
+            joined = &mut round => Some(joined),
+            () = tokio::time::sleep(self.settings.after) => None,
+            () = call.cancelled.cancelled() => {
+                cancel.cancel();
+                Some((&mut round).await)
+            }
+        };
+        if let Some(joined) = early {
+            return answer_now(joined).map(Dispatch::Answered);
+        }
+        if self.running.load(Ordering::SeqCst) >= self.settings.max {
+            tracing::warn!(
+                max = self.settings.max,
+                "as many tasks run as max_tasks allows; answering this call in place"
+            );
+            return answer_now(round.await).map(Dispatch::Answered);
+        }
+        let work = TaskWork {
+            backend: backend.clone(),
+            name: call.name.to_owned(),
+            arguments,
+            caller,
+            cancel,
+            _running: Running::start(&self.running),
+        };
+        let options = TaskOptions::new()
+            .with_ttl_ms(u64::try_from(self.settings.ttl.as_millis()).unwrap_or(u64::MAX))
+            .with_poll_interval_ms(POLL_INTERVAL_MS);
+        let manager = self.owners().entry(owner.to_owned()).or_default().clone();
+        let task = manager.spawn(options, move |context| Box::pin(work.run(round, context)));
+        Ok(Dispatch::Answered(CallToolResponse::Task(
+            CreateTaskResult::new(task),
+        )))
+    }
+
+    /// `tasks/get`: the task with its result, error or pending input requests.
+    pub(crate) fn get(&self, owner: &str, task_id: &str) -> Result<GetTaskResult, ErrorData> {
+        let manager = self.manager(owner).ok_or_else(|| unknown_task(task_id))?;
+        Ok(GetTaskResult::new(manager.get_task(task_id)?))
+    }
+
+    /// `tasks/update`: answers to the task's input requests (unknown keys are ignored).
+    pub(crate) fn update(
+        &self,
+        owner: &str,
+        task_id: &str,
+        responses: InputResponses,
+    ) -> Result<(), ErrorData> {
+        let manager = self.manager(owner).ok_or_else(|| unknown_task(task_id))?;
+        manager.update_task(task_id, responses)
+    }
+
+    /// `tasks/cancel`: the call is cancelled at its server; the task settles `cancelled`.
+    pub(crate) fn cancel(&self, owner: &str, task_id: &str) -> Result<(), ErrorData> {
+        let manager = self.manager(owner).ok_or_else(|| unknown_task(task_id))?;
+        manager.cancel_task(task_id)
+    }
+
+    /// Drops every task (their calls are cancelled with them).
+    pub(crate) fn shutdown(&self) {
+        for manager in self.owners().values() {
+            manager.shutdown();
+        }
+    }
+}
+
+fn unknown_task(task_id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown task: {task_id}"), None)
+}
+
+/// Counts a running task until dropped (its work ended, or was dropped with an expired task).
+struct Running(Arc<AtomicUsize>);
+
+impl Running {
+    fn start(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Running(count.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+type Round = JoinHandle<Result<Value, CallError>>;
+
+/// Calls the server once, on its own task so the call outlives the client's request.
+fn start_round(
+    backend: &Arc<dyn Backend>,
+    name: &str,
+    arguments: Option<JsonObject>,
+    input: Option<InputRound>,
+    caller: &Arc<dyn CallerRelay>,
+    cancel: &CancellationToken,
+) -> Round {
+    let (backend, name, cancel) = (backend.clone(), name.to_owned(), cancel.clone());
+    let caller = caller.clone();
+    tokio::spawn(async move {
+        backend
+            .call_round(&name, arguments, input, caller, cancel)
+            .await
+    })
+}
+
+fn joined(outcome: Result<Result<Value, CallError>, JoinError>) -> Result<Value, CallError> {
+    outcome.unwrap_or_else(|e| {
+        Err(CallError::ServerDown {
+            server: String::new(),
+            reason: format!("the call ended abnormally: {e}"),
+        })
+    })
+}
+
+fn needs_input(answer: &Value) -> bool {
+    answer.get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
+/// The client's answer to a call the server answered within `task_after`.
+fn answer_now(
+    outcome: Result<Result<Value, CallError>, JoinError>,
+) -> Result<CallToolResponse, ErrorData> {
+    let answer = match joined(outcome) {
+        Ok(answer) => answer,
+        Err(error) => return error.into_answer().map(CallToolResponse::from),
+    };
+    if needs_input(&answer) {
+        let needed: InputRequiredResult = super::handler::read_answer("tools/call", answer)?;
+        return Ok(CallToolResponse::InputRequired(needed));
+    }
+    super::handler::read_answer::<CallToolResult>("tools/call", answer).map(CallToolResponse::from)
+}
+
+/// A call running as a task.
+struct TaskWork {
+    backend: Arc<dyn Backend>,
+    name: String,
+    arguments: Option<JsonObject>,
+    caller: Arc<dyn CallerRelay>,
+    cancel: CancellationToken,
+    _running: Running,
+}
+
+impl TaskWork {
+    /// Waits for the server's answers, turning each `input_required` into the task's input
+    /// requests and calling again with the client's answers, until a result or an error.
+    async fn run(self, mut round: Round, task: TaskContext) -> Result<CallToolResult, TaskExit> {
+        // Dropped with the task (expiry, shutdown): the call at the server is cancelled too.
+        let _cancel_on_drop = self.cancel.clone().drop_guard();
+        let mut shown_keys = HashSet::new();
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let outcome = tokio::select! {
+                outcome = &mut round => outcome,
+                () = task.cancelled() => return Err(TaskExit::Cancelled),
+            };
+            let answer = match joined(outcome) {
+                Ok(answer) => answer,
+                Err(CallError::Cancelled) => return Err(TaskExit::Cancelled),
+                Err(error) => return error.into_answer().map_err(TaskExit::Error),
+            };
+            if !needs_input(&answer) {
+                return Ok(super::handler::read_answer("tools/call", answer)?);
+            }
+            let needed: InputRequiredResult = super::handler::read_answer("tools/call", answer)?;
+            let asks =
+                needed
+                    .input_requests
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(key, request)| {
+                        let shown = unique_key(&mut shown_keys, &key);
+                        let task = task.clone();
+                        async move { (key, task.request_input(shown, request).await) }
+                    });
+            let mut responses = serde_json::Map::new();
+            for (key, answer) in futures::future::join_all(asks).await {
+                responses.insert(key, answer?);
+            }
+            let input = InputRound {
+                responses,
+                state: needed.request_state,
+            };
+            round = start_round(
+                &self.backend,
+                &self.name,
+                self.arguments.clone(),
+                Some(input),
+                &self.caller,
+                &self.cancel,
+            );
+        }
+        Err(TaskExit::Error(ErrorData::internal_error(
+            format!(
+                "the server asked for input {MAX_INPUT_ROUNDS} times without finishing; roster gave up"
+            ),
+            None,
+        )))
+    }
+}
+
+/// An input request key unique over the task's life (a server may reuse its keys in later
+/// rounds; the client must see each key once).
+fn unique_key(shown: &mut HashSet<String>, key: &str) -> String {
+    if shown.insert(key.to_owned()) {
+        return key.to_owned();
+    }
+    (2..)
+        .map(|n| format!("{key}.{n}"))
+        .find(|candidate| shown.insert(candidate.clone()))
+        .unwrap_or_else(|| key.to_owned())
+}
+
+impl CallError {
+    /// What the client gets for a call that failed this way: an unknown tool or a server's
+    /// JSON-RPC error as that error, a server that is down or a cancelled call as a tool
+    /// error result.
+    pub(crate) fn into_answer(self) -> Result<CallToolResult, ErrorData> {
+        match self {
+            CallError::UnknownTool(name) => Err(ErrorData::invalid_params(
+                format!("unknown tool {name:?}; list the tools again with tools/list"),
+                None,
+            )),
+            CallError::Server {
+                code,
+                message,
+                data,
+            } => Err(ErrorData::new(ErrorCode(code), message, data)),
+            e @ (CallError::ServerDown { .. } | CallError::Cancelled) => {
+                Ok(native::error(e.to_string()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unique_key;
+    use std::collections::HashSet;
+
+    #[test]
+    fn input_keys_stay_unique_over_rounds() {
+        let mut shown = HashSet::new();
+        assert_eq!(unique_key(&mut shown, "confirm"), "confirm");
+        assert_eq!(unique_key(&mut shown, "name"), "name");
+        assert_eq!(unique_key(&mut shown, "confirm"), "confirm.2");
+        assert_eq!(unique_key(&mut shown, "confirm"), "confirm.3");
+    }
+}

@@ -1,0 +1,109 @@
+//! Resource subscriptions of one client session, and the relay of the servers'
+//! `notifications/resources/updated` to the sessions that subscribed.
+//!
+//! - Initialize era: `resources/subscribe` / `resources/unsubscribe` add and drop a URI of the
+//!   session's [`WatchedResources`]; updates go out on the session's own stream (stdio, or
+//!   the HTTP GET stream) until the session ends, which drops its watches.
+//! - 2026-07-28: a `subscriptions/listen` stream's `resourceSubscriptions` are watched for as
+//!   long as that stream is open, and their updates go out on it.
+//!
+//! roster is subscribed at a server while any session watches the URI (see
+//! [`crate::servers::ResourceWatch`]).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Mutex, PoisonError};
+
+use rmcp::ErrorData;
+use rmcp::model::SubscriptionFilter;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+use super::{Backend, ResourceHold};
+use crate::servers::ResourceUpdate;
+
+/// The resources one session (or one listen stream) subscribed to; dropping it drops them.
+#[derive(Default)]
+pub(crate) struct WatchedResources {
+    held: Mutex<HashMap<String, ResourceHold>>,
+}
+
+impl WatchedResources {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, ResourceHold>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Subscribes this session to `uri` (again is fine: one subscription per URI).
+    pub(crate) async fn watch(&self, backend: &dyn Backend, uri: &str) -> Result<(), ErrorData> {
+        if uri.starts_with("skill://") {
+            return Err(ErrorData::invalid_params(
+                format!("{uri} is one of roster's skill files, which take no subscriptions"),
+                Some(serde_json::json!({ "uri": uri })),
+            ));
+        }
+        if self.held().contains_key(uri) {
+            return Ok(());
+        }
+        let hold = backend.watch_resource(uri).await?;
+        self.held().entry(uri.to_owned()).or_insert(hold);
+        Ok(())
+    }
+
+    /// Drops this session's subscription to `uri`, if it had one.
+    pub(crate) fn unwatch(&self, uri: &str) {
+        let hold = self.held().remove(uri);
+        drop(hold);
+    }
+
+    /// Whether this session subscribed to the resource the update is about.
+    fn wants(&self, update: &ResourceUpdate) -> bool {
+        self.held()
+            .get(&update.uri)
+            .is_some_and(|hold| hold.server() == update.server)
+    }
+
+    /// Sends each update this session subscribed to with `send` (false: the client is
+    /// gone), until `stop` is cancelled.
+    pub(crate) async fn relay<F, Fut>(
+        &self,
+        mut updates: broadcast::Receiver<ResourceUpdate>,
+        stop: CancellationToken,
+        mut send: F,
+    ) where
+        F: FnMut(String) -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        loop {
+            let update = tokio::select! {
+                () = stop.cancelled() => return,
+                update = updates.recv() => update,
+            };
+            match update {
+                Ok(update) if self.wants(&update) => {
+                    if !send(update.uri).await {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(
+                        missed,
+                        "resource updates came faster than a client read them; some were skipped"
+                    );
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }
+}
+
+/// Keeps in `accepted` only the resource URIs roster can subscribe to at their servers now.
+pub(crate) fn keep_watchable(accepted: &mut SubscriptionFilter, backend: &dyn Backend) {
+    if let Some(uris) = accepted.resource_subscriptions.as_mut() {
+        uris.retain(|uri| !uri.starts_with("skill://") && backend.can_watch_resource(uri));
+        if uris.is_empty() {
+            accepted.resource_subscriptions = None;
+        }
+    }
+}

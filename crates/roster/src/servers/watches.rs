@@ -1,0 +1,218 @@
+//! Resource subscriptions at the servers, shared by every client session.
+//!
+//! A client session that subscribes to a resource holds a [`ResourceWatch`]; the first watch
+//! of a URI subscribes at the server that owns it (the server whose listing holds the URI, or
+//! whose template matches it), the last one dropped unsubscribes there. A server's
+//! subscriptions are made again on each new connection. Every
+//! `notifications/resources/updated` a server sends is published as a [`ResourceUpdate`];
+//! the gateway relays each one to the sessions that watch that URI on that server.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+use tokio::sync::broadcast;
+
+use super::connection::{Connection, ServerWatch};
+use super::offerings::RouteError;
+use super::supervisor::{Runtime, Slot};
+
+/// The notification a server sends when a subscribed resource changed.
+pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+
+/// How many updates wait for a slow relay before it skips ahead.
+const UPDATES_KEPT: usize = 256;
+
+/// A server's `notifications/resources/updated`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceUpdate {
+    /// The server that sent it.
+    pub server: String,
+    /// The resource that changed.
+    pub uri: String,
+}
+
+/// One resource subscribed at its server, for as long as any session watches it.
+struct Watched {
+    server: String,
+    holders: usize,
+    /// The subscription on the connection it was made on; `None` while the server is down
+    /// (or refused it on reconnect).
+    on_server: Option<(Weak<Connection>, ServerWatch)>,
+}
+
+/// Every resource subscribed at the servers, with how many watches hold it.
+pub(crate) struct ResourceWatches {
+    table: tokio::sync::Mutex<BTreeMap<String, Watched>>,
+    updates: broadcast::Sender<ResourceUpdate>,
+}
+
+impl Default for ResourceWatches {
+    fn default() -> Self {
+        ResourceWatches {
+            table: tokio::sync::Mutex::new(BTreeMap::new()),
+            updates: broadcast::channel(UPDATES_KEPT).0,
+        }
+    }
+}
+
+impl ResourceWatches {
+    /// Publishes `slot`'s `notifications/resources/updated` as [`ResourceUpdate`]s. The
+    /// listener runs on the connection's reader and only hands the update on.
+    pub(crate) fn relay_updates_of(&self, slot: &Slot) {
+        let updates = self.updates.clone();
+        let server = slot.name.clone();
+        slot.notifications
+            .add_notification_listener(move |method, params| {
+                if method != RESOURCES_UPDATED {
+                    return;
+                }
+                if let Some(uri) = params.get("uri").and_then(serde_json::Value::as_str) {
+                    // Nobody listening is fine: no session watches anything right now.
+                    let _ = updates.send(ResourceUpdate {
+                        server: server.clone(),
+                        uri: uri.to_owned(),
+                    });
+                }
+            });
+    }
+
+    /// Every server's resource updates from now on.
+    pub(crate) fn updates(&self) -> broadcast::Receiver<ResourceUpdate> {
+        self.updates.subscribe()
+    }
+
+    /// Makes the subscriptions of `slot`'s server again on its new connection.
+    pub(crate) async fn resubscribe(&self, slot: &Slot, connection: &Arc<Connection>) {
+        let mut table = self.table.lock().await;
+        for (uri, watched) in table.iter_mut().filter(|(_, w)| w.server == slot.name) {
+            watched.on_server = None;
+            if !connection.advertises_subscribe() {
+                tracing::warn!(server = %slot.name, %uri, "the server no longer declares resources.subscribe; its updates are not heard");
+                continue;
+            }
+            match connection.watch_resource(uri).await {
+                Ok(watch) => watched.on_server = Some((Arc::downgrade(connection), watch)),
+                Err(error) => {
+                    tracing::warn!(server = %slot.name, %uri, %error, "cannot subscribe to the resource again");
+                }
+            }
+        }
+    }
+
+    /// The server that owns `uri`, if it is connected and takes subscriptions.
+    pub(crate) fn watchable_at(
+        rt: &Runtime,
+        uri: &str,
+    ) -> Result<(String, Arc<Connection>), RouteError> {
+        let server = rt
+            .offerings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .resource_owner(uri)
+            .ok_or_else(|| RouteError::UnknownResource(uri.to_owned()))?;
+        let connection = rt
+            .slots
+            .get(&server)
+            .and_then(|slot| slot.connection())
+            .ok_or_else(|| RouteError::Unavailable(server.clone()))?;
+        if !connection.advertises_subscribe() {
+            return Err(RouteError::NotSubscribable {
+                server,
+                uri: uri.to_owned(),
+            });
+        }
+        Ok((server, connection))
+    }
+
+    /// Watches `uri`: subscribes at its server unless some session already does.
+    pub(crate) async fn watch(rt: &Arc<Runtime>, uri: &str) -> Result<ResourceWatch, RouteError> {
+        let watches = &rt.resource_watches;
+        let mut table = watches.table.lock().await;
+        let server =
+            match table.get_mut(uri) {
+                Some(watched) => {
+                    watched.holders += 1;
+                    watched.server.clone()
+                }
+                None => {
+                    let (server, connection) = Self::watchable_at(rt, uri)?;
+                    let watch = connection.watch_resource(uri).await.map_err(|source| {
+                        RouteError::Request {
+                            server: server.clone(),
+                            source,
+                        }
+                    })?;
+                    table.insert(
+                        uri.to_owned(),
+                        Watched {
+                            server: server.clone(),
+                            holders: 1,
+                            on_server: Some((Arc::downgrade(&connection), watch)),
+                        },
+                    );
+                    server
+                }
+            };
+        Ok(ResourceWatch {
+            rt: Arc::downgrade(rt),
+            server,
+            uri: uri.to_owned(),
+        })
+    }
+
+    /// Drops one watch of `uri`; the last one unsubscribes at the server.
+    async fn release(&self, uri: &str) {
+        // Held across the unsubscribe, so a new watch of the same URI cannot subscribe
+        // before this one's unsubscribe reached the server.
+        let mut table = self.table.lock().await;
+        let Some(watched) = table.get_mut(uri) else {
+            return;
+        };
+        watched.holders = watched.holders.saturating_sub(1);
+        if watched.holders > 0 {
+            return;
+        }
+        let Some(watched) = table.remove(uri) else {
+            return;
+        };
+        if let Some((connection, watch)) = watched.on_server
+            && let Some(connection) = connection.upgrade()
+        {
+            connection.unwatch_resource(uri, watch).await;
+        }
+    }
+}
+
+/// A client session's interest in one server resource's updates: while any watch of a URI
+/// lives, roster is subscribed to it at its server. Dropping it releases the interest.
+#[derive(Debug)]
+pub struct ResourceWatch {
+    rt: Weak<Runtime>,
+    server: String,
+    uri: String,
+}
+
+impl ResourceWatch {
+    /// The server the resource belongs to (only its updates of this URI count).
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The resource's URI.
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+}
+
+impl Drop for ResourceWatch {
+    fn drop(&mut self) {
+        let Some(rt) = self.rt.upgrade() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let uri = std::mem::take(&mut self.uri);
+        runtime.spawn(async move { rt.resource_watches.release(&uri).await });
+    }
+}
