@@ -425,3 +425,72 @@ fn log_messages_outside_any_call_reach_the_sessions_that_asked_for_them() {
         "the warning, not the debug message: {report}"
     );
 }
+
+#[test]
+fn a_server_over_streamable_http_names_the_request_its_question_belongs_to() {
+    // The fixture over streamable HTTP, initialize era: it asks on the response stream of the
+    // request its question belongs to, so roster asks that request's client even while an
+    // older request (whose client could not answer) is in flight to the same server.
+    let port = common::free_port();
+    let _server = common::KillOnDrop(
+        Command::new(common::python())
+            .arg(common::workspace_root().join("tests/python/conformance_server.py"))
+            .args(["--http", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the fixture over HTTP"),
+    );
+    common::wait_for_port(port);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("roster.toml");
+    let toml = format!(
+        "[gateway]\nnaming = \"never\"\nstate_dir = {state:?}\n\n[servers.asker]\nurl = \"http://127.0.0.1:{port}/mcp\"\nprotocol = \"legacy\"\n",
+        state = dir.path().join("state"),
+    );
+    std::fs::write(&config, toml).expect("write config");
+    let gateway = common::start_roster_http(&config);
+    let state = dir.path().join("state");
+
+    // The older request: its client declared nothing, so its question waits in the inbox.
+    let older: Child = client_command(
+        &Via::Http(&gateway.url),
+        "legacy",
+        &json!([["test_elicitation_sep1034_defaults", {}]]),
+        &["--declare", "none"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("start the first client");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pending = loop {
+        let lines = roster_inbox(&state, &["pending", "--json"]);
+        if let Some(line) = lines.lines().find(|l| !l.trim().is_empty()) {
+            break serde_json::from_str::<Value>(line).expect("a JSON line");
+        }
+        assert!(Instant::now() < deadline, "the first call never waited");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+
+    let report = answering_client(
+        Via::Http(&gateway.url),
+        "legacy",
+        json!([["test_sampling", {"prompt": "Which request?"}]]),
+        &[],
+    );
+    assert_eq!(
+        text(&report["results"][0]),
+        "LLM response: sampled reply to: Which request?",
+        "the younger request's client was asked: {report}"
+    );
+
+    let id = pending["id"].as_u64().expect("an id").to_string();
+    roster_inbox(&state, &["confirm", &id, "yes"]);
+    let output = older.wait_with_output().expect("the first client ends");
+    let report = report_of(&output.stdout, &output.stderr, output.status.success());
+    assert!(
+        text(&report["results"][0]).starts_with("Elicitation completed: action=accept"),
+        "{report}"
+    );
+}
