@@ -147,7 +147,7 @@ impl Run {
             "direct" => 0,
             "direct-http" => 1,
             "roster" => 2,
-            "roster-ttl" => 3,
+            "roster-stdio" => 3,
             _ => 4,
         };
         run.calls.sort_by_key(|(l, r)| (r.sessions, rank(l)));
@@ -221,7 +221,7 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
     }
 
     let _ = writeln!(md, "\n## Targets of issue 7\n");
-    let labels: Vec<&str> = ["roster", "roster-ttl"]
+    let labels: Vec<&str> = ["roster", "roster-stdio"]
         .into_iter()
         .filter(|l| run.calls.iter().any(|(c, _)| c == l))
         .collect();
@@ -299,18 +299,27 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
                 .and_then(|(_, r)| r.latency_us)
                 .map(|p| p.p50)
         };
-        if let (Some(r), Some(h), Some(d)) = (
-            p50("roster-ttl").or(p50("roster")),
-            p50("direct-http"),
-            p50("direct"),
-        ) {
-            let _ = writeln!(
-                md,
+        if let (Some(h), Some(d)) = (p50("direct-http"), p50("direct")) {
+            let mut line = format!(
                 "\n{sessions} session(s), at p50: the HTTP front itself (direct-http − direct) costs \
-                 {:+.0} µs; roster's forwarding on top of it (roster-ttl, else roster, − direct-http) {:+.0} µs.",
-                h - d,
-                r - h
+                 {:+.0} µs",
+                h - d
             );
+            if let Some(r) = p50("roster") {
+                let _ = write!(
+                    line,
+                    "; roster's forwarding behind it (roster − direct-http) {:+.0} µs",
+                    r - h
+                );
+            }
+            if let Some(s) = p50("roster-stdio") {
+                let _ = write!(
+                    line,
+                    "; roster with stdio on both sides (roster-stdio − direct) {:+.0} µs",
+                    s - d
+                );
+            }
+            let _ = writeln!(md, "{line}.");
         }
     }
     if let Some(plot) = plot {
@@ -430,7 +439,7 @@ pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
     targets_for(run, "roster")
 }
 
-/// [`targets`] for the roster run under `roster` (e.g. `roster-ttl`).
+/// [`targets`] for the roster run under `roster` (e.g. `roster-stdio`).
 pub fn targets_for(run: &Run, roster: &str) -> Vec<(&'static str, String, Option<bool>)> {
     let calls = |label: &str, sessions: usize| {
         run.calls
@@ -463,7 +472,7 @@ pub fn targets_for(run: &Run, roster: &str) -> Vec<(&'static str, String, Option
             .calls
             .iter()
             .filter(|(l, r)| {
-                !["roster", "roster-ttl", "direct", "direct-http"].contains(&l.as_str())
+                !["roster", "roster-stdio", "direct", "direct-http"].contains(&l.as_str())
                     && r.sessions == sessions
                     && r.ok > 0
             })

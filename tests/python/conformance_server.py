@@ -93,6 +93,8 @@ class ConformanceServer(MCPServer):
         for tool in tools:
             if tool.name == "json_schema_2020_12_tool":
                 tool.input_schema = JSON_SCHEMA_2020_12
+            if tool.name == "test_custom_header":
+                tool.input_schema["properties"]["region"]["x-mcp-header"] = "Region"
             if tool.name in TASK_SUPPORT:
                 tool.execution = ToolExecution(task_support=TASK_SUPPORT[tool.name])
         return tools
@@ -163,6 +165,11 @@ async def test_tool_with_progress(ctx: Context) -> str:
         await ctx.report_progress(step, 100)
         await asyncio.sleep(0.05)
     return "Progress test completed"
+
+
+@mcp.tool(description="Echoes a region, which an HTTP client mirrors into Mcp-Param-Region (SEP-2243)")
+def test_custom_header(region: str) -> str:
+    return f"region {region}"
 
 
 @mcp.tool(description="Tool with JSON Schema 2020-12 features")

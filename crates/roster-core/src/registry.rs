@@ -479,6 +479,8 @@ pub struct ToolRegistry {
     bumped: BTreeSet<PairRef>,
     collisions: Vec<Collision>,
     generation: u64,
+    /// Bumped whenever what [`ToolRegistry::tools`] yields may have changed.
+    version: u64,
     len: usize,
 }
 
@@ -501,6 +503,7 @@ impl ToolRegistry {
             bumped: BTreeSet::new(),
             collisions: Vec::new(),
             generation: 0,
+            version: 0,
             len: 0,
         };
         for server in servers {
@@ -652,6 +655,13 @@ impl ToolRegistry {
         &self.collisions
     }
 
+    /// A number that changes whenever [`ToolRegistry::tools`] may yield something else (a
+    /// tool added, removed, renamed, redefined or reordered); equal numbers, the same tools.
+    /// Lets a reader keep a converted copy of the listing until it changes.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     /// Number of exposed tools.
     pub fn len(&self) -> usize {
         self.len
@@ -675,6 +685,7 @@ impl ToolRegistry {
         let generation = self.generation;
         let mut delta = Delta::default();
         let mut changed = Vec::new();
+        let mut rewritten = false;
         let server = &mut self.servers[s as usize];
         let mut order = Vec::with_capacity(listing.len());
         for (tool, fingerprint) in listing {
@@ -693,6 +704,7 @@ impl ToolRegistry {
                     changed.push(slot);
                     superseded.put(std::mem::replace(&mut entry.tool, tool));
                 } else if !same_unfingerprinted_fields(&entry.tool, &tool) {
+                    rewritten = true;
                     superseded.put(std::mem::replace(&mut entry.tool, tool));
                 } else {
                     // Dropping the listing's copy now, while hashing has just brought it into
@@ -716,7 +728,11 @@ impl ToolRegistry {
                 changes.fresh.push(PairRef { server: s, slot });
             }
         }
+        let reordered = server.order != order;
         let old_order = std::mem::replace(&mut server.order, order);
+        if reordered || rewritten || !changed.is_empty() {
+            self.version += 1;
+        }
 
         // Take every dropped pair out of the contest before handing any name on, so a dropped
         // pair never receives a name on its way out.
@@ -865,6 +881,7 @@ impl ToolRegistry {
         } else {
             self.bumped.insert(pair);
         }
+        self.version += 1;
         let entry = self.entry_mut(pair);
         entry.exposed = name.clone();
         entry.rank = rank;
@@ -1400,6 +1417,13 @@ mod tests {
         BTreeMap<String, Vec<(Tool, Fingerprint)>>,
     );
 
+    /// What a client would be served, in order.
+    fn listed(r: &ToolRegistry) -> Vec<(String, Tool)> {
+        r.tools()
+            .map(|t| (t.exposed_name.to_string(), t.tool.clone()))
+            .collect()
+    }
+
     fn snapshot(r: &ToolRegistry) -> Snapshot {
         let mut by_name = BTreeMap::new();
         let mut by_server: BTreeMap<String, Vec<(Tool, Fingerprint)>> = BTreeMap::new();
@@ -1588,6 +1612,8 @@ mod tests {
             let mut r = ToolRegistry::new(servers[..configured].to_vec(), naming);
             for op in ops {
                 let before = snapshot(&r);
+                let listed_before = listed(&r);
+                let version_before = r.version();
                 let (server, delta) = match &op {
                     Op::Reconcile(s, spec) => (servers[*s].clone(), r.reconcile(&servers[*s], listing(spec))),
                     Op::Remove(s) => (servers[*s].clone(), r.remove_server(&servers[*s])),
@@ -1635,9 +1661,16 @@ mod tests {
                     prop_assert!(seen.insert(n.clone()), "{} listed twice in {:?}", n, delta);
                 }
 
-                // Same listing again: nothing.
+                // The version moves whenever the listing a client sees does.
+                if listed(&r) != listed_before {
+                    prop_assert_ne!(r.version(), version_before, "the tools changed, the version did not");
+                }
+
+                // Same listing again: nothing, and the version stays.
                 if let Op::Reconcile(s, spec) = &op {
+                    let version = r.version();
                     prop_assert!(r.reconcile(&servers[*s], listing(spec)).is_empty());
+                    prop_assert_eq!(r.version(), version, "an unchanged listing moved the version");
                 }
             }
         }

@@ -162,7 +162,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);
-    let backend = RosterBackend::new(roster, &config, config.gateway.turn_wait);
+    let backend = RosterBackend::new(roster, &config);
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
     let gateway = Gateway::new(

@@ -295,8 +295,19 @@ impl Roster {
     /// The live tools in their deterministic order: servers in config order, each server's
     /// tools in the order the server listed them.
     pub fn tools(&self) -> Vec<ToolEntry> {
+        self.tools_since(None).1.unwrap_or_default()
+    }
+
+    /// The registry's version (see [`ToolRegistry::version`]) and, when it is not `known`,
+    /// every exposed tool as [`Roster::tools`] gives them: a reader keeps its copy until the
+    /// version moves.
+    pub fn tools_since(&self, known: Option<u64>) -> (u64, Option<Vec<ToolEntry>>) {
         let state = self.rt.state();
-        state
+        let version = state.registry.version();
+        if known == Some(version) {
+            return (version, None);
+        }
+        let tools = state
             .registry
             .tools()
             .map(|t| ToolEntry {
@@ -304,7 +315,8 @@ impl Roster {
                 server: t.server.to_owned(),
                 tool: t.tool.clone(),
             })
-            .collect()
+            .collect();
+        (version, Some(tools))
     }
 
     /// A live [`ToolLookup`] over the registry for the skill catalog: each question reads the

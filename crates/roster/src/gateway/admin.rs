@@ -196,7 +196,7 @@ fn run(gateway: &Gateway, command: AdminCommand) -> Value {
         AdminCommand::Tools => Value::Array(
             backend
                 .tools()
-                .into_iter()
+                .iter()
                 .map(|t| json!({"name": t.name, "description": t.description}))
                 .collect(),
         ),

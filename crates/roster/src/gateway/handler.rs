@@ -82,20 +82,6 @@ impl GatewayHandler {
         }
     }
 
-    /// The tools a client sees: native tools first (they win any clash), then the servers'.
-    fn all_tools(&self) -> Vec<Tool> {
-        let mut tools = native::tools(&self.gateway);
-        let native_names: Vec<_> = tools.iter().map(|t| t.name.clone()).collect();
-        tools.extend(
-            self.gateway
-                .backend()
-                .tools()
-                .into_iter()
-                .filter(|t| !native_names.contains(&t.name)),
-        );
-        tools
-    }
-
     fn carry_note(&self, session: &Session, result: &mut CallToolResult) {
         if !self.gateway.config().delta_notes {
             // Notes are off: drop what was drained so it cannot surface much later.
@@ -169,8 +155,7 @@ async fn next_offerings(
     std::future::pending().await
 }
 
-/// The answers a retried `tools/call` carries (SEP-2322), if it carries any.
-/// The answers a retry after an `input_required` result carries, if it carries any.
+/// The answers a retry after an `input_required` result carries (SEP-2322), if any.
 fn input_round(
     responses: Option<rmcp::model::InputResponses>,
     state: Option<String>,
@@ -292,6 +277,12 @@ fn unknown_skill_uri(uri: &str) -> ErrorData {
 }
 
 impl ServerHandler for GatewayHandler {
+    /// A served tool's definition; rmcp checks a 2026-07-28 `tools/call`'s `Mcp-Param-*`
+    /// headers against the `x-mcp-header` annotations of its input schema (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.gateway.served_tools().get(name).cloned()
+    }
+
     fn get_info(&self) -> ServerConfig {
         let builder = ServerCapabilities::builder()
             .enable_tools()
@@ -412,9 +403,9 @@ impl ServerHandler for GatewayHandler {
     ) -> Result<ListToolsResult, ErrorData> {
         let session = self.session(&context);
         session.begin_turn().await;
-        let tools = self.all_tools();
+        let tools = self.gateway.served_tools();
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (items, next) = page(&tools, cursor, self.gateway.config().page_size)?;
+        let (items, next) = page(tools.all(), cursor, self.gateway.config().page_size)?;
         // The tool list is the same for every caller; it can change at any time (clients
         // hear of it through list_changed), so it is never fresh for long.
         let mut result = ListToolsResult::with_all_items(items)

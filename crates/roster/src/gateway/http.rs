@@ -81,6 +81,9 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .enforce_origin_validation()
+        // A 2026-07-28 request whose handler sends nothing before its answer gets plain JSON
+        // (no event stream to open and frame); one with progress or a question still streams.
+        .with_json_response(true)
         .with_cancellation_token(gateway.shutdown_token().child_token());
     let factory_gateway = gateway.clone();
     let mcp: StreamableHttpService<GatewayHandler, LocalSessionManager> =

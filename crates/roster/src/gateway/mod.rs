@@ -62,8 +62,9 @@ use tasks::Tasks;
 /// Methods return boxed futures so the gateway can hold any backend as `Arc<dyn Backend>`.
 pub trait Backend: Send + Sync + 'static {
     /// The servers' tools under their exposed names, schemas and annotations as the servers
-    /// gave them, in a deterministic order. Reads what is known; dials nothing.
-    fn tools(&self) -> Vec<Tool>;
+    /// gave them, in a deterministic order. Reads what is known; dials nothing. The same `Arc`
+    /// comes back for as long as the tools stay the same, so readers can key copies on it.
+    fn tools(&self) -> Arc<Vec<Tool>>;
 
     /// Calls a server's tool by its exposed name with the client's arguments. The result is
     /// `input_required` only for a caller that takes such results itself.
@@ -312,7 +313,51 @@ pub struct Gateway {
     stateless: Mutex<HashMap<String, Arc<Session>>>,
     paused: Arc<caller::Paused<Outcome>>,
     tasks: Tasks,
+    served: Mutex<Option<Arc<ServedTools>>>,
     shutdown: CancellationToken,
+}
+
+/// The tools a client is served: native tools first (they win any clash), then the servers'.
+/// Built once per change of the servers' tools and shared by every request until the next.
+pub(crate) struct ServedTools {
+    /// The backend's tools this was built from.
+    servers: Arc<Vec<Tool>>,
+    tools: Vec<Tool>,
+    index: HashMap<String, usize>,
+}
+
+impl ServedTools {
+    fn build(native: Vec<Tool>, servers: Arc<Vec<Tool>>) -> Self {
+        let mut tools = native;
+        let native_count = tools.len();
+        tools.reserve(servers.len());
+        let mut index: HashMap<String, usize> =
+            HashMap::with_capacity(native_count + servers.len());
+        for tool in &tools {
+            index.insert(tool.name.to_string(), index.len());
+        }
+        for tool in servers.iter() {
+            if !index.contains_key(tool.name.as_ref()) {
+                index.insert(tool.name.to_string(), tools.len());
+                tools.push(tool.clone());
+            }
+        }
+        Self {
+            servers,
+            tools,
+            index,
+        }
+    }
+
+    /// Every tool, in the order `tools/list` pages them.
+    pub(crate) fn all(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The tool served under `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&Tool> {
+        self.index.get(name).map(|&i| &self.tools[i])
+    }
 }
 
 impl Gateway {
@@ -335,6 +380,7 @@ impl Gateway {
             stateless: Mutex::new(HashMap::new()),
             paused: caller::Paused::new(),
             tasks,
+            served: Mutex::new(None),
             shutdown: CancellationToken::new(),
         }))
     }
@@ -342,6 +388,20 @@ impl Gateway {
     /// The backend behind this gateway.
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
+    }
+
+    /// The tools clients are served now; rebuilt only when the servers' tools changed.
+    pub(crate) fn served_tools(&self) -> Arc<ServedTools> {
+        let servers = self.backend.tools();
+        let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(current) = served.as_ref()
+            && Arc::ptr_eq(&current.servers, &servers)
+        {
+            return current.clone();
+        }
+        let fresh = Arc::new(ServedTools::build(native::tools(self), servers));
+        *served = Some(fresh.clone());
+        fresh
     }
 
     /// The skill catalog served by the native tools and the skills extension.

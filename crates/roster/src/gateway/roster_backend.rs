@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::future::BoxFuture;
 use rmcp::ErrorData;
@@ -12,7 +12,7 @@ use rmcp::model::{
 };
 use roster_core::ListingState;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use super::{Backend, BackendSession, CallError, CallRelay, ResourceHold};
 use crate::config::{Config, TaskSupport, TransportConfig};
@@ -27,13 +27,14 @@ use tokio_util::sync::CancellationToken;
 pub struct RosterBackend {
     roster: Roster,
     transports: BTreeMap<String, &'static str>,
-    turn_wait: Duration,
+    /// The tools in rmcp's model, with the registry version they were converted at.
+    tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
 }
 
 impl RosterBackend {
-    /// Serves `roster` (started from `config`); a turn waits at most `turn_wait` for listings
-    /// before it is answered from what is known (the listing then finishes in the background).
-    pub fn new(roster: Roster, config: &Config, turn_wait: Duration) -> Self {
+    /// Serves `roster` (started from `config`); a turn waits for listings as long as the
+    /// roster's turn wait allows, then is answered from what is known.
+    pub fn new(roster: Roster, config: &Config) -> Self {
         let transports = config
             .servers
             .iter()
@@ -49,7 +50,7 @@ impl RosterBackend {
         Self {
             roster,
             transports,
-            turn_wait,
+            tools: Mutex::new(None),
         }
     }
 
@@ -276,12 +277,21 @@ impl Backend for RosterBackend {
         })
     }
 
-    fn tools(&self) -> Vec<Tool> {
-        self.roster
-            .tools()
-            .into_iter()
-            .filter_map(|entry| to_rmcp(entry.exposed_tool()))
-            .collect()
+    fn tools(&self) -> Arc<Vec<Tool>> {
+        let mut converted = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let known = converted.as_ref().map(|(version, _)| *version);
+        let (version, changed) = self.roster.tools_since(known);
+        if let Some(entries) = changed {
+            let tools = entries
+                .into_iter()
+                .filter_map(|entry| to_rmcp(entry.exposed_tool()))
+                .collect();
+            *converted = Some((version, Arc::new(tools)));
+        }
+        match converted.as_ref() {
+            Some((_, tools)) => tools.clone(),
+            None => Arc::default(),
+        }
     }
 
     fn call<'a>(
@@ -313,8 +323,6 @@ impl Backend for RosterBackend {
     fn open_session(&self) -> Box<dyn BackendSession> {
         Box::new(RosterSession {
             session: self.roster.subscribe_session(),
-            late_notes: Arc::new(Mutex::new(Vec::new())),
-            turn_wait: self.turn_wait,
         })
     }
 
@@ -343,10 +351,7 @@ impl Backend for RosterBackend {
 impl RosterBackend {
     fn server_of(&self, exposed: &str) -> String {
         self.roster
-            .tools()
-            .into_iter()
-            .find(|t| t.exposed_name == exposed)
-            .map(|t| t.server)
+            .with_registry(|r| r.route(exposed).map(|route| route.server.to_owned()))
             .unwrap_or_default()
     }
 }
@@ -427,33 +432,13 @@ fn call_error(error: crate::CallError) -> CallError {
 
 struct RosterSession {
     session: Session,
-    /// Notes of turns whose listing outlived the bounded wait; the next turn carries them.
-    late_notes: Arc<Mutex<Vec<String>>>,
-    turn_wait: Duration,
 }
 
 impl BackendSession for RosterSession {
+    /// Lists what is due (bounded by the roster's turn wait; a listing that outlasts it goes
+    /// on in the background and its delta waits for this session's next turn), then drains.
     fn begin_turn(&self) -> BoxFuture<'_, Option<String>> {
-        Box::pin(async move {
-            let (tx, rx) = oneshot::channel();
-            let session = self.session.clone();
-            let late = self.late_notes.clone();
-            tokio::spawn(async move {
-                let turn = session.begin_turn().await;
-                if let Err(Some(note)) = tx.send(turn.note) {
-                    late.lock().unwrap_or_else(|e| e.into_inner()).push(note);
-                }
-            });
-            let note = match tokio::time::timeout(self.turn_wait, rx).await {
-                Ok(Ok(note)) => note,
-                // Past the wait: answer from what is known; the listing goes on without us.
-                _ => self.session.drain().note,
-            };
-            let mut notes: Vec<String> =
-                std::mem::take(&mut *self.late_notes.lock().unwrap_or_else(|e| e.into_inner()));
-            notes.extend(note);
-            (!notes.is_empty()).then(|| notes.join("\n"))
-        })
+        Box::pin(async move { self.session.begin_turn().await.note })
     }
 
     fn changed(&self) -> BoxFuture<'_, ()> {
