@@ -820,7 +820,7 @@ impl Connection {
                     );
                 }
                 Err(error) => {
-                    tracing::warn!(server, %error, "subscriptions/listen refused; list_changed will not be heard");
+                    tracing::warn!(server, %error, "subscriptions/listen refused; only the list_changed it sends unasked will be heard");
                 }
             }
         }
