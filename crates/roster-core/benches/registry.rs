@@ -4,7 +4,15 @@
 
 use divan::{Bencher, black_box};
 use roster_core::{Listing, NamingConfig, Tool, ToolRegistry};
-use serde_json::json;
+use serde_json::{Map, Value, json};
+
+/// A JSON object literal as a map.
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
 
 fn main() {
     divan::main();
@@ -20,7 +28,7 @@ fn tool(name: &str, variant: usize) -> Tool {
             "Searches the {name} index for documents matching a query and returns the best \
              matches with their titles, links and a short excerpt of each (revision {variant})."
         ))
-        .with_input_schema(json!({
+        .with_input_schema(object(json!({
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What to look for."},
@@ -30,7 +38,7 @@ fn tool(name: &str, variant: usize) -> Tool {
             },
             "required": ["query"],
             "additionalProperties": false
-        }));
+        })));
     tool.annotations = Some(json!({"readOnlyHint": true, "openWorldHint": false}));
     tool
 }

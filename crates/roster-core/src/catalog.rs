@@ -944,7 +944,8 @@ mod tests {
         assert_eq!(detail.get("visibility"), None);
         assert_eq!(detail["availability"], json!({"status": "available"}));
         let entry = serde_json::to_value(&page.entries[0]).expect("serializes");
-        let keys: Vec<_> = entry.as_object().expect("object").keys().cloned().collect();
+        let mut keys: Vec<_> = entry.as_object().expect("object").keys().cloned().collect();
+        keys.sort();
         assert_eq!(
             keys,
             vec!["availability", "description", "id", "kind", "name", "tags"]

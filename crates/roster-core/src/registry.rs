@@ -62,7 +62,7 @@ impl Fingerprint {
             }
             None => h.update(&[0]),
         }
-        hash_value(&mut h, &tool.input_schema);
+        hash_object(&mut h, &tool.input_schema, *MAPS_ARE_SORTED);
         for part in [&tool.output_schema, &tool.annotations] {
             match part {
                 Some(v) => {
@@ -173,22 +173,25 @@ fn hash_value_with(h: &mut Canon, value: &Value, maps_are_sorted: bool) {
                 hash_value_with(h, item, maps_are_sorted);
             }
         }
-        Value::Object(map) => {
-            h.update(&[8]);
-            h.update(&(map.len() as u64).to_le_bytes());
-            if maps_are_sorted {
-                for (key, item) in map {
-                    hash_str(h, key);
-                    hash_value_with(h, item, maps_are_sorted);
-                }
-            } else {
-                let mut entries: Vec<_> = map.iter().collect();
-                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                for (key, item) in entries {
-                    hash_str(h, key);
-                    hash_value_with(h, item, maps_are_sorted);
-                }
-            }
+        Value::Object(map) => hash_object(h, map, maps_are_sorted),
+    }
+}
+
+/// [`hash_value_with`] of a JSON object, its keys in sorted order whatever the map's own order.
+fn hash_object(h: &mut Canon, map: &serde_json::Map<String, Value>, maps_are_sorted: bool) {
+    h.update(&[8]);
+    h.update(&(map.len() as u64).to_le_bytes());
+    if maps_are_sorted {
+        for (key, item) in map {
+            hash_str(h, key);
+            hash_value_with(h, item, maps_are_sorted);
+        }
+    } else {
+        let mut entries: Vec<_> = map.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (key, item) in entries {
+            hash_str(h, key);
+            hash_value_with(h, item, maps_are_sorted);
         }
     }
 }
@@ -1059,6 +1062,7 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
     use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::Arc;
 
     fn registry(servers: &[&str], mode: NamingMode) -> ToolRegistry {
         ToolRegistry::new(
@@ -1075,6 +1079,14 @@ mod tests {
             .iter()
             .map(|n| Tool::new(*n).with_description(format!("{n} does things")))
             .collect()
+    }
+
+    /// A JSON object literal as a map.
+    fn object(value: Value) -> serde_json::Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
     }
 
     fn names(v: &[&str]) -> Vec<String> {
@@ -1122,8 +1134,9 @@ mod tests {
         let mut listing = tools(&["x", "y"]);
         listing[0].description = Some("new words".into());
         assert_eq!(r.reconcile("a", listing.clone()).changed, names(&["a__x"]));
-        listing[1].input_schema =
-            json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        listing[1].input_schema = Arc::new(object(
+            json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        ));
         let d = r.reconcile("a", listing.clone());
         assert_eq!(
             (d.added.len(), d.changed, d.removed.len()),
@@ -1162,22 +1175,23 @@ mod tests {
             json!({"b": {"type": "integer"}, "a": {"type": "string"}}),
         );
         two.insert("type".into(), json!("object"));
-        let t1 = Tool::new("t").with_input_schema(Value::Object(one));
-        let t2 = Tool::new("t").with_input_schema(Value::Object(two));
+        let t1 = Tool::new("t").with_input_schema(one);
+        let t2 = Tool::new("t").with_input_schema(two);
         assert_eq!(Fingerprint::of(&t1), Fingerprint::of(&t2));
-        let swapped = Tool::new("t").with_input_schema(
+        let swapped = Tool::new("t").with_input_schema(object(
             json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}),
-        );
+        ));
         assert_ne!(Fingerprint::of(&t1), Fingerprint::of(&swapped));
-        let moved = Tool::new("t").with_input_schema(json!({"type": "object"}));
+        let moved = Tool::new("t").with_input_schema(object(json!({"type": "object"})));
         let as_output = Tool {
             output_schema: Some(json!({"type": "object"})),
-            ..Tool::new("t").with_input_schema(json!({}))
+            ..Tool::new("t").with_input_schema(object(json!({})))
         };
         assert_ne!(Fingerprint::of(&moved), Fingerprint::of(&as_output));
+        let items = |list: Value| object(json!({"enum": list}));
         assert_ne!(
-            Fingerprint::of(&Tool::new("t").with_input_schema(json!([1, 2]))),
-            Fingerprint::of(&Tool::new("t").with_input_schema(json!([2, 1])))
+            Fingerprint::of(&Tool::new("t").with_input_schema(items(json!([1, 2])))),
+            Fingerprint::of(&Tool::new("t").with_input_schema(items(json!([2, 1]))))
         );
     }
 
@@ -1186,7 +1200,7 @@ mod tests {
         // Fixed input, fixed output: a change here means every deployed fingerprint changes.
         let tool = Tool::new("t")
             .with_description("d")
-            .with_input_schema(json!({"type": "object", "required": ["a"]}));
+            .with_input_schema(object(json!({"type": "object", "required": ["a"]})));
         assert_eq!(Fingerprint::of(&tool).to_string(), "8952a8260712dc49");
     }
 
@@ -1515,7 +1529,7 @@ mod tests {
                 0 => Tool::new(name.clone()),
                 1 => Tool::new(name.clone()).with_description("described"),
                 _ => Tool::new(name.clone())
-                    .with_input_schema(json!({"type": "object", "properties": {}})),
+                    .with_input_schema(object(json!({"type": "object", "properties": {}}))),
             })
             .collect()
     }
@@ -1545,15 +1559,44 @@ mod tests {
         h.digest()
     }
 
+    /// `v` with every object's keys inserted in ascending (or descending) order; with
+    /// `preserve_order` that is the order they iterate in.
+    fn with_key_order(v: &Value, descending: bool) -> Value {
+        match v {
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|i| with_key_order(i, descending))
+                    .collect(),
+            ),
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                if descending {
+                    keys.reverse();
+                }
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), with_key_order(&map[k], descending)))
+                        .collect(),
+                )
+            }
+            other => other.clone(),
+        }
+    }
+
     proptest! {
-        /// The sorting fallback (for builds where serde_json keeps insertion order) hashes like
-        /// the sorted iteration, and the fingerprint tells values apart.
+        /// The sorting fallback hashes like the sorted iteration, whatever order the keys were
+        /// inserted in, and the fingerprint tells values apart.
         #[test]
         fn fingerprint_paths_agree_and_separate(a in json_value(), b in json_value()) {
-            prop_assert!(*MAPS_ARE_SORTED, "this build's serde_json maps iterate sorted");
-            prop_assert_eq!(value_fingerprint(&a, true), value_fingerprint(&a, false));
+            let sorted = with_key_order(&a, false);
+            let reversed = with_key_order(&a, true);
+            prop_assert_eq!(value_fingerprint(&sorted, true), value_fingerprint(&a, false));
+            prop_assert_eq!(value_fingerprint(&reversed, false), value_fingerprint(&a, false));
+            prop_assert_eq!(value_fingerprint(&a, *MAPS_ARE_SORTED), value_fingerprint(&a, false));
             if a != b {
-                prop_assert_ne!(value_fingerprint(&a, true), value_fingerprint(&b, true));
+                prop_assert_ne!(value_fingerprint(&a, false), value_fingerprint(&b, false));
             }
         }
     }

@@ -1,5 +1,7 @@
 //! The MCP `Tool` as a server sent it, and the one question skills ask about tools.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -18,9 +20,10 @@ pub struct Tool {
     /// What the tool does, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// JSON Schema of the tool's arguments.
+    /// JSON Schema of the tool's arguments: always an object (MCP requires one). Shared, so
+    /// the copies a gateway serves point at the registry's schema instead of duplicating it.
     #[serde(default = "empty_object_schema")]
-    pub input_schema: Value,
+    pub input_schema: Arc<Map<String, Value>>,
     /// JSON Schema of the tool's structured result, when it declares one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
@@ -38,8 +41,10 @@ pub struct Tool {
     pub extra: Map<String, Value>,
 }
 
-fn empty_object_schema() -> Value {
-    serde_json::json!({ "type": "object" })
+fn empty_object_schema() -> Arc<Map<String, Value>> {
+    let mut schema = Map::new();
+    schema.insert("type".to_owned(), Value::String("object".to_owned()));
+    Arc::new(schema)
 }
 
 impl Tool {
@@ -64,9 +69,9 @@ impl Tool {
         self
     }
 
-    /// The same tool with an input schema.
-    pub fn with_input_schema(mut self, schema: Value) -> Self {
-        self.input_schema = schema;
+    /// The same tool with an input schema (a JSON object).
+    pub fn with_input_schema(mut self, schema: Map<String, Value>) -> Self {
+        self.input_schema = Arc::new(schema);
         self
     }
 }
@@ -110,6 +115,17 @@ mod tests {
     #[test]
     fn missing_input_schema_defaults_to_empty_object() {
         let tool: Tool = serde_json::from_value(serde_json::json!({"name": "t"})).expect("valid");
-        assert_eq!(tool.input_schema, serde_json::json!({"type": "object"}));
+        assert_eq!(
+            Value::Object((*tool.input_schema).clone()),
+            serde_json::json!({"type": "object"})
+        );
+    }
+
+    #[test]
+    fn an_input_schema_that_is_not_an_object_is_a_malformed_tool() {
+        let error =
+            serde_json::from_value::<Tool>(serde_json::json!({"name": "t", "inputSchema": [1]}))
+                .expect_err("MCP requires an object");
+        assert!(error.to_string().contains("map"), "{error}");
     }
 }

@@ -557,7 +557,7 @@ impl Roster {
             .await
             .map_err(|source| RouteError::Request {
                 server: server.to_owned(),
-                source,
+                source: Box::new(source),
             })
     }
 
@@ -578,7 +578,7 @@ impl Roster {
             .await
             .map_err(|source| RouteError::Request {
                 server: server.to_owned(),
-                source,
+                source: Box::new(source),
             })
     }
 

@@ -433,10 +433,10 @@ impl ServerHandler for GatewayHandler {
             .call_as_task(&request.name, input.clone(), &arguments, &who, &context)
             .await?
         {
-            if let CallToolResponse::Complete(result) = &mut response {
+            if let CallToolResponse::Complete(result) = response.as_mut() {
                 self.carry_note(&session, result);
             }
-            return Ok(response);
+            return Ok(*response);
         }
         let backend = self.gateway.backend().clone();
         let name = request.name.to_string();

@@ -20,7 +20,7 @@ use crate::servers::{
     CallOptions, CallerRelay, InputRound, LogLevel, OfferingsGeneration, RequestError,
     ResourceUpdate, RouteError, ServerLog, ServerStatus, relay,
 };
-use crate::{Roster, Session};
+use crate::{Roster, Session, ToolEntry};
 use tokio_util::sync::CancellationToken;
 
 /// A [`Roster`] serving as the gateway's backend.
@@ -60,11 +60,22 @@ impl RosterBackend {
     }
 }
 
-/// The server's tool definition in rmcp's model (the registry keeps raw JSON).
-fn to_rmcp(tool: roster_core::Tool) -> Option<Tool> {
+/// The server's tool definition in rmcp's model under its exposed name. The input schema is
+/// shared with the registry's copy, not duplicated; the rest goes through rmcp's own reading.
+fn to_rmcp(entry: ToolEntry) -> Option<Tool> {
+    let ToolEntry {
+        exposed_name,
+        mut tool,
+        ..
+    } = entry;
+    let schema = std::mem::take(&mut tool.input_schema);
+    tool.name = exposed_name;
     let value = serde_json::to_value(&tool).ok()?;
     match serde_json::from_value::<Tool>(value) {
-        Ok(tool) => Some(tool),
+        Ok(mut served) => {
+            served.input_schema = schema;
+            Some(served)
+        }
         Err(e) => {
             tracing::warn!("tool {:?} cannot be served: {e}", tool.name);
             None
@@ -109,21 +120,26 @@ fn route_error(error: RouteError) -> ErrorData {
             let data = json!({ "uri": uri, "server": server });
             ErrorData::invalid_params(error.to_string(), Some(data))
         }
-        RouteError::Request {
-            source:
-                RequestError::Server {
-                    code,
-                    message,
-                    data,
-                }
-                | RequestError::Input {
-                    code,
-                    message,
-                    data,
-                    ..
-                },
-            ..
-        } => ErrorData::new(ErrorCode(code), message, data),
+        RouteError::Request { source, server } => match *source {
+            RequestError::Server {
+                code,
+                message,
+                data,
+            }
+            | RequestError::Input {
+                code,
+                message,
+                data,
+                ..
+            } => ErrorData::new(ErrorCode(code), message, data),
+            other => {
+                let error = RouteError::Request {
+                    server,
+                    source: Box::new(other),
+                };
+                ErrorData::internal_error(error.to_string(), None)
+            }
+        },
         other => ErrorData::internal_error(other.to_string(), None),
     }
 }
@@ -282,10 +298,7 @@ impl Backend for RosterBackend {
         let known = converted.as_ref().map(|(version, _)| *version);
         let (version, changed) = self.roster.tools_since(known);
         if let Some(entries) = changed {
-            let tools = entries
-                .into_iter()
-                .filter_map(|entry| to_rmcp(entry.exposed_tool()))
-                .collect();
+            let tools = entries.into_iter().filter_map(to_rmcp).collect();
             *converted = Some((version, Arc::new(tools)));
         }
         match converted.as_ref() {

@@ -83,7 +83,7 @@ pub(crate) enum Dispatch {
     /// Nothing: the call is not one for tasks, the ordinary call path answers it.
     InPlace,
     /// Answered: the server's own answer within `task_after`, or a `CreateTaskResult`.
-    Answered(CallToolResponse),
+    Answered(Box<CallToolResponse>),
 }
 
 /// The tasks of every client.
@@ -153,14 +153,14 @@ impl Tasks {
             }
         };
         if let Some(joined) = early {
-            return answer_now(joined).map(Dispatch::Answered);
+            return answer_now(joined).map(|a| Dispatch::Answered(Box::new(a)));
         }
         if self.running.load(Ordering::SeqCst) >= self.settings.max {
             tracing::warn!(
                 max = self.settings.max,
                 "as many tasks run as max_tasks allows; answering this call in place"
             );
-            return answer_now(round.await).map(Dispatch::Answered);
+            return answer_now(round.await).map(|a| Dispatch::Answered(Box::new(a)));
         }
         let work = TaskWork {
             backend: backend.clone(),
@@ -175,9 +175,9 @@ impl Tasks {
             .with_poll_interval_ms(POLL_INTERVAL_MS);
         let manager = self.owners().entry(owner.to_owned()).or_default().clone();
         let task = manager.spawn(options, move |context| Box::pin(work.run(round, context)));
-        Ok(Dispatch::Answered(CallToolResponse::Task(
+        Ok(Dispatch::Answered(Box::new(CallToolResponse::Task(
             CreateTaskResult::new(task),
-        )))
+        ))))
     }
 
     /// `tasks/get`: the task with its result, error or pending input requests.

@@ -42,9 +42,9 @@ pub enum RouteError {
     Request {
         /// The server.
         server: String,
-        /// What happened.
+        /// What happened (boxed: a server's error data can be large).
         #[source]
-        source: RequestError,
+        source: Box<RequestError>,
     },
 }
 

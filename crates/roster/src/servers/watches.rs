@@ -139,7 +139,7 @@ impl ResourceWatches {
                     let watch = connection.watch_resource(uri).await.map_err(|source| {
                         RouteError::Request {
                             server: server.clone(),
-                            source,
+                            source: Box::new(source),
                         }
                     })?;
                     table.insert(
