@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{RawResults, WireTransport, parse_line};
+use super::wire::{Outgoing, RawResults, WireTransport, incoming_channel, parse_line};
 
 /// The SSE stream could not be opened or did not name its message endpoint.
 #[derive(Debug, thiserror::Error)]
@@ -251,7 +251,12 @@ pub(crate) async fn connect(
     });
 
     Ok((
-        WireTransport::new(server, out_tx, in_rx, raw),
+        WireTransport::new(
+            server,
+            Outgoing::Channel(out_tx),
+            incoming_channel(in_rx),
+            raw,
+        ),
         SseGuard {
             stop: dead.drop_guard(),
         },

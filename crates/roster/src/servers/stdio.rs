@@ -11,12 +11,15 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 
+use futures::StreamExt;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::{Decoder, FramedRead};
 
-use super::wire::{RawResults, WireTransport, parse_line};
+use super::wire::{Outgoing, RawResults, WireTransport, parse_line};
 
 /// The longest line read from a server's stdout or stderr (64 MiB); a longer one is dropped as
 /// garbage rather than buffered without bound.
@@ -56,6 +59,78 @@ async fn read_line_capped<'a, R: AsyncBufRead + Unpin>(
                 break;
             }
         }
+    }
+}
+
+/// Newline-delimited JSON from a server's stdout, cut into lines as bytes arrive. An item is
+/// `None` for a line that is not JSON-RPC (logged and dropped by [`parse_line`]); a line longer
+/// than the limit is dropped whole. Unlike a read loop, a [`FramedRead`] keeps a half-read line
+/// in its buffer when the read is dropped, so the transport can be polled from a `select!`.
+struct JsonLines {
+    server: Arc<str>,
+    limit: usize,
+    /// Where the search for the next newline resumes (the bytes before it have none).
+    scanned: usize,
+    /// Inside an over-long line: skip to its end.
+    discarding: bool,
+}
+
+impl JsonLines {
+    fn new(server: Arc<str>, limit: u64) -> Self {
+        JsonLines {
+            server,
+            limit: usize::try_from(limit).unwrap_or(usize::MAX),
+            scanned: 0,
+            discarding: false,
+        }
+    }
+
+    fn line(&self, bytes: &[u8]) -> Option<Value> {
+        parse_line(&self.server, &String::from_utf8_lossy(bytes))
+    }
+}
+
+impl Decoder for JsonLines {
+    type Item = Option<Value>;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
+        loop {
+            let Some(at) = src[self.scanned..].iter().position(|&b| b == b'\n') else {
+                if src.len() > self.limit {
+                    if !self.discarding {
+                        tracing::warn!(server = %self.server, limit = self.limit, "dropped an over-long line from a server");
+                    }
+                    self.discarding = true;
+                    src.clear();
+                }
+                self.scanned = src.len();
+                return Ok(None);
+            };
+            let line = src.split_to(self.scanned + at + 1);
+            self.scanned = 0;
+            if std::mem::take(&mut self.discarding) {
+                continue;
+            }
+            if line.len() > self.limit {
+                tracing::warn!(server = %self.server, limit = self.limit, "dropped an over-long line from a server");
+                continue;
+            }
+            return Ok(Some(self.line(&line)));
+        }
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
+        if let Some(item) = self.decode(src)? {
+            return Ok(Some(item));
+        }
+        self.scanned = 0;
+        if src.is_empty() || std::mem::take(&mut self.discarding) {
+            src.clear();
+            return Ok(None);
+        }
+        let rest = src.split();
+        Ok(Some(self.line(&rest)))
     }
 }
 
@@ -159,30 +234,10 @@ pub(crate) fn spawn(
         });
     };
 
-    let (in_tx, in_rx) = mpsc::channel::<Value>(256);
-    let (out_tx, mut out_rx) = mpsc::channel::<Value>(256);
-
-    let name = server.clone();
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(stdout);
-        let mut line = Vec::new();
-        loop {
-            match read_line(&mut reader, &mut line).await {
-                Ok(Some(text)) => {
-                    if let Some(value) = parse_line(&name, &text)
-                        && in_tx.send(value).await.is_err()
-                    {
-                        break;
-                    }
-                }
-                Ok(None) => break,
-                Err(error) => {
-                    tracing::warn!(server = %name, %error, "stopped reading the server's stdout");
-                    break;
-                }
-            }
-        }
-    });
+    // Read and written by the connection's own tasks: no pump task, no channel in between.
+    let incoming = FramedRead::new(stdout, JsonLines::new(server.clone(), MAX_LINE_BYTES))
+        .filter_map(|line| std::future::ready(line.ok().flatten()))
+        .boxed();
 
     let name = server.clone();
     tokio::spawn(async move {
@@ -192,24 +247,6 @@ pub(crate) fn spawn(
         while let Ok(Some(text)) = read_line(&mut reader, &mut line).await {
             let text = text.trim_end_matches(['\n', '\r']);
             tracing::info!(target: "roster::server_stderr", server = %name, "{text}");
-        }
-    });
-
-    let name = server.clone();
-    tokio::spawn(async move {
-        let mut stdin = stdin;
-        while let Some(value) = out_rx.recv().await {
-            let mut line = value.to_string();
-            line.push('\n');
-            if let Err(error) = async {
-                stdin.write_all(line.as_bytes()).await?;
-                stdin.flush().await
-            }
-            .await
-            {
-                tracing::debug!(server = %name, %error, "cannot write to the server's stdin");
-                break;
-            }
         }
     });
 
@@ -240,7 +277,7 @@ pub(crate) fn spawn(
     });
 
     Ok((
-        WireTransport::new(server, out_tx, in_rx, raw),
+        WireTransport::new(server, Outgoing::lines(stdin), incoming, raw),
         ChildGuard {
             kill: Some(kill_tx),
             exit: exit_rx,
@@ -252,6 +289,52 @@ pub(crate) fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Feeds `chunks` one at a time, as reads would deliver them, then ends the stream.
+    fn decode_chunks(chunks: &[&[u8]], limit: u64) -> Vec<Option<Value>> {
+        let mut decoder = JsonLines::new(Arc::from("s"), limit);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            while let Some(item) = decoder.decode(&mut buf).expect("decodes") {
+                out.push(item);
+            }
+        }
+        while let Some(item) = decoder.decode_eof(&mut buf).expect("decodes") {
+            out.push(item);
+        }
+        out
+    }
+
+    #[test]
+    fn json_lines_are_cut_wherever_reads_split_them() {
+        let got = decode_chunks(&[b"{\"a\":", b"1}\n{\"b\"", b":2}\n\n{\"c\":3}"], 1024);
+        assert_eq!(
+            got,
+            vec![
+                Some(serde_json::json!({"a": 1})),
+                Some(serde_json::json!({"b": 2})),
+                None,
+                Some(serde_json::json!({"c": 3})),
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_and_over_long_json_lines_are_dropped_and_reading_goes_on() {
+        let long = format!("{{\"x\":\"{}\"}}\n", "y".repeat(64));
+        let got = decode_chunks(
+            &[
+                b"\xff\xfe not json\n",
+                &long.as_bytes()[..40],
+                &long.as_bytes()[40..],
+                b"{\"ok\":true}\n",
+            ],
+            32,
+        );
+        assert_eq!(got, vec![None, Some(serde_json::json!({"ok": true}))]);
+    }
 
     #[tokio::test]
     async fn lines_survive_invalid_utf8_and_over_long_lines() {

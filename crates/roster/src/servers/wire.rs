@@ -17,12 +17,16 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 /// Methods whose raw result a connection wants to read itself.
@@ -107,19 +111,44 @@ pub enum WireError {
     Encode(#[from] serde_json::Error),
 }
 
-/// An rmcp [`Transport`] over two channels of JSON values.
+/// Where a transport's messages go: a channel to a writer task, or straight into a byte
+/// stream (a child's stdin) as newline-delimited JSON, written by the sending task itself.
+pub(crate) enum Outgoing {
+    /// A task on the other end writes each value.
+    Channel(mpsc::Sender<Value>),
+    /// One line per message; the lock keeps concurrent sends whole and in order.
+    Lines(Arc<tokio::sync::Mutex<Pin<Box<dyn AsyncWrite + Send>>>>),
+}
+
+impl Outgoing {
+    /// Writes each message as one line to `writer`.
+    pub(crate) fn lines(writer: impl AsyncWrite + Send + 'static) -> Self {
+        Outgoing::Lines(Arc::new(tokio::sync::Mutex::new(Box::pin(writer))))
+    }
+}
+
+/// Where a transport's messages come from, in order. Polled only from `receive`, which rmcp
+/// may drop between messages: the stream keeps whatever it had read so far.
+pub(crate) type Incoming = BoxStream<'static, Value>;
+
+/// The values of a channel, as [`Incoming`].
+pub(crate) fn incoming_channel(rx: mpsc::Receiver<Value>) -> Incoming {
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|v| (v, rx)) }).boxed()
+}
+
+/// An rmcp [`Transport`] over JSON values, with the raw-result bookkeeping of this module.
 pub(crate) struct WireTransport {
     server: Arc<str>,
-    outgoing: mpsc::Sender<Value>,
-    incoming: mpsc::Receiver<Value>,
+    outgoing: Outgoing,
+    incoming: Incoming,
     raw: RawResults,
 }
 
 impl WireTransport {
     pub(crate) fn new(
         server: Arc<str>,
-        outgoing: mpsc::Sender<Value>,
-        incoming: mpsc::Receiver<Value>,
+        outgoing: Outgoing,
+        incoming: Incoming,
         raw: RawResults,
     ) -> Self {
         WireTransport {
@@ -142,19 +171,38 @@ impl Transport<RoleClient> for WireTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let outgoing = self.outgoing.clone();
+        let outgoing = match &self.outgoing {
+            Outgoing::Channel(tx) => Outgoing::Channel(tx.clone()),
+            Outgoing::Lines(writer) => Outgoing::Lines(writer.clone()),
+        };
         let raw = self.raw.clone();
+        let server = self.server.clone();
         async move {
             let value = serde_json::to_value(&item)?;
             raw.note_outgoing(&value);
-            outgoing.send(value).await.map_err(|_| WireError::Closed)
+            match outgoing {
+                Outgoing::Channel(tx) => tx.send(value).await.map_err(|_| WireError::Closed),
+                Outgoing::Lines(writer) => {
+                    let mut line = serde_json::to_vec(&value)?;
+                    line.push(b'\n');
+                    let mut writer = writer.lock().await;
+                    let written = async {
+                        writer.write_all(&line).await?;
+                        writer.flush().await
+                    };
+                    written.await.map_err(|error| {
+                        tracing::debug!(%server, %error, "cannot write to the server");
+                        WireError::Closed
+                    })
+                }
+            }
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         {
             loop {
-                let value = self.incoming.recv().await?;
+                let value = self.incoming.next().await?;
                 self.raw.note_incoming(&value);
                 match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value.clone()) {
                     Ok(message) => return Some(message),
@@ -170,7 +218,7 @@ impl Transport<RoleClient> for WireTransport {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.incoming.close();
+        self.incoming = futures::stream::empty().boxed();
         Ok(())
     }
 }
