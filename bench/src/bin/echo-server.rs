@@ -40,7 +40,7 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async move {
         match args.http {
             None => {
-                let service = server.serve(rmcp::transport::stdio()).await?;
+                let service = server.serve(rmcp::transport::stdio_pipes()).await?;
                 service.waiting().await?;
             }
             Some(addr) => {

@@ -263,7 +263,7 @@ impl ServerHandler for DemoServer {
 /// Serves the demo server over this process's stdin/stdout until the client disconnects.
 pub async fn run_stdio() -> Result<(), DemoError> {
     let service = DemoServer::new()
-        .serve(rmcp::transport::stdio())
+        .serve(rmcp::transport::stdio_pipes())
         .await
         .map_err(|e| DemoError::Start(e.to_string()))?;
     service
