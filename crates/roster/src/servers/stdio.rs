@@ -235,8 +235,18 @@ pub(crate) fn spawn(
     };
 
     // Read and written by the connection's own tasks: no pump task, no channel in between.
+    let name = server.clone();
     let incoming = FramedRead::new(stdout, JsonLines::new(server.clone(), MAX_LINE_BYTES))
-        .filter_map(|line| std::future::ready(line.ok().flatten()))
+        .filter_map(move |line| {
+            std::future::ready(match line {
+                Ok(value) => value,
+                // The stream ends after an error: the connection sees the server as gone.
+                Err(error) => {
+                    tracing::warn!(server = %name, %error, "stopped reading the server's stdout");
+                    None
+                }
+            })
+        })
         .boxed();
 
     let name = server.clone();
