@@ -220,9 +220,40 @@ pub(crate) enum Step<T> {
     InputRequired(InputRequiredResult),
 }
 
-/// A 2026-07-28 client's request running on its own task, so it can outlive a pause.
+/// A request's work: polled by the request's own task while the request waits for it (no task
+/// hand-off on the common path), moved to a task of its own when it pauses, to outlive the pause.
+enum Work<T> {
+    Here(BoxFuture<'static, T>),
+    Spawned(JoinHandle<T>),
+}
+
+impl<T: Send + 'static> Work<T> {
+    /// The same work on a task of its own.
+    fn detach(self) -> Self {
+        match self {
+            Work::Here(work) => Work::Spawned(tokio::spawn(work)),
+            spawned => spawned,
+        }
+    }
+}
+
+impl<T> Future for Work<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.get_mut() {
+            Work::Here(work) => work.as_mut().poll(cx).map(Ok),
+            Work::Spawned(task) => std::pin::Pin::new(task).poll(cx),
+        }
+    }
+}
+
+/// A 2026-07-28 client's request; its work outlives a pause (see [`Work`]).
 pub(crate) struct Running<T> {
-    task: JoinHandle<T>,
+    task: Work<T>,
     asks: mpsc::UnboundedReceiver<Ask>,
     waiting: BTreeMap<String, Ask>,
     asked: usize,
@@ -239,7 +270,7 @@ impl<T: Send + 'static> Running<T> {
         work: impl Future<Output = T> + Send + 'static,
     ) -> Self {
         Self {
-            task: tokio::spawn(work),
+            task: Work::Here(Box::pin(work)),
             asks,
             waiting: BTreeMap::new(),
             asked: 0,
@@ -365,6 +396,8 @@ impl<T: Send + 'static> Paused<T> {
         owner: Option<String>,
         target: String,
     ) -> Result<Step<T>, ErrorData> {
+        // From here on the work runs without the request that started it.
+        running.task = running.task.detach();
         let mut requests = InputRequests::new();
         let keys: Vec<String> = running.waiting.keys().cloned().collect();
         for key in keys {
