@@ -120,19 +120,9 @@ fn route_error(error: RouteError) -> ErrorData {
             let data = json!({ "uri": uri, "server": server });
             ErrorData::invalid_params(error.to_string(), Some(data))
         }
-        RouteError::Request { source, server } => match *source {
-            RequestError::Server {
-                code,
-                message,
-                data,
-            }
-            | RequestError::Input {
-                code,
-                message,
-                data,
-                ..
-            } => ErrorData::new(ErrorCode(code), message, data),
-            other => {
+        RouteError::Request { source, server } => match source.into_jsonrpc() {
+            Ok((code, message, data)) => ErrorData::new(ErrorCode(code), message, data),
+            Err(other) => {
                 let error = RouteError::Request {
                     server,
                     source: Box::new(other),
@@ -418,24 +408,14 @@ fn call_error(error: crate::CallError) -> CallError {
             reason: "it is not connected right now (starting, restarting or disconnected)"
                 .to_owned(),
         },
-        crate::CallError::Request { server, source, .. } => match source {
-            RequestError::Server {
-                code,
-                message,
-                data,
-            }
-            | RequestError::Input {
-                code,
-                message,
-                data,
-                ..
-            } => CallError::Server {
+        crate::CallError::Request { server, source, .. } => match source.into_jsonrpc() {
+            Ok((code, message, data)) => CallError::Server {
                 code,
                 message,
                 data,
             },
-            RequestError::Cancelled => CallError::Cancelled,
-            other => CallError::ServerDown {
+            Err(RequestError::Cancelled) => CallError::Cancelled,
+            Err(other) => CallError::ServerDown {
                 server,
                 reason: other.to_string(),
             },

@@ -533,6 +533,27 @@ pub enum RequestError {
     },
 }
 
+impl RequestError {
+    /// The JSON-RPC error (code, message, data) the server answered with, or that the client
+    /// gave when asked on the server's behalf; any other failure comes back as it was.
+    pub fn into_jsonrpc(self) -> Result<(i32, String, Option<Value>), RequestError> {
+        match self {
+            RequestError::Server {
+                code,
+                message,
+                data,
+            }
+            | RequestError::Input {
+                code,
+                message,
+                data,
+                ..
+            } => Ok((code, message, data)),
+            other => Err(other),
+        }
+    }
+}
+
 impl From<ServiceError> for RequestError {
     fn from(error: ServiceError) -> Self {
         match error {
