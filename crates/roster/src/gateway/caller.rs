@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::model::{
     CustomRequest, ErrorCode, GetExtensions, InputRequest, InputRequests, InputRequiredResult,
@@ -222,12 +223,21 @@ pub(crate) enum Step<T> {
 
 /// A request's work: polled by the request's own task while the request waits for it (no task
 /// hand-off on the common path), moved to a task of its own when it pauses, to outlive the pause.
+/// Either way a panic in it ends as an error naming it, not as a lost request.
 enum Work<T> {
-    Here(BoxFuture<'static, T>),
-    Spawned(JoinHandle<T>),
+    Here(BoxFuture<'static, Result<T, String>>),
+    Spawned(JoinHandle<Result<T, String>>),
 }
 
 impl<T: Send + 'static> Work<T> {
+    fn new(work: impl Future<Output = T> + Send + 'static) -> Self {
+        Work::Here(Box::pin(
+            std::panic::AssertUnwindSafe(work)
+                .catch_unwind()
+                .map(|outcome| outcome.map_err(|panic| panic_text(panic.as_ref()))),
+        ))
+    }
+
     /// The same work on a task of its own.
     fn detach(self) -> Self {
         match self {
@@ -238,17 +248,29 @@ impl<T: Send + 'static> Work<T> {
 }
 
 impl<T> Future for Work<T> {
-    type Output = Result<T, tokio::task::JoinError>;
+    type Output = Result<T, String>;
 
     fn poll(
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
         match self.get_mut() {
-            Work::Here(work) => work.as_mut().poll(cx).map(Ok),
-            Work::Spawned(task) => std::pin::Pin::new(task).poll(cx),
+            Work::Here(work) => work.as_mut().poll(cx),
+            Work::Spawned(task) => std::pin::Pin::new(task)
+                .poll(cx)
+                .map(|joined| joined.unwrap_or_else(|e| Err(e.to_string()))),
         }
     }
+}
+
+/// What a panic said, for the error that replaces its request's answer.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned());
+    format!("roster panicked while handling it: {what}")
 }
 
 /// A 2026-07-28 client's request; its work outlives a pause (see [`Work`]).
@@ -270,7 +292,7 @@ impl<T: Send + 'static> Running<T> {
         work: impl Future<Output = T> + Send + 'static,
     ) -> Self {
         Self {
-            task: Work::Here(Box::pin(work)),
+            task: Work::new(work),
             asks,
             waiting: BTreeMap::new(),
             asked: 0,
@@ -313,6 +335,7 @@ impl<T: Send + 'static> Paused<T> {
         target: String,
         client_cancel: &CancellationToken,
     ) -> Result<Step<T>, ErrorData> {
+        let mut cancelled = false;
         loop {
             if !running.waiting.is_empty() {
                 return self.pause(running, owner, target);
@@ -331,7 +354,11 @@ impl<T: Send + 'static> Paused<T> {
                         running.take(ask);
                     }
                 }
-                () = client_cancel.cancelled() => running.cancel.cancel(),
+                // Once: then the work's own end (it stops on the cancel) is what ends the loop.
+                () = client_cancel.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    running.cancel.cancel();
+                }
             }
         }
     }
@@ -545,6 +572,30 @@ pub(crate) async fn run_relayed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_in_the_work_is_an_error_here_and_after_a_pause() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let boom = || async {
+                if true {
+                    panic!("boom");
+                }
+                1
+            };
+            let here = Work::new(boom()).await.expect_err("the panic is an error");
+            assert!(here.contains("boom"), "{here}");
+            let spawned = Work::new(boom())
+                .detach()
+                .await
+                .expect_err("still an error");
+            assert!(spawned.contains("boom"), "{spawned}");
+            assert_eq!(Work::new(async { 7 }).detach().await, Ok(7));
+        });
+    }
 
     #[test]
     fn only_roster_states_are_resumed_here() {

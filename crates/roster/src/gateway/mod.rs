@@ -392,8 +392,9 @@ impl Gateway {
 
     /// The tools clients are served now; rebuilt only when the servers' tools changed.
     pub(crate) fn served_tools(&self) -> Arc<ServedTools> {
-        let servers = self.backend.tools();
+        // Under the lock, so a caller holding an older copy cannot replace a newer one.
         let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
+        let servers = self.backend.tools();
         if let Some(current) = served.as_ref()
             && Arc::ptr_eq(&current.servers, &servers)
         {
