@@ -89,15 +89,6 @@ pub struct ToolEntry {
     pub tool: Tool,
 }
 
-impl ToolEntry {
-    /// The tool as a client should see it: the server's definition under the exposed name.
-    pub fn exposed_tool(&self) -> Tool {
-        let mut tool = self.tool.clone();
-        tool.name = self.exposed_name.clone();
-        tool
-    }
-}
-
 /// What a turn found: the session's merged delta since its last turn, and its note for the
 /// model (to carry on the next tool result).
 #[derive(Debug, Clone, Default, PartialEq)]

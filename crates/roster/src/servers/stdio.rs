@@ -85,6 +85,10 @@ impl JsonLines {
         }
     }
 
+    fn dropped_long_line(&self) {
+        tracing::warn!(server = %self.server, limit = self.limit, "dropped an over-long line from a server");
+    }
+
     fn line(&self, bytes: &[u8]) -> Option<Value> {
         parse_line(&self.server, &String::from_utf8_lossy(bytes))
     }
@@ -99,7 +103,7 @@ impl Decoder for JsonLines {
             let Some(at) = src[self.scanned..].iter().position(|&b| b == b'\n') else {
                 if src.len() > self.limit {
                     if !self.discarding {
-                        tracing::warn!(server = %self.server, limit = self.limit, "dropped an over-long line from a server");
+                        self.dropped_long_line();
                     }
                     self.discarding = true;
                     src.clear();
@@ -113,7 +117,7 @@ impl Decoder for JsonLines {
                 continue;
             }
             if line.len() > self.limit {
-                tracing::warn!(server = %self.server, limit = self.limit, "dropped an over-long line from a server");
+                self.dropped_long_line();
                 continue;
             }
             return Ok(Some(self.line(&line)));
