@@ -33,6 +33,13 @@
 //!                              #   outlasts this becomes a task
 //! task_ttl = "1h"              # a task is kept this long (its ttlMs)
 //! max_tasks = 1000             # tasks running at once; past it calls are answered in place
+//! max_connections = 1024       # HTTP connections held at once; past it one is answered 503
+//! header_read_timeout = "10s"  # a client has this long to send a request's headers
+//! request_timeout = "30s"      # ... and this long to send its body (else 408)
+//! max_sessions = 1000          # initialize-era HTTP sessions at once (else 503 naming it)
+//! max_sessions_per_client = 100  # ... per client identity
+//! session_idle_timeout = "15m" # a session with no traffic this long is closed
+//! admin_token_env = "ROSTER_ADMIN_TOKEN"  # bearer token for the full /healthz (unset: none)
 //!
 //! [skills]
 //! paths = ["skills"]           # relative to this file
@@ -383,6 +390,21 @@ pub struct GatewayConfig {
     pub task_ttl: Duration,
     /// How many tasks may run at once.
     pub max_tasks: usize,
+    /// HTTP connections held open at once; past it a new one is answered 503 and closed.
+    pub max_connections: usize,
+    /// How long an HTTP client may take to send a request's headers.
+    pub header_read_timeout: Duration,
+    /// How long an HTTP client may take to send a request's body.
+    pub request_timeout: Duration,
+    /// Initialize-era HTTP sessions held at once.
+    pub max_sessions: usize,
+    /// Initialize-era HTTP sessions held at once by one client identity.
+    pub max_sessions_per_client: usize,
+    /// An HTTP session with no traffic this long is closed and its memory freed.
+    pub session_idle_timeout: Duration,
+    /// The environment variable holding the admin bearer token that unlocks the full
+    /// `/healthz`; `None`: `/healthz` only ever says whether roster is up.
+    pub admin_token_env: Option<String>,
 }
 
 impl GatewayConfig {
@@ -438,6 +460,13 @@ impl GatewayConfig {
             task_after: Duration::from_millis(500),
             task_ttl: Duration::from_secs(3600),
             max_tasks: 1000,
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            max_sessions: 1000,
+            max_sessions_per_client: 100,
+            session_idle_timeout: Duration::from_secs(15 * 60),
+            admin_token_env: None,
         }
     }
 }
@@ -552,6 +581,13 @@ struct RawGateway {
     task_after: Option<RawDuration>,
     task_ttl: Option<RawDuration>,
     max_tasks: Option<usize>,
+    max_connections: Option<usize>,
+    header_read_timeout: Option<RawDuration>,
+    request_timeout: Option<RawDuration>,
+    max_sessions: Option<usize>,
+    max_sessions_per_client: Option<usize>,
+    session_idle_timeout: Option<RawDuration>,
+    admin_token_env: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -709,6 +745,66 @@ impl Ctx<'_> {
             Err(e) => Err(self.invalid(key, format!("an http:// or https:// URL ({e})"))),
         }
     }
+}
+
+/// A URL fit to show: userinfo (`user:secret@`) and the query string (`?api_key=…`) are
+/// replaced, since either may hold a secret; what is left still says which server it is.
+/// A string that does not parse as a URL is cut at its first `?` and `@`-userinfo all the same.
+pub fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if parsed.has_host() => {
+            let had_userinfo = !parsed.username().is_empty() || parsed.password().is_some();
+            let had_query = parsed.query().is_some();
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            let mut shown = parsed.to_string();
+            if had_userinfo && let Some(at) = shown.find("://") {
+                shown.insert_str(at + 3, "***@");
+            }
+            if had_query {
+                shown.push_str("?***");
+            }
+            shown
+        }
+        _ => {
+            let (base, query) = match url.split_once('?') {
+                Some((base, _)) => (base, "?***"),
+                None => (url, ""),
+            };
+            let base = match (base.find("://"), base.rfind('@')) {
+                (Some(scheme), Some(at)) if at > scheme => {
+                    format!("{}***@{}", &base[..scheme + 3], &base[at + 1..])
+                }
+                _ => base.to_owned(),
+            };
+            format!("{base}{query}")
+        }
+    }
+}
+
+/// `text` (an error message, a log line) with every `http://` or `https://` URL in it passed
+/// through [`redact_url`].
+pub fn redact_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = ["http://", "https://"]
+        .iter()
+        .filter_map(|scheme| rest.find(scheme))
+        .min()
+    {
+        out.push_str(&rest[..at]);
+        let len = rest[at..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`'))
+            .unwrap_or(rest.len() - at);
+        // A URL at the end of a sentence keeps its full stop or bracket outside.
+        let url = rest[at..at + len].trim_end_matches(['.', ',', ';', ')', ']']);
+        out.push_str(&redact_url(url));
+        rest = &rest[at + url.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 enum ExpandError {
@@ -1034,6 +1130,55 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
     }
     if let Some(max) = raw.max_tasks {
         g.max_tasks = max;
+    }
+    for (key, value, slot) in [
+        (
+            "gateway.max_connections",
+            raw.max_connections,
+            &mut g.max_connections,
+        ),
+        (
+            "gateway.max_sessions",
+            raw.max_sessions,
+            &mut g.max_sessions,
+        ),
+        (
+            "gateway.max_sessions_per_client",
+            raw.max_sessions_per_client,
+            &mut g.max_sessions_per_client,
+        ),
+    ] {
+        if let Some(n) = value {
+            if n == 0 {
+                return Err(ctx.invalid(key, "a number above 0"));
+            }
+            *slot = n;
+        }
+    }
+    for (key, value, slot) in [
+        (
+            "gateway.header_read_timeout",
+            &raw.header_read_timeout,
+            &mut g.header_read_timeout,
+        ),
+        (
+            "gateway.request_timeout",
+            &raw.request_timeout,
+            &mut g.request_timeout,
+        ),
+        (
+            "gateway.session_idle_timeout",
+            &raw.session_idle_timeout,
+            &mut g.session_idle_timeout,
+        ),
+    ] {
+        dur(key, value, slot)?;
+        if slot.is_zero() {
+            return Err(ctx.invalid(key, "a duration above zero"));
+        }
+    }
+    if let Some(var) = raw.admin_token_env {
+        g.admin_token_env = Some(var);
     }
     if (ctx.env)("ROSTER_STATE_DIR").is_none_or(|d| d.is_empty())
         && let Some(dir) = raw.state_dir
@@ -1566,5 +1711,25 @@ mod tests {
         assert!(f.permits("list"));
         assert!(!f.permits("write_file"));
         assert!(!f.permits("read_secrets"));
+    }
+
+    #[test]
+    fn redacted_urls_keep_the_server_but_not_its_secrets() {
+        assert_eq!(
+            redact_url("https://bob:hunter2@example.com:8443/mcp?api_key=abc#x"),
+            "https://***@example.com:8443/mcp?***"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:9/mcp"),
+            "http://127.0.0.1:9/mcp"
+        );
+        let text = "error sending request for url (https://example.com/mcp?api_key=abc): refused.";
+        let shown = redact_urls(text);
+        assert!(!shown.contains("abc"), "{shown}");
+        assert_eq!(
+            shown,
+            "error sending request for url (https://example.com/mcp?***): refused."
+        );
+        assert_eq!(redact_urls("no url here"), "no url here");
     }
 }

@@ -192,8 +192,10 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let outcome = match args.http {
         Some(addr) if !args.stdio => {
             let addr = if addr.is_empty() { listen } else { addr };
-            let endpoint =
-                roster::gateway::http::HttpEndpoint::bind(gateway.clone(), &addr).await?;
+            let settings = roster::gateway::http::HttpSettings::from_gateway(&config.gateway)?;
+            let endpoint = roster::gateway::http::HttpEndpoint::bind(gateway.clone(), &addr)
+                .await?
+                .with_settings(settings);
             if let Some(bound) = endpoint.local_addr() {
                 eprintln!("roster: serving MCP at http://{bound}/mcp");
             }

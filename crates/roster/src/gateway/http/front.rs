@@ -1,0 +1,457 @@
+//! What `/mcp` adds in front of rmcp's streamable HTTP service:
+//!
+//! - sessions bound to their client identity (another identity's session answers 404, exactly
+//!   as an unknown one), bounded in number (`initialize` over a bound: 503 naming it);
+//! - `DELETE` of a session answers 204, of an unknown one 404;
+//! - a body that is not JSON answers 400 with JSON-RPC `-32700`, a body that is JSON but not
+//!   a JSON-RPC message 400 with `-32600`, and a body sent too slowly 408;
+//! - an answer streamed as SSE whose first real event is the response itself is sent as plain
+//!   JSON when the client accepts it (anything sent before the response keeps the stream);
+//! - a request in flight when roster shuts down is answered with a JSON-RPC error naming it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::sessions::BoundSessions;
+use crate::gateway::ClientIdentity;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The most of an SSE answer held back while looking for its first message. An answer whose
+/// first message is larger is streamed as it is.
+const FIRST_EVENT_LIMIT: usize = 16 * 1024 * 1024;
+
+/// The state the front needs.
+pub(super) struct Front {
+    pub(super) sessions: Arc<BoundSessions>,
+    pub(super) max_body_bytes: usize,
+    pub(super) request_timeout: Duration,
+    pub(super) shutdown: CancellationToken,
+}
+
+/// Just enough of a JSON-RPC message to route it; parsing it also checks the body is JSON.
+#[derive(Deserialize)]
+struct Probe {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+}
+
+/// The identity key sessions are bound to (the `[[clients]]` name; "" for the default).
+fn client_key(request: &Request) -> String {
+    request
+        .extensions()
+        .get::<ClientIdentity>()
+        .and_then(|who| who.name.clone())
+        .unwrap_or_default()
+}
+
+fn session_id(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// The `/mcp` middleware; runs after `authenticate`.
+pub(super) async fn mcp_front(
+    State(front): State<Arc<Front>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let client = client_key(&request);
+    let session = session_id(request.headers());
+    match *request.method() {
+        Method::DELETE => {
+            match &session {
+                Some(id) if front.sessions.owned_by(id, &client) => {}
+                // Without an id rmcp says what is missing.
+                None => return next.run(request).await,
+                Some(_) => return session_not_found(),
+            }
+            let mut response = next.run(request).await;
+            if response.status() == StatusCode::ACCEPTED {
+                // The Python SDK takes only 200 or 204 as a successful termination.
+                *response.status_mut() = StatusCode::NO_CONTENT;
+                *response.body_mut() = Body::empty();
+                response.headers_mut().remove(header::CONTENT_TYPE);
+                response.headers_mut().remove(header::CONTENT_LENGTH);
+            }
+            response
+        }
+        Method::POST => post(&front, client, session, request, next).await,
+        _ => {
+            if session
+                .as_deref()
+                .is_some_and(|id| front.sessions.foreign(id, &client))
+            {
+                return session_not_found();
+            }
+            next.run(request).await
+        }
+    }
+}
+
+async fn post(
+    front: &Front,
+    client: String,
+    session: Option<String>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if session
+        .as_deref()
+        .is_some_and(|id| front.sessions.foreign(id, &client))
+    {
+        return session_not_found();
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match read_body(body, front.max_body_bytes, front.request_timeout).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    let probe = match serde_json::from_slice::<Probe>(&bytes) {
+        Ok(probe) => probe,
+        // An array (a batch) or another JSON value: rmcp judges it.
+        Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() => Probe {
+            id: None,
+            method: None,
+        },
+        Err(e) => {
+            return jsonrpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                -32700,
+                &format!("parse error: the request body is not JSON ({e})"),
+            );
+        }
+    };
+    let is_request = probe.method.is_some() && probe.id.is_some();
+    let reservation = match (&session, probe.method.as_deref()) {
+        (None, Some("initialize")) => match front.sessions.reserve(&client) {
+            Ok(reservation) => Some(reservation),
+            Err(bound) => {
+                return jsonrpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    probe.id,
+                    -32000,
+                    &bound.to_string(),
+                );
+            }
+        },
+        _ => None,
+    };
+    let accepts_json = accepts_json(&parts.headers);
+    let sent_json = is_json(&parts.headers);
+    let request = Request::from_parts(parts, Body::from(bytes));
+    let response = tokio::select! {
+        response = next.run(request) => response,
+        _ = front.shutdown.cancelled() => return shutting_down(probe.id),
+    };
+    if let Some(reservation) = reservation
+        && response.status().is_success()
+        && let Some(id) = session_id(response.headers())
+    {
+        reservation.claim(&id);
+    }
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && sent_json {
+        // rmcp's answer to JSON that is no JSON-RPC message.
+        return jsonrpc_error(
+            StatusCode::BAD_REQUEST,
+            probe.id,
+            -32600,
+            "invalid request: the body is JSON but not a JSON-RPC 2.0 message",
+        );
+    }
+    if is_request && accepts_json && is_event_stream(response.headers()) {
+        return unwrap_first_event(response, probe.id, &front.shutdown).await;
+    }
+    response
+}
+
+/// The body, read within `timeout` and `limit`; else the answer to give.
+async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes, Response> {
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if too_large {
+                Err(plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("Payload Too Large: request body exceeds {limit} bytes"),
+                ))
+            } else {
+                Err(plain(
+                    StatusCode::BAD_REQUEST,
+                    format!("the request body could not be read: {e}"),
+                ))
+            }
+        }
+        Err(_) => Err(plain(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {} ([gateway] request_timeout)",
+                humantime::format_duration(timeout)
+            ),
+        )),
+    }
+}
+
+/// Reads an SSE answer up to its first message. A response or error goes back as plain JSON
+/// with the same headers; anything else (progress, a log message, a question for the client)
+/// keeps the stream, with what was read put back in front.
+async fn unwrap_first_event(
+    response: Response,
+    request_id: Option<Value>,
+    shutdown: &CancellationToken,
+) -> Response {
+    let (mut parts, body) = response.into_parts();
+    let mut stream = body.into_data_stream();
+    let mut held: Vec<u8> = Vec::new();
+    // Where the next unparsed event starts in `held`.
+    let mut scanned = 0;
+    loop {
+        let chunk = tokio::select! {
+            chunk = stream.next() => chunk,
+            _ = shutdown.cancelled() => return shutting_down(request_id),
+        };
+        let chunk = match chunk {
+            Some(Ok(chunk)) => chunk,
+            Some(Err(e)) => {
+                tracing::debug!("an SSE answer failed before its first message: {e}");
+                break;
+            }
+            None => break,
+        };
+        held.extend_from_slice(&chunk);
+        while let Some(end) = event_end(&held[scanned..]) {
+            let event = &held[scanned..scanned + end.0];
+            match first_message(event) {
+                Event::Skip => scanned += end.1,
+                Event::Answer(message) => {
+                    parts.headers.insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    );
+                    parts.headers.remove(header::CACHE_CONTROL);
+                    parts.headers.remove(header::CONTENT_LENGTH);
+                    parts.headers.remove("x-accel-buffering");
+                    return Response::from_parts(parts, Body::from(message));
+                }
+                Event::Other => return restream(parts, held, stream),
+            }
+        }
+        if held.len() > FIRST_EVENT_LIMIT {
+            return restream(parts, held, stream);
+        }
+    }
+    // The stream ended with no message: at shutdown, say so; otherwise pass on what came.
+    if shutdown.is_cancelled() {
+        return shutting_down(request_id);
+    }
+    Response::from_parts(parts, Body::from(held))
+}
+
+fn restream(
+    parts: axum::http::response::Parts,
+    held: Vec<u8>,
+    rest: impl futures::Stream<Item = Result<Bytes, axum::Error>> + Send + 'static,
+) -> Response {
+    let head = futures::stream::once(async move { Ok::<_, axum::Error>(Bytes::from(held)) });
+    Response::from_parts(parts, Body::from_stream(head.chain(rest)))
+}
+
+/// The length of the first complete event in `buf` and where the next one starts.
+fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let mut i = 0;
+    while i < buf.len() {
+        if buf[i] == b'\n' {
+            if buf.get(i + 1) == Some(&b'\n') {
+                return Some((i, i + 2));
+            }
+            if buf.get(i + 1) == Some(&b'\r') && buf.get(i + 2) == Some(&b'\n') {
+                return Some((i, i + 3));
+            }
+        }
+        if buf[i] == b'\r' && buf.get(i + 1) == Some(&b'\r') {
+            return Some((i, i + 2));
+        }
+        i += 1;
+    }
+    None
+}
+
+enum Event {
+    /// A priming event (no data), a keep-alive comment, or only a `retry:`.
+    Skip,
+    /// The JSON-RPC response or error, as its JSON text.
+    Answer(String),
+    /// A notification or request before the answer.
+    Other,
+}
+
+fn first_message(event: &[u8]) -> Event {
+    let Ok(text) = std::str::from_utf8(event) else {
+        return Event::Other;
+    };
+    let mut data = String::new();
+    let mut has_data = false;
+    for line in text.split('\n').map(|l| l.trim_end_matches('\r')) {
+        if let Some(value) = line.strip_prefix("data:") {
+            if has_data {
+                data.push('\n');
+            }
+            data.push_str(value.strip_prefix(' ').unwrap_or(value));
+            has_data = true;
+        }
+    }
+    if data.trim().is_empty() {
+        return Event::Skip;
+    }
+    match serde_json::from_str::<Value>(&data) {
+        Ok(Value::Object(message))
+            if message.contains_key("id")
+                && !message.contains_key("method")
+                && (message.contains_key("result") || message.contains_key("error")) =>
+        {
+            Event::Answer(data)
+        }
+        _ => Event::Other,
+    }
+}
+
+fn media_types(headers: &HeaderMap, name: header::HeaderName) -> impl Iterator<Item = String> {
+    headers
+        .get_all(name)
+        .into_iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter(|range| {
+            // `;q=0` excludes the range.
+            !range.split(';').skip(1).any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
+            })
+        })
+        .map(|range| {
+            range
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+fn accepts_json(headers: &HeaderMap) -> bool {
+    media_types(headers, header::ACCEPT)
+        .any(|t| t == "application/json" || t == "application/*" || t == "*/*")
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    media_types(headers, header::CONTENT_TYPE).any(|t| t == "application/json")
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    media_types(headers, header::CONTENT_TYPE).any(|t| t == "text/event-stream")
+}
+
+/// rmcp's own answer for a session it does not hold, byte for byte, so another identity's
+/// session cannot be told apart from one that does not exist.
+fn session_not_found() -> Response {
+    plain(StatusCode::NOT_FOUND, "Not Found: Session not found".into())
+}
+
+fn plain(status: StatusCode, text: String) -> Response {
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = status;
+    response
+}
+
+fn jsonrpc_error(status: StatusCode, id: Option<Value>, code: i64, message: &str) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id.unwrap_or(Value::Null),
+        "error": { "code": code, "message": message },
+    });
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A request still in flight when shutdown began. A JSON-RPC error (HTTP 200) reaches the
+/// client's caller as an error it can read, where a 5xx status would be a transport failure.
+fn shutting_down(id: Option<Value>) -> Response {
+    let mut response = jsonrpc_error(
+        StatusCode::OK,
+        id,
+        -32000,
+        "roster is shutting down; the request was not completed (retry it once roster is back)",
+    );
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priming_and_keep_alive_events_are_skipped_and_the_answer_found() {
+        assert!(matches!(
+            first_message(b"id: 0\nretry: 3000\ndata: "),
+            Event::Skip
+        ));
+        assert!(matches!(first_message(b":"), Event::Skip));
+        let answer = br#"id: 1
+data: {"jsonrpc":"2.0","id":3,"result":{}}"#;
+        assert!(matches!(first_message(answer), Event::Answer(a) if a.contains("\"id\":3")));
+        let progress = br#"data: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
+        assert!(matches!(first_message(progress), Event::Other));
+        let question = br#"data: {"jsonrpc":"2.0","id":0,"method":"roots/list"}"#;
+        assert!(matches!(first_message(question), Event::Other));
+    }
+
+    #[test]
+    fn events_end_at_a_blank_line() {
+        assert_eq!(event_end(b"data: x\n\ndata: y"), Some((7, 9)));
+        assert_eq!(event_end(b"data: x\r\n\r\n"), Some((8, 11)));
+        assert_eq!(event_end(b"data: x\n"), None);
+    }
+
+    #[test]
+    fn accept_ranges_with_zero_quality_do_not_count() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream, application/json;q=0"),
+        );
+        assert!(!accepts_json(&headers));
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        assert!(accepts_json(&headers));
+    }
+}

@@ -1,0 +1,433 @@
+//! Streamable HTTP: `/mcp` for MCP (both eras), `GET /healthz`, bearer-token auth, and
+//! DNS-rebinding protection (Host and Origin checks).
+//!
+//! `listener` accepts connections (TCP_NODELAY, a connection cap, a header-read timeout,
+//! graceful shutdown); `front` sits before rmcp's service on `/mcp` (session ownership and
+//! bounds, status codes, parse errors, plain JSON answers); `sessions` holds the sessions.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+
+use super::{Gateway, GatewayHandler};
+use crate::config::GatewayConfig;
+
+mod front;
+mod listener;
+mod sessions;
+
+use front::Front;
+use sessions::{BoundSessions, SessionLimits};
+
+/// Why the HTTP endpoint could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The address is taken or not ours to bind.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: String,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// The server loop failed.
+    #[error("the HTTP server stopped: {0}")]
+    Serve(std::io::Error),
+    /// `[gateway] admin_token_env` names a variable that is unset or empty.
+    #[error(
+        "[gateway] admin_token_env names {0}, but that environment variable is not set (or \
+         empty): set it to the admin token, or remove admin_token_env"
+    )]
+    MissingAdminToken(String),
+}
+
+/// The limits of the HTTP front, from the `[gateway]` table.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Connections held open at once.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers.
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request's body.
+    pub request_timeout: Duration,
+    /// Initialize-era sessions held at once.
+    pub max_sessions: usize,
+    /// Initialize-era sessions one client identity may hold at once.
+    pub max_sessions_per_client: usize,
+    /// A session with no traffic this long is closed.
+    pub session_idle_timeout: Duration,
+    /// The largest request body taken.
+    pub max_body_bytes: usize,
+    /// SHA-256 of the admin token that unlocks the full `/healthz` (`None`: nothing does).
+    admin_digest: Option<[u8; 32]>,
+}
+
+impl HttpSettings {
+    /// The settings a `[gateway]` table gives; reads the admin token from its variable.
+    pub fn from_gateway(gateway: &GatewayConfig) -> Result<Self, HttpError> {
+        let admin_digest = match &gateway.admin_token_env {
+            Some(var) => match std::env::var(var) {
+                Ok(token) if !token.is_empty() => Some(digest(&token)),
+                _ => return Err(HttpError::MissingAdminToken(var.clone())),
+            },
+            None => None,
+        };
+        Ok(Self {
+            max_connections: gateway.max_connections,
+            header_read_timeout: gateway.header_read_timeout,
+            request_timeout: gateway.request_timeout,
+            max_sessions: gateway.max_sessions,
+            max_sessions_per_client: gateway.max_sessions_per_client,
+            session_idle_timeout: gateway.session_idle_timeout,
+            admin_digest,
+            ..Self::default()
+        })
+    }
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            max_sessions: 1000,
+            max_sessions_per_client: 100,
+            session_idle_timeout: Duration::from_secs(15 * 60),
+            // rmcp's own limit; the front reads bodies first, so it applies it.
+            max_body_bytes: 4 * 1024 * 1024,
+            admin_digest: None,
+        }
+    }
+}
+
+/// A bound, not yet serving, HTTP endpoint (binding first lets callers learn the port).
+pub struct HttpEndpoint {
+    listener: TcpListener,
+    gateway: Arc<Gateway>,
+    settings: HttpSettings,
+}
+
+impl HttpEndpoint {
+    /// Binds `addr` (e.g. `127.0.0.1:8931`, or port 0 for any free port), with default limits.
+    pub async fn bind(gateway: Arc<Gateway>, addr: &str) -> Result<Self, HttpError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| HttpError::Bind {
+                addr: addr.to_owned(),
+                source,
+            })?;
+        Ok(Self {
+            listener,
+            gateway,
+            settings: HttpSettings::default(),
+        })
+    }
+
+    /// The same endpoint with these limits.
+    pub fn with_settings(mut self, settings: HttpSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The address actually bound.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Serves until the gateway's shutdown token is cancelled; requests in flight then are
+    /// answered with an error naming the shutdown, and open streams are closed.
+    pub async fn serve(self) -> Result<(), HttpError> {
+        let shutdown = self.gateway.shutdown_token();
+        let limits = listener::ConnectionLimits {
+            max_connections: self.settings.max_connections,
+            header_read_timeout: self.settings.header_read_timeout,
+        };
+        let router = router(self.gateway, &self.settings);
+        listener::serve(self.listener, router, limits, shutdown)
+            .await
+            .map_err(HttpError::Serve)
+    }
+}
+
+/// The Host and Origin values `/mcp` and `/healthz` accept.
+struct Rebinding {
+    hosts: Vec<String>,
+    origins: Vec<String>,
+}
+
+/// The HTTP routes of the gateway.
+pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
+    let config = gateway.config();
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    hosts.extend(config.allowed_hosts.iter().cloned());
+    let mut origins: Vec<String> = vec![
+        "http://localhost:*".into(),
+        "http://127.0.0.1:*".into(),
+        "http://[::1]:*".into(),
+    ];
+    origins.extend(config.allowed_origins.iter().cloned());
+    let rebinding = Rebinding {
+        hosts: hosts.clone(),
+        origins: origins.clone(),
+    };
+    let mcp_config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(settings.max_body_bytes)
+        // A 2026-07-28 request whose handler sends nothing before its answer gets plain JSON
+        // (no event stream to open and frame); one with progress or a question still streams.
+        // `front` does the same for initialize-era sessions.
+        .with_json_response(true)
+        .with_cancellation_token(gateway.shutdown_token().child_token());
+    let sessions = BoundSessions::new(SessionLimits {
+        max_sessions: settings.max_sessions,
+        max_per_client: settings.max_sessions_per_client,
+        idle_timeout: settings.session_idle_timeout,
+    });
+    let factory_gateway = gateway.clone();
+    let mcp: StreamableHttpService<GatewayHandler, BoundSessions> = StreamableHttpService::new(
+        move || Ok(GatewayHandler::new(factory_gateway.clone())),
+        sessions.clone(),
+        mcp_config,
+    );
+    let front = Arc::new(Front {
+        sessions: sessions.clone(),
+        max_body_bytes: settings.max_body_bytes,
+        request_timeout: settings.request_timeout,
+        shutdown: gateway.shutdown_token(),
+    });
+    let mcp_routes = Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(front, front::mcp_front))
+        .layer(middleware::from_fn_with_state(
+            gateway.clone(),
+            authenticate,
+        ));
+    let health = Arc::new(Health {
+        gateway,
+        sessions,
+        rebinding,
+        admin_digest: settings.admin_digest,
+    });
+    Router::new()
+        .route("/healthz", get(healthz))
+        .with_state(health)
+        .merge(mcp_routes)
+}
+
+struct Health {
+    gateway: Arc<Gateway>,
+    sessions: Arc<BoundSessions>,
+    rebinding: Rebinding,
+    admin_digest: Option<[u8; 32]>,
+}
+
+/// `{"status":"ok"}` (503 while shutting down); the servers' state only for the admin token,
+/// and even then with secrets in URLs masked.
+async fn healthz(State(health): State<Arc<Health>>, headers: HeaderMap) -> Response {
+    if let Err(why) = health.rebinding.check(&headers) {
+        return (StatusCode::FORBIDDEN, format!("Forbidden: {why}")).into_response();
+    }
+    let shutting_down = health.gateway.shutdown_token().is_cancelled();
+    let (status, word) = if shutting_down {
+        (StatusCode::SERVICE_UNAVAILABLE, "shutting down")
+    } else {
+        (StatusCode::OK, "ok")
+    };
+    let admin = health
+        .admin_digest
+        .is_some_and(|expected| bearer(&headers).is_some_and(|t| digest(t) == expected));
+    if !admin {
+        return (status, axum::Json(serde_json::json!({ "status": word }))).into_response();
+    }
+    let mut servers = health.gateway.backend().status();
+    redact(&mut servers);
+    (
+        status,
+        axum::Json(serde_json::json!({
+            "status": word,
+            "sessions": health.sessions.count(),
+            "servers": servers,
+        })),
+    )
+        .into_response()
+}
+
+/// Masks userinfo and query strings of every URL in every string of `value`.
+fn redact(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(s) => *s = crate::config::redact_urls(s),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(redact),
+        serde_json::Value::Object(map) => map.values_mut().for_each(redact),
+        _ => {}
+    }
+}
+
+impl Rebinding {
+    /// The same rule rmcp applies to `/mcp`: a loopback or configured Host, and an Origin
+    /// (when sent) that is configured.
+    fn check(&self, headers: &HeaderMap) -> Result<(), String> {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .ok_or("the request has no Host header")?;
+        if !self
+            .hosts
+            .iter()
+            .any(|allowed| authority_matches(allowed, host))
+        {
+            return Err(format!(
+                "Host {host:?} is not allowed (add it to [gateway] allowed_hosts)"
+            ));
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or_default();
+            if !self
+                .origins
+                .iter()
+                .any(|allowed| origin_matches(allowed, origin))
+            {
+                return Err(format!(
+                    "Origin {origin:?} is not allowed (add it to [gateway] allowed_origins)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Splits `host[:port]` (brackets around an IPv6 host dropped).
+fn split_authority(authority: &str) -> (String, Option<&str>) {
+    let authority = authority.trim();
+    if let Some(rest) = authority.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').unwrap_or((rest, ""));
+        return (host.to_ascii_lowercase(), after.strip_prefix(':'));
+    }
+    match authority.rsplit_once(':') {
+        // More than one colon and no brackets: a bare IPv6 address.
+        Some((host, _)) if host.contains(':') => (authority.to_ascii_lowercase(), None),
+        Some((host, port)) => (host.to_ascii_lowercase(), Some(port)),
+        None => (authority.to_ascii_lowercase(), None),
+    }
+}
+
+/// An allowed host without a port takes any port; with one, only that port.
+fn authority_matches(allowed: &str, host: &str) -> bool {
+    let (allowed_host, allowed_port) = split_authority(allowed);
+    let (host, port) = split_authority(host);
+    allowed_host == host && (allowed_port.is_none() || allowed_port == port)
+}
+
+/// `scheme://host[:port]`, where a `*` port takes any port.
+fn origin_matches(allowed: &str, origin: &str) -> bool {
+    let (Some((allowed_scheme, allowed_rest)), Some((scheme, rest))) =
+        (allowed.split_once("://"), origin.split_once("://"))
+    else {
+        return allowed.eq_ignore_ascii_case(origin);
+    };
+    if !allowed_scheme.eq_ignore_ascii_case(scheme) {
+        return false;
+    }
+    let (allowed_host, allowed_port) = split_authority(allowed_rest.trim_end_matches('/'));
+    let (host, port) = split_authority(rest.trim_end_matches('/'));
+    allowed_host == host && (allowed_port == Some("*") || allowed_port == port)
+}
+
+/// The token of an `Authorization: Bearer …` header; the scheme is case-insensitive.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(char::is_whitespace)?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Attaches the caller's identity, or answers 401 when clients are configured and the request
+/// has no valid bearer token.
+async fn authenticate(
+    State(gateway): State<Arc<Gateway>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let identity = if gateway.requires_token() {
+        match bearer(request.headers()).and_then(|t| gateway.authenticate(t)) {
+            Some(identity) => identity,
+            None => return unauthorized(),
+        }
+    } else {
+        gateway.anonymous()
+    };
+    request.extensions_mut().insert(identity);
+    next.run(request).await
+}
+
+fn unauthorized() -> Response {
+    let mut response = (
+        StatusCode::UNAUTHORIZED,
+        axum::Json(serde_json::json!({
+            "error": "a valid bearer token is required: send Authorization: Bearer <token> for a [[clients]] entry"
+        })),
+    )
+        .into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"roster\""),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_and_origins_match_like_rmcp() {
+        assert!(authority_matches("localhost", "localhost:8931"));
+        assert!(authority_matches("::1", "[::1]:8931"));
+        assert!(authority_matches("example.com:443", "EXAMPLE.com:443"));
+        assert!(!authority_matches("example.com:443", "example.com:80"));
+        assert!(!authority_matches("localhost", "evil.example"));
+        assert!(origin_matches(
+            "http://localhost:*",
+            "http://localhost:3000"
+        ));
+        assert!(origin_matches("http://[::1]:*", "http://[::1]:3000"));
+        assert!(!origin_matches(
+            "http://localhost:*",
+            "https://localhost:3000"
+        ));
+        assert!(!origin_matches(
+            "http://localhost:*",
+            "http://evil.example:3000"
+        ));
+        assert!(origin_matches("https://app.example", "https://app.example"));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let mut headers = HeaderMap::new();
+        for value in ["Bearer t0k", "BEARER t0k", "bearer   t0k "] {
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_static(value));
+            assert_eq!(bearer(&headers), Some("t0k"), "{value}");
+        }
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic t0k"));
+        assert_eq!(bearer(&headers), None);
+    }
+}

@@ -1,0 +1,269 @@
+//! Initialize-era HTTP sessions bound to the client identity that created them, and bounded:
+//! in total, per identity, and by an idle timeout.
+//!
+//! rmcp's `LocalSessionManager` keeps the sessions; [`BoundSessions`] wraps it to learn when
+//! each one ends (a DELETE, its idle timeout, or its worker stopping), so the owner record and
+//! the counts go with it. The owner is recorded by the HTTP front once `initialize` has been
+//! answered with the new `Mcp-Session-Id`; nobody else knows the id before that.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::WorkerTransport;
+use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
+use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
+};
+
+/// The session bounds in force.
+#[derive(Debug, Clone)]
+pub(super) struct SessionLimits {
+    pub(super) max_sessions: usize,
+    pub(super) max_per_client: usize,
+    pub(super) idle_timeout: Duration,
+}
+
+/// A bound that refused a new session; its message names the config key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum SessionBound {
+    #[error(
+        "roster holds {0} HTTP sessions ([gateway] max_sessions); end one with DELETE, let \
+         idle ones expire, or raise the limit"
+    )]
+    Total(usize),
+    #[error(
+        "this client holds {0} HTTP sessions ([gateway] max_sessions_per_client); end one \
+         with DELETE, let idle ones expire, or raise the limit"
+    )]
+    PerClient(usize),
+}
+
+/// Who holds which session, and how many each identity holds (pending `initialize`s
+/// included, so concurrent ones cannot overshoot a bound).
+#[derive(Default)]
+struct Owners {
+    /// Every live session; `None` until its `initialize` was answered.
+    by_session: HashMap<SessionId, Option<String>>,
+    /// Sessions held plus `initialize`s in flight, per identity key.
+    per_client: HashMap<String, usize>,
+    /// `initialize`s in flight (their sessions may not exist yet).
+    pending: usize,
+}
+
+/// The session manager of the HTTP front.
+pub(super) struct BoundSessions {
+    inner: LocalSessionManager,
+    owners: Mutex<Owners>,
+    limits: SessionLimits,
+}
+
+impl BoundSessions {
+    pub(super) fn new(limits: SessionLimits) -> Arc<Self> {
+        let mut inner = LocalSessionManager::default();
+        inner.session_config.keep_alive = Some(limits.idle_timeout);
+        Arc::new(Self {
+            inner,
+            owners: Mutex::new(Owners::default()),
+            limits,
+        })
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, Owners> {
+        self.owners.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `id` is a live session of someone other than `client`: such a request must be
+    /// answered exactly as for a session that does not exist.
+    pub(super) fn foreign(&self, id: &str, client: &str) -> bool {
+        let id: SessionId = id.to_owned().into();
+        match self.owners().by_session.get(&id) {
+            Some(Some(owner)) => owner != client,
+            // Not yet claimed: only its creator could know the id, and it has no answer yet.
+            Some(None) => true,
+            None => false,
+        }
+    }
+
+    /// Whether `id` is a live session of `client`.
+    pub(super) fn owned_by(&self, id: &str, client: &str) -> bool {
+        let id: SessionId = id.to_owned().into();
+        matches!(self.owners().by_session.get(&id), Some(Some(owner)) if owner == client)
+    }
+
+    /// Room for one more session of `client`, held until claimed or dropped.
+    pub(super) fn reserve(self: &Arc<Self>, client: &str) -> Result<Reservation, SessionBound> {
+        let mut owners = self.owners();
+        let held = owners.per_client.get(client).copied().unwrap_or(0);
+        let claimed = owners.by_session.values().filter(|o| o.is_some()).count();
+        if claimed + owners.pending >= self.limits.max_sessions {
+            return Err(SessionBound::Total(self.limits.max_sessions));
+        }
+        if held >= self.limits.max_per_client {
+            return Err(SessionBound::PerClient(self.limits.max_per_client));
+        }
+        owners.pending += 1;
+        *owners.per_client.entry(client.to_owned()).or_default() += 1;
+        Ok(Reservation {
+            sessions: self.clone(),
+            client: client.to_owned(),
+            done: false,
+        })
+    }
+
+    /// How many sessions are live (for the admin's `/healthz`).
+    pub(super) fn count(&self) -> usize {
+        self.owners().by_session.len()
+    }
+
+    fn forget(&self, id: &SessionId) {
+        let mut owners = self.owners();
+        if let Some(Some(owner)) = owners.by_session.remove(id) {
+            release(&mut owners.per_client, &owner);
+        }
+    }
+}
+
+fn release(per_client: &mut HashMap<String, usize>, client: &str) {
+    if let Some(n) = per_client.get_mut(client) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            per_client.remove(client);
+        }
+    }
+}
+
+/// A place for one session, taken before `initialize` runs.
+pub(super) struct Reservation {
+    sessions: Arc<BoundSessions>,
+    client: String,
+    done: bool,
+}
+
+impl Reservation {
+    /// The session `id` was created for this client; it now counts as held.
+    pub(super) fn claim(mut self, id: &str) {
+        let id: SessionId = id.to_owned().into();
+        let mut owners = self.sessions.owners();
+        owners.pending = owners.pending.saturating_sub(1);
+        match owners.by_session.get_mut(&id) {
+            Some(owner @ None) => *owner = Some(self.client.clone()),
+            // Already gone (it ended before its answer got here), or not ours to claim.
+            _ => release(&mut owners.per_client, &self.client),
+        }
+        self.done = true;
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let mut owners = self.sessions.owners();
+        owners.pending = owners.pending.saturating_sub(1);
+        release(&mut owners.per_client, &self.client);
+    }
+}
+
+impl SessionManager for BoundSessions {
+    type Error = LocalSessionManagerError;
+    type Transport = WorkerTransport<LocalSessionWorker>;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let (id, transport) = self.inner.create_session().await?;
+        self.owners().by_session.insert(id.clone(), None);
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.inner.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        // rmcp calls this for every end of a session (DELETE, idle timeout, worker exit).
+        self.forget(id);
+        self.inner.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.resume(id, last_event_id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sessions(total: usize, per_client: usize) -> Arc<BoundSessions> {
+        BoundSessions::new(SessionLimits {
+            max_sessions: total,
+            max_per_client: per_client,
+            idle_timeout: Duration::from_secs(60),
+        })
+    }
+
+    #[tokio::test]
+    async fn a_session_is_its_creators_and_bounds_count_pending_ones() {
+        let s = sessions(3, 2);
+        let (id, _t) = s.create_session().await.expect("session");
+        let first = s.reserve("alice").expect("room");
+        assert!(s.foreign(&id, "alice"), "unclaimed is nobody's");
+        first.claim(&id);
+        assert!(s.owned_by(&id, "alice"));
+        assert!(s.foreign(&id, "bob"));
+        assert!(!s.foreign("no-such-session", "bob"));
+
+        let pending = s.reserve("alice").expect("second of two");
+        assert_eq!(s.reserve("alice").err(), Some(SessionBound::PerClient(2)));
+        let _bob = s.reserve("bob").expect("bob has room");
+        assert_eq!(s.reserve("carol").err(), Some(SessionBound::Total(3)));
+        drop(pending);
+        assert!(
+            s.reserve("alice").is_ok(),
+            "a dropped reservation frees its place"
+        );
+
+        s.close_session(&id).await.expect("close");
+        assert!(!s.owned_by(&id, "alice"));
+        assert_eq!(s.count(), 0);
+    }
+}
