@@ -37,7 +37,7 @@
 //! header_read_timeout = "10s"  # a client has this long to send a request's headers
 //! request_timeout = "30s"      # ... and this long to send its body (else 408)
 //! max_sessions = 1000          # initialize-era HTTP sessions at once (else 503 naming it)
-//! max_sessions_per_client = 100  # ... per client identity
+//! max_sessions_per_client = 100  # ... per [[clients]] identity
 //! session_idle_timeout = "15m" # a session with no traffic this long is closed
 //! admin_token_env = "ROSTER_ADMIN_TOKEN"  # bearer token for the full /healthz (unset: none)
 //!
@@ -398,7 +398,7 @@ pub struct GatewayConfig {
     pub request_timeout: Duration,
     /// Initialize-era HTTP sessions held at once.
     pub max_sessions: usize,
-    /// Initialize-era HTTP sessions held at once by one client identity.
+    /// Initialize-era HTTP sessions held at once by one `[[clients]]` identity.
     pub max_sessions_per_client: usize,
     /// An HTTP session with no traffic this long is closed and its memory freed.
     pub session_idle_timeout: Duration,

@@ -248,11 +248,22 @@ token_env = "ROSTER_TEST_LAPTOP_TOKEN"
 
 #[test]
 fn healthz_and_admin_commands_report_the_running_gateway() {
-    let gateway = start_http("", &[]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config_with(
+        dir.path(),
+        "admin_token_env = \"ROSTER_TEST_ADMIN_TOKEN\"",
+        "",
+        "",
+    );
+    let gateway = start_http_at(dir, &config, &[("ROSTER_TEST_ADMIN_TOKEN", "admin")]);
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let health: Value = runtime.block_on(async {
         let url = gateway.url.replace("/mcp", "/healthz");
-        reqwest::get(url)
+        // The servers' state is shown only to the admin token.
+        reqwest::Client::new()
+            .get(url)
+            .bearer_auth("admin")
+            .send()
             .await
             .expect("GET /healthz")
             .json()

@@ -250,11 +250,11 @@ async fn unwrap_first_event(
                     parts.headers.remove("x-accel-buffering");
                     return Response::from_parts(parts, Body::from(message));
                 }
-                Event::Other => return restream(parts, held, stream),
+                Event::Other => return restream(parts, held, stream, request_id, shutdown),
             }
         }
         if held.len() > FIRST_EVENT_LIMIT {
-            return restream(parts, held, stream);
+            return restream(parts, held, stream, request_id, shutdown);
         }
     }
     // The stream ended with no message: at shutdown, say so; otherwise pass on what came.
@@ -264,13 +264,33 @@ async fn unwrap_first_event(
     Response::from_parts(parts, Body::from(held))
 }
 
+/// The stream as it came, what was read put back in front. Should shutdown begin before the
+/// stream ends (the answer would then never come), an SSE event with the JSON-RPC error naming
+/// it ends the stream.
 fn restream(
     parts: axum::http::response::Parts,
     held: Vec<u8>,
-    rest: impl futures::Stream<Item = Result<Bytes, axum::Error>> + Send + 'static,
+    rest: impl futures::Stream<Item = Result<Bytes, axum::Error>> + Send + Unpin + 'static,
+    request_id: Option<Value>,
+    shutdown: &CancellationToken,
 ) -> Response {
     let head = futures::stream::once(async move { Ok::<_, axum::Error>(Bytes::from(held)) });
-    Response::from_parts(parts, Body::from_stream(head.chain(rest)))
+    let shutdown = shutdown.clone();
+    let tail = futures::stream::unfold(Some((rest, request_id)), move |state| {
+        let shutdown = shutdown.clone();
+        async move {
+            let (mut rest, request_id) = state?;
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => {
+                    let event = format!("event: message\ndata: {}\n\n", shutdown_error(request_id));
+                    Some((Ok(Bytes::from(event)), None))
+                }
+                item = rest.next() => item.map(|item| (item, Some((rest, request_id)))),
+            }
+        }
+    });
+    Response::from_parts(parts, Body::from_stream(head.chain(tail)))
 }
 
 /// The length of the first complete event in `buf` and where the next one starts.
@@ -398,15 +418,21 @@ fn jsonrpc_error(status: StatusCode, id: Option<Value>, code: i64, message: &str
     response
 }
 
+const SHUTDOWN_MESSAGE: &str =
+    "roster is shutting down; the request was not completed (retry it once roster is back)";
+
+fn shutdown_error(id: Option<Value>) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id.unwrap_or(Value::Null),
+        "error": { "code": -32000, "message": SHUTDOWN_MESSAGE },
+    })
+}
+
 /// A request still in flight when shutdown began. A JSON-RPC error (HTTP 200) reaches the
 /// client's caller as an error it can read, where a 5xx status would be a transport failure.
 fn shutting_down(id: Option<Value>) -> Response {
-    let mut response = jsonrpc_error(
-        StatusCode::OK,
-        id,
-        -32000,
-        "roster is shutting down; the request was not completed (retry it once roster is back)",
-    );
+    let mut response = jsonrpc_error(StatusCode::OK, id, -32000, SHUTDOWN_MESSAGE);
     response
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));

@@ -102,7 +102,9 @@ impl BoundSessions {
         if claimed + owners.pending >= self.limits.max_sessions {
             return Err(SessionBound::Total(self.limits.max_sessions));
         }
-        if held >= self.limits.max_per_client {
+        // Without [[clients]] every HTTP client is the one default identity; its bound would
+        // only be a second, smaller total.
+        if !client.is_empty() && held >= self.limits.max_per_client {
             return Err(SessionBound::PerClient(self.limits.max_per_client));
         }
         owners.pending += 1;
