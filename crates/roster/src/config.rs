@@ -798,8 +798,8 @@ pub fn redact_urls(text: &str) -> String {
         let len = rest[at..]
             .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`'))
             .unwrap_or(rest.len() - at);
-        // A URL at the end of a sentence keeps its full stop or bracket outside.
-        let url = rest[at..at + len].trim_end_matches(['.', ',', ';', ')', ']']);
+        // A URL at the end of a sentence or in brackets leaves its punctuation outside.
+        let url = rest[at..at + len].trim_end_matches(['.', ',', ';', ':', '!', ')', ']']);
         out.push_str(&redact_url(url));
         rest = &rest[at + url.len()..];
     }
