@@ -323,10 +323,21 @@ fn alive(pid: u64) -> bool {
 
 #[test]
 fn sigterm_shuts_the_gateway_down_and_stops_its_servers() {
-    let mut gateway = start_http("", &[]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config_with(
+        dir.path(),
+        "admin_token_env = \"ROSTER_TEST_ADMIN_TOKEN\"",
+        "",
+        "",
+    );
+    let mut gateway = start_http_at(dir, &config, &[("ROSTER_TEST_ADMIN_TOKEN", "admin")]);
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let health: Value = runtime.block_on(async {
-        reqwest::get(gateway.url.replace("/mcp", "/healthz"))
+        // The servers' pids are shown only to the admin token.
+        reqwest::Client::new()
+            .get(gateway.url.replace("/mcp", "/healthz"))
+            .bearer_auth("admin")
+            .send()
             .await
             .expect("GET /healthz")
             .json()
