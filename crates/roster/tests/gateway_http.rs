@@ -266,23 +266,36 @@ async def main():
 anyio.run(main)
 "#;
 
+/// The Python SDK's 1.x line (env `ROSTER_TEST_PYTHON_MCP1`, as scripts/test sets it up).
+fn python_mcp1() -> std::path::PathBuf {
+    match std::env::var_os("ROSTER_TEST_PYTHON_MCP1") {
+        Some(p) => p.into(),
+        None => common::workspace_root().join(".venv-mcp1/bin/python"),
+    }
+}
+
 #[test]
 fn the_python_sdk_ends_its_session_without_a_warning() {
     let roster = Roster::start("", "", &[]);
-    let output = Command::new(common::python())
-        .args(["-c", PYTHON_SESSION, &roster.url])
-        .output()
-        .expect("run the Python SDK client");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the client failed: {stderr}");
-    let listed: usize = String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("no tool count; stderr: {stderr}"));
-    assert!(listed > 0, "the native tools are listed");
-    // The DELETE went out (debug logging shows the request) and was taken.
-    assert!(stderr.contains("DELETE"), "no DELETE was sent: {stderr}");
-    assert!(!stderr.contains("Session termination failed"), "{stderr}");
+    for python in [common::python(), python_mcp1()] {
+        let output = Command::new(&python)
+            .args(["-c", PYTHON_SESSION, &roster.url])
+            .output()
+            .unwrap_or_else(|e| panic!("run the Python SDK client {python:?}: {e}"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{python:?} failed: {stderr}");
+        let listed: usize = String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("no tool count from {python:?}; stderr: {stderr}"));
+        assert!(listed > 0, "the native tools are listed");
+        // The DELETE went out (debug logging shows the request) and was taken.
+        assert!(
+            stderr.contains("DELETE"),
+            "{python:?} sent no DELETE: {stderr}"
+        );
+        assert!(!stderr.contains("Session termination failed"), "{stderr}");
+    }
 }
 
 #[tokio::test]
