@@ -35,7 +35,7 @@
 //! max_tasks = 1000             # tasks running at once; past it calls are answered in place
 //! max_connections = 1024       # HTTP connections held at once; past it one is answered 503
 //! header_read_timeout = "10s"  # a client has this long to send a request's headers
-//! request_timeout = "30s"      # ... and this long to send its body (else 408)
+//! body_read_timeout = "30s"    # ... and this long to send its body (else 408)
 //! max_sessions = 1000          # initialize-era HTTP sessions at once (else 503 naming it)
 //! max_sessions_per_client = 100  # ... per [[clients]] identity
 //! session_idle_timeout = "15m" # a session with no traffic this long is closed
@@ -395,7 +395,7 @@ pub struct GatewayConfig {
     /// How long an HTTP client may take to send a request's headers.
     pub header_read_timeout: Duration,
     /// How long an HTTP client may take to send a request's body.
-    pub request_timeout: Duration,
+    pub body_read_timeout: Duration,
     /// Initialize-era HTTP sessions held at once.
     pub max_sessions: usize,
     /// Initialize-era HTTP sessions held at once by one `[[clients]]` identity.
@@ -462,7 +462,7 @@ impl GatewayConfig {
             max_tasks: 1000,
             max_connections: 1024,
             header_read_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
             max_sessions: 1000,
             max_sessions_per_client: 100,
             session_idle_timeout: Duration::from_secs(15 * 60),
@@ -583,7 +583,7 @@ struct RawGateway {
     max_tasks: Option<usize>,
     max_connections: Option<usize>,
     header_read_timeout: Option<RawDuration>,
-    request_timeout: Option<RawDuration>,
+    body_read_timeout: Option<RawDuration>,
     max_sessions: Option<usize>,
     max_sessions_per_client: Option<usize>,
     session_idle_timeout: Option<RawDuration>,
@@ -1162,9 +1162,9 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
             &mut g.header_read_timeout,
         ),
         (
-            "gateway.request_timeout",
-            &raw.request_timeout,
-            &mut g.request_timeout,
+            "gateway.body_read_timeout",
+            &raw.body_read_timeout,
+            &mut g.body_read_timeout,
         ),
         (
             "gateway.session_idle_timeout",

@@ -451,6 +451,21 @@ fn a_connection_that_trickles_its_headers_is_closed() {
 }
 
 #[test]
+fn a_body_that_never_arrives_gets_408_naming_the_bound() {
+    let roster = Roster::start("body_read_timeout = \"1s\"", "", &[]);
+    let mut stream = TcpStream::connect(roster.addr()).expect("connect");
+    stream
+        .write_all(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+              accept: application/json, text/event-stream\r\ncontent-length: 100\r\n\r\n{\"jsonrpc\"",
+        )
+        .expect("write the headers and part of the body");
+    let answer = read_until_closed(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("body_read_timeout"), "{answer}");
+}
+
+#[test]
 fn connections_over_the_cap_are_refused_naming_it() {
     let roster = Roster::start(
         "max_connections = 2\nheader_read_timeout = \"60s\"",

@@ -35,7 +35,7 @@ const FIRST_EVENT_LIMIT: usize = 16 * 1024 * 1024;
 pub(super) struct Front {
     pub(super) sessions: Arc<BoundSessions>,
     pub(super) max_body_bytes: usize,
-    pub(super) request_timeout: Duration,
+    pub(super) body_read_timeout: Duration,
     pub(super) shutdown: CancellationToken,
 }
 
@@ -117,7 +117,7 @@ async fn post(
         return session_not_found();
     }
     let (parts, body) = request.into_parts();
-    let bytes = match read_body(body, front.max_body_bytes, front.request_timeout).await {
+    let bytes = match read_body(body, front.max_body_bytes, front.body_read_timeout).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
@@ -202,7 +202,7 @@ async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes,
         Err(_) => Err(plain(
             StatusCode::REQUEST_TIMEOUT,
             format!(
-                "the request body did not arrive within {} ([gateway] request_timeout)",
+                "the request body did not arrive within {} ([gateway] body_read_timeout)",
                 humantime::format_duration(timeout)
             ),
         )),

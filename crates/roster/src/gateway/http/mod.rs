@@ -59,7 +59,7 @@ pub struct HttpSettings {
     /// How long a client may take to send a request's headers.
     pub header_read_timeout: Duration,
     /// How long a client may take to send a request's body.
-    pub request_timeout: Duration,
+    pub body_read_timeout: Duration,
     /// Initialize-era sessions held at once.
     pub max_sessions: usize,
     /// Initialize-era sessions one client identity may hold at once.
@@ -85,7 +85,7 @@ impl HttpSettings {
         Ok(Self {
             max_connections: gateway.max_connections,
             header_read_timeout: gateway.header_read_timeout,
-            request_timeout: gateway.request_timeout,
+            body_read_timeout: gateway.body_read_timeout,
             max_sessions: gateway.max_sessions,
             max_sessions_per_client: gateway.max_sessions_per_client,
             session_idle_timeout: gateway.session_idle_timeout,
@@ -100,7 +100,7 @@ impl Default for HttpSettings {
         Self {
             max_connections: 1024,
             header_read_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
             max_sessions: 1000,
             max_sessions_per_client: 100,
             session_idle_timeout: Duration::from_secs(15 * 60),
@@ -205,7 +205,7 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
     let front = Arc::new(Front {
         sessions: sessions.clone(),
         max_body_bytes: settings.max_body_bytes,
-        request_timeout: settings.request_timeout,
+        body_read_timeout: settings.body_read_timeout,
         shutdown: gateway.shutdown_token(),
     });
     let mcp_routes = Router::new()
