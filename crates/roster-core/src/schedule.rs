@@ -441,6 +441,11 @@ impl ServerSchedule {
         self.offerings.answered(ticket);
     }
 
+    /// Whether an offerings listing that answers every change up to `ticket` has finished.
+    pub fn offerings_answer(&self, ticket: ListingTicket) -> bool {
+        self.offerings.covers(ticket)
+    }
+
     /// Whether a prompts or resources change was announced that no finished listing answers.
     pub fn offerings_stale(&self) -> bool {
         self.offerings.unanswered()
@@ -781,7 +786,9 @@ mod tests {
             "a listing from before the change answers nothing"
         );
         let ticket = a.offerings_ticket();
+        assert!(!a.offerings_answer(ticket));
         a.offerings_listed(ticket);
+        assert!(a.offerings_answer(ticket));
         assert!(schedule.offerings_due().is_empty());
         // Tools and offerings are marked apart.
         assert!(schedule.due(Instant::now()).contains(&"a"), "never listed");

@@ -66,6 +66,11 @@ pub trait Backend: Send + Sync + 'static {
     /// comes back for as long as the tools stay the same, so readers can key copies on it.
     fn tools(&self) -> Arc<Vec<Tool>>;
 
+    /// The exposed name a `tools/call` of `name` reaches: `name` when it is exposed, else the
+    /// one server tool whose own name it is (MCP Apps call their server's tools so). An error
+    /// says the name is unknown, or names the exposed names of every server that has it.
+    fn route_call(&self, name: &str) -> Result<String, roster_core::CallRouteError>;
+
     /// Calls a server's tool by its exposed name with the client's arguments. The result is
     /// `input_required` only for a caller that takes such results itself.
     fn call<'a>(
@@ -439,6 +444,12 @@ impl Gateway {
     /// The client a bearer token belongs to, if any.
     pub fn authenticate(&self, token: &str) -> Option<ClientIdentity> {
         auth::authenticate(&self.clients, token)
+    }
+
+    /// Whether `who`'s tool results carry the change note: its `[[clients]]` entry's
+    /// `delta_notes`, else `[gateway] delta_notes`.
+    pub(crate) fn delta_notes(&self, who: &ClientIdentity) -> bool {
+        auth::delta_notes(&self.clients, who, self.config.delta_notes)
     }
 
     /// Who a request without a token is: the `[gateway] subscriptions` default.
