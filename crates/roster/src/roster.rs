@@ -15,7 +15,9 @@
 //! A *turn* is one model step that reaches the servers. [`Roster::begin_turn`] (or
 //! [`Session::begin_turn`] for one client session) lists every server that is stale or due —
 //! one listing per server however many turns start at once — and drains that session's
-//! queued deltas. [`Roster::call`] does not start a turn by itself: the host decides when its
+//! queued deltas. A server's `list_changed` makes it stale the moment it is read, so the turn
+//! after it sees the change; the debounced background re-list only covers the time when no
+//! turn comes. [`Roster::call`] does not start a turn by itself: the host decides when its
 //! turns begin.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -5,8 +5,13 @@
 //! runtime's [`crate::Roster`] implements it; tests can put any real implementation behind it.
 //!
 //! Per client session the gateway keeps the change note drained at a turn until a tool result
-//! carries it, and sends `notifications/tools/list_changed` upstream only when a non-empty delta
-//! arrived — once per batch of deltas drained at one turn (coalesced per session).
+//! carries it (as a text block of its own; a `tools/list` of the session drops it, and a
+//! `[[clients]]` entry can turn notes off), and sends `notifications/tools/list_changed`
+//! upstream only when a non-empty delta arrived — once per batch of deltas drained at one turn
+//! (coalesced per session).
+//!
+//! A `tools/call` goes by exposed name, or by a server's own tool name that exactly one
+//! connected server has (MCP Apps call their server's tools so; see [`Backend::route_call`]).
 //!
 //! Besides tools, prompts and resources, the gateway relays resource updates to the sessions
 //! that subscribed (`watched`), and runs slow tool calls as tasks for clients that opted in to

@@ -4,6 +4,11 @@
 //! the core [`Debouncer`] and wakes the hook's own task. That task waits for the trailing edge
 //! and runs the re-list there, so a re-list (a round-trip to the server) never runs on the
 //! reader — which would stall the very pump its answer has to come through.
+//!
+//! For servers the runtime records the notification as staleness in the schedule first (the
+//! next turn lists the server and answers fresh); the hook's re-list there takes only what is
+//! still stale at the trailing edge, so it is the background re-list for when no turn comes.
+//! The skill refresh uses the hook as it is.
 
 use std::future::Future;
 use std::pin::Pin;
