@@ -149,6 +149,29 @@ async fn a_list_changed_while_a_listing_is_in_flight_leaves_the_server_stale() {
 }
 
 #[tokio::test]
+async fn a_prompt_added_with_list_changed_is_there_at_the_next_turn() {
+    common::init_tracing();
+    let config = test_config(&dynamic_server_toml("dyn", "legacy", &[]), NO_TRAILING_EDGE);
+    let roster = Roster::start(config).await.expect("starts");
+    let has_prompt = |name: &str| roster.prompts().iter().any(|p| p.exposed_name == name);
+    assert!(!has_prompt("dyn__greeting"));
+    roster
+        .call("dyn__add_prompt", args(json!({"name": "greeting"})))
+        .await
+        .expect("add_prompt answers");
+    roster.begin_turn().await;
+    assert!(
+        has_prompt("dyn__greeting"),
+        "the turn after prompts/list_changed lists the prompts again"
+    );
+    let prompt = roster
+        .get_prompt("dyn__greeting", None)
+        .await
+        .expect("routed to the server");
+    assert!(prompt.to_string().contains("prompt greeting"), "{prompt}");
+}
+
+#[tokio::test]
 async fn a_call_by_a_servers_own_tool_name() {
     common::init_tracing();
     let servers = format!(

@@ -118,6 +118,23 @@ async def remove_tool(name: str, ctx: Context) -> str:
 
 
 @mcp.tool()
+async def add_prompt(name: str, ctx: Context) -> str:
+    """Add a prompt named `name` and announce it with `notifications/prompts/list_changed`."""
+    from mcp.server.mcpserver.prompts.base import Prompt
+
+    def prompt() -> str:
+        return f"prompt {name}"
+
+    mcp.add_prompt(Prompt.from_function(prompt, name=name, description=f"Added at run time: {name}"))
+    try:
+        await ctx.session.send_prompt_list_changed()
+    except Exception:  # noqa: BLE001 - a modern session has no legacy channel
+        pass
+    await ctx.notify_prompts_changed()
+    return f"added prompt {name}"
+
+
+@mcp.tool()
 async def storm(count: int, ctx: Context) -> str:
     """Send `count` list_changed notifications in a burst (the tool list does not change)."""
     await announce(ctx, count)

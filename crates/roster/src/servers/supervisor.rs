@@ -102,7 +102,8 @@ pub struct ServerStatus {
     pub last_error: Option<String>,
     /// The child process id of a running stdio server.
     pub pid: Option<u32>,
-    /// Debounced re-lists fired by `list_changed`.
+    /// Trailing edges of the `list_changed` debounce (each re-lists the server only if no turn
+    /// listed it since).
     pub refresh_count: u64,
 }
 
@@ -591,8 +592,9 @@ impl Runtime {
         let _one_at_a_time = slot.listing.lock().await;
         let ticket = {
             let state = self.state();
+            // Only enabled servers are scheduled; a disabled one is never connected.
             let Some(schedule) = state.schedule.server(&slot.name) else {
-                return Err(RelistError::Unknown(slot.name.clone()));
+                return Err(RelistError::NotConnected(slot.name.clone()));
             };
             let skip = match when {
                 Relisting::Always => false,
