@@ -22,9 +22,12 @@ pub use debounce::{DebounceError, Debouncer, Fire};
 pub use delta::{Delta, DeltaQueue};
 pub use flow::{FlowError, FlowTemplate, FlowTemplates, ResolvedStep};
 pub use naming::{Collision, NATIVE_TOOLS, NamingConfig, NamingError, NamingMode};
-pub use registry::{ExposedTool, Fingerprint, Listing, Route, Superseded, ToolRegistry};
+pub use registry::{
+    CallRouteError, ExposedTool, Fingerprint, Listing, Route, Superseded, ToolRegistry,
+};
 pub use schedule::{
-    BackoffConfig, ListingState, Schedule, ScheduleConfig, ScheduleConfigError, ServerSchedule,
+    BackoffConfig, ListingState, ListingTicket, Schedule, ScheduleConfig, ScheduleConfigError,
+    ServerSchedule,
 };
 pub use skills::{
     Availability, InvalidSkill, LoadReport, ResolveError, Skill, SkillError, SkillFileError,

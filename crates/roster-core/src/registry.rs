@@ -26,6 +26,13 @@
 //! `conditional` mode when a server that was not configured reconciles and so makes the count
 //! cross one: every tool is renamed, and the delta says so.
 //!
+//! # Calls by a server's own name
+//! [`ToolRegistry::route_call`] is how a `tools/call` name finds its tool: an exposed name first;
+//! else a server's *own* tool name that exactly one listed server has (an MCP App inside a host
+//! calls its server's tools by the server's names). Native tool names never fall through to a
+//! server, and when several servers have the name the error names each one's exposed name, so
+//! the caller can pick.
+//!
 //! # Cost
 //! A reconcile hashes every tool of the listing and frees one of the two copies of each tool it
 //! already had; at 10,000 tools both dwarf the bookkeeping (see `bench/core.md`). A runtime that
@@ -303,6 +310,28 @@ pub struct Route<'a> {
     pub server: &'a str,
     /// The tool as that server listed it; `tool.name` is the name to call it by there.
     pub tool: &'a Tool,
+}
+
+/// A `tools/call` name that reaches no tool, or more than one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallRouteError {
+    /// Neither an exposed name nor any listed server's own tool name.
+    #[error("unknown tool {0:?}; list the tools again with tools/list")]
+    Unknown(String),
+    /// Not an exposed name, and several servers have a tool of this own name.
+    #[error(
+        "tool {name:?} is not an exposed name and {} servers have a tool of that name; call it by \
+         one of its exposed names: {}",
+        exposed.len(),
+        exposed.join(", ")
+    )]
+    Ambiguous {
+        /// The name called.
+        name: String,
+        /// The exposed name of each server's tool of that name, servers in config order.
+        exposed: Vec<String>,
+    },
 }
 
 /// One tool as a client sees it.
@@ -619,6 +648,41 @@ impl ToolRegistry {
         Some(Route {
             server: &server.name,
             tool: &entry.tool,
+        })
+    }
+
+    /// The tool a `tools/call` of `name` reaches: the tool exposed under `name`, else the one
+    /// tool a listed server offers under that *own* name (MCP Apps call their server's tools
+    /// so). A native tool's name only ever routes as an exposed name: native tools win.
+    pub fn route_call(&self, name: &str) -> Result<ExposedTool<'_>, CallRouteError> {
+        if let Some(pair) = self.holders.get(name.as_bytes()) {
+            let server = &self.servers[pair.server as usize];
+            if let Some(entry) = server.slots[pair.slot as usize].as_ref() {
+                return Ok(exposed_tool(server, entry));
+            }
+        }
+        if is_native(name) {
+            return Err(CallRouteError::Unknown(name.to_owned()));
+        }
+        let mut owners = self.servers.iter().filter_map(|server| {
+            let slot = *server.by_name.get(name)?;
+            let entry = server.slots[slot as usize].as_ref()?;
+            Some(exposed_tool(server, entry))
+        });
+        let Some(first) = owners.next() else {
+            return Err(CallRouteError::Unknown(name.to_owned()));
+        };
+        let rest: Vec<ExposedTool<'_>> = owners.collect();
+        if rest.is_empty() {
+            return Ok(first);
+        }
+        let exposed = std::iter::once(first)
+            .chain(rest)
+            .map(|t| t.exposed_name.to_owned())
+            .collect();
+        Err(CallRouteError::Ambiguous {
+            name: name.to_owned(),
+            exposed,
         })
     }
 
@@ -1028,6 +1092,15 @@ impl ToolRegistry {
             });
             !sep.is_empty() && rest.is_some_and(|rest| rest.starts_with(sep))
         })
+    }
+}
+
+fn exposed_tool<'a>(server: &'a ServerSlot, entry: &'a Entry) -> ExposedTool<'a> {
+    ExposedTool {
+        exposed_name: &entry.exposed,
+        server: &server.name,
+        tool: &entry.tool,
+        fingerprint: entry.fingerprint,
     }
 }
 
@@ -1597,6 +1670,126 @@ mod tests {
             prop_assert_eq!(value_fingerprint(&a, *MAPS_ARE_SORTED), value_fingerprint(&a, false));
             if a != b {
                 prop_assert_ne!(value_fingerprint(&a, false), value_fingerprint(&b, false));
+            }
+        }
+    }
+
+    #[test]
+    fn a_call_by_one_servers_own_name_routes_to_it() {
+        let mut r = registry(&["apps", "fs"], NamingMode::Always);
+        r.reconcile("apps", tools(&["poll-system-stats", "read"]));
+        r.reconcile("fs", tools(&["read"]));
+        let routed = r
+            .route_call("poll-system-stats")
+            .expect("one server has it");
+        assert_eq!(
+            (
+                routed.server,
+                routed.tool.name.as_str(),
+                routed.exposed_name
+            ),
+            ("apps", "poll-system-stats", "apps__poll-system-stats")
+        );
+        let exposed = r.route_call("fs__read").expect("exposed name");
+        assert_eq!((exposed.server, exposed.tool.name.as_str()), ("fs", "read"));
+        assert_eq!(
+            r.route_call("nope"),
+            Err(CallRouteError::Unknown("nope".into()))
+        );
+    }
+
+    #[test]
+    fn a_call_by_an_own_name_two_servers_have_names_both_exposed_names() {
+        let mut r = registry(&["apps", "fs"], NamingMode::Always);
+        r.reconcile("fs", tools(&["read"]));
+        r.reconcile("apps", tools(&["read"]));
+        let err = r.route_call("read").expect_err("ambiguous");
+        assert_eq!(
+            err,
+            CallRouteError::Ambiguous {
+                name: "read".into(),
+                exposed: names(&["apps__read", "fs__read"]),
+            }
+        );
+        let message = err.to_string();
+        assert!(
+            message.contains("apps__read") && message.contains("fs__read"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn exposed_names_and_native_names_win_over_own_names() {
+        // In `never` mode `a`'s bare `x` is exposed as `x`; `b`'s is `b__x`.
+        let mut r = registry(&["a", "b"], NamingMode::Never);
+        r.reconcile("a", tools(&["x"]));
+        r.reconcile("b", tools(&["x", "a__x", "refresh_tools"]));
+        assert_eq!(r.route_call("x").expect("exposed").server, "a");
+        // `a__x` is b's own name and no exposed name (a's x is exposed bare).
+        assert_eq!(r.route_call("a__x").expect("own name").server, "b");
+        assert_eq!(
+            r.route_call("refresh_tools"),
+            Err(CallRouteError::Unknown("refresh_tools".into())),
+            "a native tool's name never reaches a server"
+        );
+        assert_eq!(
+            r.route_call("b__refresh_tools").expect("exposed").tool.name,
+            "refresh_tools"
+        );
+    }
+
+    #[test]
+    fn a_removed_server_is_no_owner() {
+        let mut r = registry(&["a", "b"], NamingMode::Always);
+        r.reconcile("a", tools(&["x"]));
+        r.reconcile("b", tools(&["x"]));
+        assert!(matches!(
+            r.route_call("x"),
+            Err(CallRouteError::Ambiguous { .. })
+        ));
+        r.remove_server("a");
+        assert_eq!(r.route_call("x").expect("only b now").server, "b");
+    }
+
+    proptest! {
+        /// `route_call` is: the exposed name's tool; else, for a non-native name, the one
+        /// server listing it as its own name, or an error naming every such server's exposed
+        /// name in config order.
+        #[test]
+        fn route_call_follows_its_rule(
+            naming in mode(),
+            listings in prop::collection::vec(
+                prop::collection::vec(
+                    prop::sample::select(vec!["x", "y", "s1__x", "x__s2", "list_skills", "get_skill"]),
+                    0..4,
+                ),
+                3,
+            ),
+            called in prop::sample::select(vec!["x", "y", "z", "s1__x", "s2__x", "x__s2", "list_skills", "s3__get_skill"]),
+        ) {
+            let servers = names(&["s1", "s2", "s3"]);
+            let mut r = ToolRegistry::new(servers.clone(), naming);
+            for (server, listing) in servers.iter().zip(&listings) {
+                r.reconcile(server, listing.iter().map(|n| Tool::new(*n)).collect());
+            }
+            let outcome = r.route_call(called);
+            if let Some(exposed) = r.tools().find(|t| t.exposed_name == called) {
+                prop_assert_eq!(outcome, Ok(exposed));
+                return Ok(());
+            }
+            let owners: Vec<ExposedTool<'_>> = r.tools().filter(|t| t.tool.name == called).collect();
+            match (is_native(called), owners.as_slice()) {
+                (true, _) | (false, []) => {
+                    prop_assert_eq!(outcome, Err(CallRouteError::Unknown(called.to_owned())));
+                }
+                (false, [one]) => prop_assert_eq!(outcome, Ok(*one)),
+                (false, many) => prop_assert_eq!(
+                    outcome,
+                    Err(CallRouteError::Ambiguous {
+                        name: called.to_owned(),
+                        exposed: many.iter().map(|t| t.exposed_name.to_owned()).collect(),
+                    })
+                ),
             }
         }
     }

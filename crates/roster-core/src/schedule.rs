@@ -9,6 +9,11 @@
 //! - A listing is held until `at + min(refresh_interval, server ttl)`.
 //! - A server marked stale is due until it is listed again; marking it stale again before then
 //!   costs nothing more, so repeated `refresh_tools` calls cost one listing per server.
+//! - A server's `list_changed` marks it stale at once. A listing answers only for the changes
+//!   announced before it started: the runtime takes a [`ListingTicket`] as it sends `tools/list`
+//!   and hands it back with [`ServerSchedule::listed_with`]; a change announced while the listing
+//!   was in flight leaves the server stale, so the next turn lists it again. Prompts and
+//!   resources (the *offerings*) keep the same marks of their own.
 //! - A server whose listing failed (or whose connection dropped) has no listing. It is due as
 //!   soon as its backoff allows, whatever the refresh interval; marking it stale does not cut
 //!   the backoff short.
@@ -232,6 +237,42 @@ pub fn effective_ttl(ttl: Option<Duration>, announces_changes: bool) -> Option<D
     }
 }
 
+/// Which announced changes a listing answers for: the count of stale marks when it started.
+/// Taken with [`ServerSchedule::listing_ticket`] (or [`ServerSchedule::offerings_ticket`])
+/// before the request goes out; tickets order like the marks they count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ListingTicket(u64);
+
+/// Stale marks against the listings that answered them. Marks count up; `covered` is the
+/// highest ticket of a finished listing, so `marked > covered` says a change is unanswered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Marks {
+    marked: u64,
+    covered: u64,
+}
+
+impl Marks {
+    fn mark(&mut self) {
+        self.marked = self.marked.saturating_add(1);
+    }
+
+    fn ticket(&self) -> ListingTicket {
+        ListingTicket(self.marked)
+    }
+
+    fn answered(&mut self, ticket: ListingTicket) {
+        self.covered = self.covered.max(ticket.0);
+    }
+
+    fn covers(&self, ticket: ListingTicket) -> bool {
+        self.covered >= ticket.0
+    }
+
+    fn unanswered(&self) -> bool {
+        self.marked > self.covered
+    }
+}
+
 /// The listing state of one server and the history that drives its backoff.
 #[derive(Debug, Clone)]
 pub struct ServerSchedule {
@@ -243,6 +284,8 @@ pub struct ServerSchedule {
     /// has passed since then without a new failure.
     healthy_since: Option<Instant>,
     last_listed: Option<Instant>,
+    tools: Marks,
+    offerings: Marks,
 }
 
 impl ServerSchedule {
@@ -256,6 +299,8 @@ impl ServerSchedule {
             failures: 0,
             healthy_since: None,
             last_listed: None,
+            tools: Marks::default(),
+            offerings: Marks::default(),
         }
     }
 
@@ -294,17 +339,36 @@ impl ServerSchedule {
         }
     }
 
-    /// A listing was taken at `now`. It is held for the refresh interval, or for `ttl` (the
-    /// server's own `ttlMs`) when that is shorter.
+    /// A listing that answers every change announced so far was taken at `now`. It is held for
+    /// the refresh interval, or for `ttl` (the server's own `ttlMs`) when that is shorter.
     pub fn listed(&mut self, now: Instant, ttl: Option<Duration>) {
+        self.listed_with(self.listing_ticket(), now, ttl);
+    }
+
+    /// What a listing started now answers for; give it back to [`ServerSchedule::listed_with`].
+    pub fn listing_ticket(&self) -> ListingTicket {
+        self.tools.ticket()
+    }
+
+    /// A listing that started with `ticket` finished at `now`. As [`ServerSchedule::listed`],
+    /// except that a change announced after the listing started leaves the server stale: the
+    /// listing may have been answered before the server changed.
+    pub fn listed_with(&mut self, ticket: ListingTicket, now: Instant, ttl: Option<Duration>) {
         self.settle(now);
-        let hold = match ttl {
-            Some(ttl) => ttl.min(self.config.refresh_interval),
-            None => self.config.refresh_interval,
-        };
-        self.state = ListingState::Listed {
-            at: now,
-            valid_until: saturating_add(now, hold),
+        self.tools.answered(ticket);
+        self.state = if self.tools.unanswered() {
+            ListingState::Stale {
+                last_listed: Some(now),
+            }
+        } else {
+            let hold = match ttl {
+                Some(ttl) => ttl.min(self.config.refresh_interval),
+                None => self.config.refresh_interval,
+            };
+            ListingState::Listed {
+                at: now,
+                valid_until: saturating_add(now, hold),
+            }
         };
         self.last_listed = Some(now);
         if self.healthy_since.is_none() {
@@ -341,15 +405,50 @@ impl ServerSchedule {
         };
     }
 
-    /// Marks the listing stale so it is taken again at the next turn. Dials nothing and is
-    /// idempotent. A server never listed is due anyway and stays as it is; a failed or
-    /// crash-looping server keeps its state, because its backoff still governs.
+    /// Marks the listing stale so it is taken again at the next turn (a `list_changed`, a
+    /// `refresh_tools`). Dials nothing; marking again before the next listing costs nothing
+    /// more. A server never listed is due anyway and stays as it is; a failed or crash-looping
+    /// server keeps its state, because its backoff still governs. Either way a listing already
+    /// in flight does not answer for this mark (see [`ServerSchedule::listed_with`]).
     pub fn mark_stale(&mut self) {
+        self.tools.mark();
         if let ListingState::Listed { at, .. } = self.state {
             self.state = ListingState::Stale {
                 last_listed: Some(at),
             };
         }
+    }
+
+    /// Whether a listing that answers every change up to `ticket` has finished: a turn that
+    /// took `ticket` at its start needs no listing of its own after such a one.
+    pub fn answers(&self, ticket: ListingTicket) -> bool {
+        self.tools.covers(ticket)
+    }
+
+    /// The server's prompts or resources changed (`list_changed`): they are listed again at
+    /// the next turn. Dials nothing.
+    pub fn mark_offerings_stale(&mut self) {
+        self.offerings.mark();
+    }
+
+    /// What an offerings listing started now answers for.
+    pub fn offerings_ticket(&self) -> ListingTicket {
+        self.offerings.ticket()
+    }
+
+    /// An offerings listing that started with `ticket` finished.
+    pub fn offerings_listed(&mut self, ticket: ListingTicket) {
+        self.offerings.answered(ticket);
+    }
+
+    /// Whether an offerings listing that answers every change up to `ticket` has finished.
+    pub fn offerings_answer(&self, ticket: ListingTicket) -> bool {
+        self.offerings.covers(ticket)
+    }
+
+    /// Whether a prompts or resources change was announced that no finished listing answers.
+    pub fn offerings_stale(&self) -> bool {
+        self.offerings.unanswered()
     }
 
     /// Consecutive failures counted so far. The count resets when the next listing or failure
@@ -474,6 +573,16 @@ impl Schedule {
         self.servers
             .iter()
             .filter(|(_, s)| s.needs_listing(now))
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
+    /// The servers whose prompts or resources changed since their last offerings listing, in
+    /// config order.
+    pub fn offerings_due(&self) -> Vec<&str> {
+        self.servers
+            .iter()
+            .filter(|(_, s)| s.offerings_stale())
             .map(|(name, _)| name.as_str())
             .collect()
     }
@@ -610,6 +719,79 @@ mod tests {
         );
         s.listed(t0 + ms(5), None);
         assert!(!s.needs_listing(t0 + ms(5)));
+    }
+
+    #[test]
+    fn a_change_announced_during_a_listing_leaves_the_server_stale() {
+        let mut s = server(ScheduleConfig::default());
+        let t0 = Instant::now();
+        s.listed(t0, None);
+        let ticket = s.listing_ticket();
+        // list_changed arrives while the listing is in flight: its answer may predate it.
+        s.mark_stale();
+        s.listed_with(ticket, t0 + ms(5), None);
+        assert_eq!(
+            s.state(),
+            &ListingState::Stale {
+                last_listed: Some(t0 + ms(5))
+            }
+        );
+        assert!(s.needs_listing(t0 + ms(5)));
+        assert!(!s.answers(s.listing_ticket()));
+
+        let after = s.listing_ticket();
+        s.listed_with(after, t0 + ms(9), None);
+        assert!(matches!(s.state(), ListingState::Listed { .. }));
+        assert!(s.answers(after));
+    }
+
+    #[test]
+    fn a_listing_that_finishes_after_a_newer_one_does_not_make_it_stale_again() {
+        let mut s = server(ScheduleConfig::default());
+        let t0 = Instant::now();
+        let old = s.listing_ticket();
+        s.mark_stale();
+        let new = s.listing_ticket();
+        s.listed_with(new, t0, None);
+        s.listed_with(old, t0 + ms(1), None);
+        assert!(matches!(s.state(), ListingState::Listed { .. }), "{s:?}");
+    }
+
+    #[test]
+    fn marks_while_failed_keep_the_backoff_and_are_answered_by_the_next_listing() {
+        let mut s = server(no_jitter());
+        let t0 = Instant::now();
+        s.failed(t0, "down");
+        s.mark_stale();
+        assert!(matches!(s.state(), ListingState::Failed { .. }));
+        assert!(!s.needs_listing(t0 + ms(1)));
+        let ticket = s.listing_ticket();
+        s.listed_with(ticket, t0 + ms(300), None);
+        assert!(matches!(s.state(), ListingState::Listed { .. }));
+    }
+
+    #[test]
+    fn offerings_are_stale_until_a_listing_started_after_the_change_finishes() {
+        let mut schedule = Schedule::new(["a", "b"].map(String::from), ScheduleConfig::default());
+        assert!(schedule.offerings_due().is_empty(), "nothing announced yet");
+        let a = schedule.server_mut("a").expect("a");
+        let early = a.offerings_ticket();
+        a.mark_offerings_stale();
+        a.mark_offerings_stale();
+        assert_eq!(schedule.offerings_due(), vec!["a"]);
+        let a = schedule.server_mut("a").expect("a");
+        a.offerings_listed(early);
+        assert!(
+            a.offerings_stale(),
+            "a listing from before the change answers nothing"
+        );
+        let ticket = a.offerings_ticket();
+        assert!(!a.offerings_answer(ticket));
+        a.offerings_listed(ticket);
+        assert!(a.offerings_answer(ticket));
+        assert!(schedule.offerings_due().is_empty());
+        // Tools and offerings are marked apart.
+        assert!(schedule.due(Instant::now()).contains(&"a"), "never listed");
     }
 
     #[test]
@@ -964,6 +1146,61 @@ mod tests {
             };
             let wait = next - t0;
             prop_assert!(low <= wait && wait <= high, "{low:?} <= {wait:?} <= {high:?}");
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Event {
+        Mark,
+        Start,
+        /// Finishes the listing started `n`-th among those still in flight (modulo).
+        Finish(usize),
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            Just(Event::Mark),
+            Just(Event::Start),
+            (0usize..8).prop_map(Event::Finish),
+        ]
+    }
+
+    proptest! {
+        /// Stale exactly when some `list_changed` came after the start of every finished
+        /// listing (told by the events' positions, not by the counters the schedule keeps).
+        #[test]
+        fn stale_iff_a_change_came_after_every_finished_listing_started(
+            events in proptest::collection::vec(event(), 0..40),
+        ) {
+            let mut s = ServerSchedule::new(ScheduleConfig::default(), 7);
+            let t0 = Instant::now();
+            let first = s.listing_ticket();
+            s.listed_with(first, t0, None);
+            let mut in_flight: Vec<(usize, ListingTicket)> = Vec::new();
+            let mut last_mark: Option<usize> = None;
+            let mut latest_answered_start: usize = 0;
+            for (i, e) in events.iter().enumerate() {
+                let position = i + 1;
+                match e {
+                    Event::Mark => {
+                        s.mark_stale();
+                        last_mark = Some(position);
+                    }
+                    Event::Start => in_flight.push((position, s.listing_ticket())),
+                    Event::Finish(n) if !in_flight.is_empty() => {
+                        let (started, ticket) = in_flight.remove(n % in_flight.len());
+                        s.listed_with(ticket, t0 + ms(position as u64), None);
+                        latest_answered_start = latest_answered_start.max(started);
+                    }
+                    Event::Finish(_) => {}
+                }
+                let stale = last_mark.is_some_and(|m| m > latest_answered_start);
+                prop_assert_eq!(
+                    matches!(s.state(), ListingState::Stale { .. }),
+                    stale,
+                    "after {:?}", &events[..=i]
+                );
+            }
         }
     }
 

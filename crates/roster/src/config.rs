@@ -67,6 +67,7 @@
 //! name = "ide"
 //! token_env = "IDE_TOKEN"      # or token_sha256 = "…"
 //! subscriptions = ["eng"]
+//! delta_notes = false          # this client's tool results carry no change note (default: [gateway])
 //! ```
 
 use std::collections::BTreeMap;
@@ -152,6 +153,9 @@ pub struct ClientConfig {
     pub token_sha256: Option<String>,
     /// Subscriptions this client holds.
     pub subscriptions: Vec<String>,
+    /// Whether this client's tool results carry the change note; `None` follows
+    /// `[gateway] delta_notes`.
+    pub delta_notes: Option<bool>,
 }
 
 /// One `[servers.NAME]` table.
@@ -598,6 +602,7 @@ struct RawClient {
     token_sha256: Option<String>,
     #[serde(default)]
     subscriptions: Vec<String>,
+    delta_notes: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -933,6 +938,7 @@ impl Config {
                 token_env: c.token_env,
                 token_sha256: c.token_sha256,
                 subscriptions: c.subscriptions,
+                delta_notes: c.delta_notes,
             });
         }
         Ok(Config {
@@ -1494,6 +1500,7 @@ mod tests {
             Config::from_toml(&example, Path::new("/c/roster.toml"), &env).expect("example valid");
         assert_eq!(config.server_order, vec!["fs", "web"]);
         assert_eq!(config.clients.len(), 1);
+        assert_eq!(config.clients[0].delta_notes, Some(false));
         assert!(!config.servers["fs"].tools.permits("write_file"));
     }
 

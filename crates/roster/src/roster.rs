@@ -15,14 +15,17 @@
 //! A *turn* is one model step that reaches the servers. [`Roster::begin_turn`] (or
 //! [`Session::begin_turn`] for one client session) lists every server that is stale or due —
 //! one listing per server however many turns start at once — and drains that session's
-//! queued deltas. [`Roster::call`] does not start a turn by itself: the host decides when its
+//! queued deltas. A server's `list_changed` makes it stale the moment it is read, so the turn
+//! after it sees the change; the debounced background re-list only covers the time when no
+//! turn comes. [`Roster::call`] does not start a turn by itself: the host decides when its
 //! turns begin.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
 use roster_core::{
-    Delta, NamingError, ScheduleConfigError, Tool, ToolLookup, ToolPresence, ToolRegistry,
+    CallRouteError, Delta, NamingError, ScheduleConfigError, Tool, ToolLookup, ToolPresence,
+    ToolRegistry,
 };
 use serde_json::{Map, Value};
 
@@ -57,6 +60,10 @@ pub enum CallError {
     /// No tool is exposed under that name (it may have been removed: list tools again).
     #[error("no tool named `{0}` is available; list the tools again")]
     UnknownTool(String),
+    /// Not an exposed name, and more than one server has a tool of that own name; the error
+    /// names each one's exposed name.
+    #[error(transparent)]
+    AmbiguousTool(CallRouteError),
     /// The tool's server is restarting or disconnected.
     #[error("the server `{server}` offering `{tool}` is not connected right now")]
     Unavailable {
@@ -322,7 +329,17 @@ impl Roster {
         read(&self.rt.state().registry)
     }
 
-    /// Calls a tool by its exposed name with the server's configured timeout.
+    /// The exposed name a call of `name` reaches: `name` itself when it is exposed, else the
+    /// one server's tool that has `name` as its own name (MCP Apps call their server's tools
+    /// so; see [`ToolRegistry::route_call`]).
+    pub fn route_call(&self, name: &str) -> Result<String, CallRouteError> {
+        let state = self.rt.state();
+        let routed = state.registry.route_call(name)?;
+        Ok(routed.exposed_name.to_owned())
+    }
+
+    /// Calls a tool by its exposed name (or a server's own name, see [`Roster::route_call`])
+    /// with the server's configured timeout.
     pub async fn call(
         &self,
         exposed_name: &str,
@@ -344,8 +361,11 @@ impl Roster {
             let state = self.rt.state();
             let route = state
                 .registry
-                .route(exposed_name)
-                .ok_or_else(|| CallError::UnknownTool(exposed_name.to_owned()))?;
+                .route_call(exposed_name)
+                .map_err(|e| match e {
+                    CallRouteError::Unknown(name) => CallError::UnknownTool(name),
+                    ambiguous => CallError::AmbiguousTool(ambiguous),
+                })?;
             (route.server.to_owned(), route.tool.name.clone())
         };
         let slot = self
@@ -376,7 +396,7 @@ impl Roster {
     /// can run any tool in the background. `None` for a tool that is not exposed.
     pub fn task_support(&self, exposed_name: &str) -> Option<TaskSupport> {
         let state = self.rt.state();
-        let route = state.registry.route(exposed_name)?;
+        let route = state.registry.route_call(exposed_name).ok()?;
         let configured = self
             .rt
             .slots

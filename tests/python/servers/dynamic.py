@@ -8,6 +8,7 @@ test can check how often roster listed it.
 
 Usage: dynamic.py [--name NAME] [--fail-first-listing] [--garbage] [--exit-at-start]
                   [--transport stdio|sse|streamable-http] [--port PORT]
+                  [--hang-listing-after N] [--slow-listing SECONDS] [--ttl-ms MS]
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ parser.add_argument("--exit-at-start", action="store_true")
 parser.add_argument("--transport", default="stdio")
 parser.add_argument("--port", type=int, default=0)
 parser.add_argument("--hang-listing-after", type=int, default=0)
+# Answer tools/list this many seconds late, with the tools as they were when it arrived.
+parser.add_argument("--slow-listing", type=float, default=0.0)
 # The tools/list freshness hint for 2026-07-28 sessions (the SDK default is 0: never fresh).
 parser.add_argument("--ttl-ms", type=int, default=3_600_000)
 args = parser.parse_args()
@@ -56,7 +59,10 @@ class CountingServer(MCPServer):
             raise RuntimeError("first listing fails on purpose")
         if args.hang_listing_after and CountingServer.listings > args.hang_listing_after:
             await anyio.sleep(3600)
-        return await super()._handle_list_tools(ctx, params)
+        result = await super()._handle_list_tools(ctx, params)
+        if args.slow_listing:
+            await anyio.sleep(args.slow_listing)
+        return result
 
 
 mcp = CountingServer(
@@ -109,6 +115,23 @@ async def remove_tool(name: str, ctx: Context) -> str:
     mcp.remove_tool(name)
     await announce(ctx)
     return f"removed {name}"
+
+
+@mcp.tool()
+async def add_prompt(name: str, ctx: Context) -> str:
+    """Add a prompt named `name` and announce it with `notifications/prompts/list_changed`."""
+    from mcp.server.mcpserver.prompts.base import Prompt
+
+    def prompt() -> str:
+        return f"prompt {name}"
+
+    mcp.add_prompt(Prompt.from_function(prompt, name=name, description=f"Added at run time: {name}"))
+    try:
+        await ctx.session.send_prompt_list_changed()
+    except Exception:  # noqa: BLE001 - a modern session has no legacy channel
+        pass
+    await ctx.notify_prompts_changed()
+    return f"added prompt {name}"
 
 
 @mcp.tool()

@@ -23,11 +23,13 @@ pub enum ClientEntryError {
     BadHash(String),
 }
 
-/// A resolved client: its token digest and subscriptions.
+/// A resolved client: its token digest, subscriptions and own settings.
 #[derive(Debug, Clone)]
 pub(crate) struct AdmittedClient {
     digest: [u8; 32],
     identity: ClientIdentity,
+    /// `None`: as `[gateway] delta_notes` says.
+    delta_notes: Option<bool>,
 }
 
 /// Who a request comes from, as far as visibility is concerned.
@@ -63,6 +65,7 @@ impl ClientEntry {
                 name: Some(self.name.clone()),
                 subscriptions: self.subscriptions.clone(),
             },
+            delta_notes: self.delta_notes,
         })
     }
 }
@@ -80,6 +83,19 @@ pub(crate) fn authenticate(clients: &[AdmittedClient], token: &str) -> Option<Cl
         .iter()
         .find(|c| c.digest == presented)
         .map(|c| c.identity.clone())
+}
+
+/// Whether `who`'s tool results carry the change note: its `[[clients]]` entry's
+/// `delta_notes`, else `default` (the `[gateway]` setting).
+pub(crate) fn delta_notes(clients: &[AdmittedClient], who: &ClientIdentity, default: bool) -> bool {
+    let Some(name) = who.name.as_deref() else {
+        return default;
+    };
+    clients
+        .iter()
+        .find(|c| c.identity.name.as_deref() == Some(name))
+        .and_then(|c| c.delta_notes)
+        .unwrap_or(default)
 }
 
 fn digest(token: &str) -> [u8; 32] {
@@ -108,6 +124,7 @@ mod tests {
             token_env: None,
             token_sha256: Some(hash.into()),
             subscriptions: vec!["pro".into()],
+            delta_notes: None,
         }
     }
 
@@ -121,6 +138,30 @@ mod tests {
         assert_eq!(who.subscriptions, vec!["pro".to_owned()]);
         assert!(authenticate(&clients, "secret ").is_none());
         assert!(authenticate(&clients, "").is_none());
+    }
+
+    #[test]
+    fn a_clients_delta_notes_overrides_the_gateway_default() {
+        // sha256("secret") and sha256("other")
+        let quiet = ClientEntry {
+            name: "quiet".into(),
+            delta_notes: Some(false),
+            ..entry("2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b")
+        };
+        let plain = ClientEntry {
+            name: "plain".into(),
+            ..entry("d9298a10d1b0735837dc4bd85dac641b0f3cef27a47e5d53a54f2f3f5b2fcffa")
+        };
+        let clients = admit_all(&[quiet, plain]).expect("valid");
+        let who = |token| authenticate(&clients, token).expect("admitted");
+        assert!(!delta_notes(&clients, &who("secret"), true));
+        assert!(delta_notes(&clients, &who("other"), true));
+        assert!(!delta_notes(&clients, &who("other"), false));
+        let anonymous = ClientIdentity {
+            name: None,
+            subscriptions: Vec::new(),
+        };
+        assert!(delta_notes(&clients, &anonymous, true));
     }
 
     #[test]

@@ -82,13 +82,16 @@ impl GatewayHandler {
         }
     }
 
-    fn carry_note(&self, session: &Session, result: &mut CallToolResult) {
-        if !self.gateway.config().delta_notes {
-            // Notes are off: drop what was drained so it cannot surface much later.
-            let _ = session.take_note();
+    /// Puts the session's pending change note on `result` as a block of its own after the
+    /// server's content (never joined to the server's text; `structuredContent` is left as
+    /// the server gave it), unless `who` turned notes off.
+    fn carry_note(&self, session: &Session, who: &ClientIdentity, result: &mut CallToolResult) {
+        let note = session.take_note();
+        if !self.gateway.delta_notes(who) {
+            // Notes are off: what was drained is dropped so it cannot surface much later.
             return;
         }
-        if let Some(note) = session.take_note() {
+        if let Some(note) = note {
             result.content.push(ContentBlock::text(note));
         }
     }
@@ -279,8 +282,15 @@ fn unknown_skill_uri(uri: &str) -> ErrorData {
 impl ServerHandler for GatewayHandler {
     /// A served tool's definition; rmcp checks a 2026-07-28 `tools/call`'s `Mcp-Param-*`
     /// headers against the `x-mcp-header` annotations of its input schema (SEP-2243).
+    /// A call by a server's own tool name (an MCP App's) is checked against the tool it
+    /// routes to.
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.gateway.served_tools().get(name).cloned()
+        let served = self.gateway.served_tools();
+        if let Some(tool) = served.get(name) {
+            return Some(tool.clone());
+        }
+        let exposed = self.gateway.backend().route_call(name).ok()?;
+        served.get(&exposed).cloned()
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -403,6 +413,8 @@ impl ServerHandler for GatewayHandler {
     ) -> Result<ListToolsResult, ErrorData> {
         let session = self.session(&context);
         session.begin_turn().await;
+        // The list says what any note drained so far would: this session needs none of them.
+        let _ = session.take_note();
         let tools = self.gateway.served_tools();
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let (items, next) = page(tools.all(), cursor, self.gateway.config().page_size)?;
@@ -424,22 +436,28 @@ impl ServerHandler for GatewayHandler {
         let who = self.identity(&context);
         let arguments = request.arguments.unwrap_or_default();
         if let Some(mut result) = native::call(&self.gateway, &who, &request.name, &arguments) {
-            self.carry_note(&session, &mut result);
+            self.carry_note(&session, &who, &mut result);
             return Ok(result.into());
         }
         session.begin_turn().await;
+        // From here on the call goes by its exposed name, also when it came by a server's own
+        // name (an MCP App's call).
+        let name = self
+            .gateway
+            .backend()
+            .route_call(&request.name)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let input = input_round(request.input_responses, request.request_state);
         if let Dispatch::Answered(mut response) = self
-            .call_as_task(&request.name, input.clone(), &arguments, &who, &context)
+            .call_as_task(&name, input.clone(), &arguments, &who, &context)
             .await?
         {
             if let CallToolResponse::Complete(result) = response.as_mut() {
-                self.carry_note(&session, result);
+                self.carry_note(&session, &who, result);
             }
             return Ok(*response);
         }
         let backend = self.gateway.backend().clone();
-        let name = request.name.to_string();
         let target = format!("tools/call {name}");
         let work = move |relay| -> futures::future::BoxFuture<'static, Outcome> {
             Box::pin(
@@ -450,7 +468,7 @@ impl ServerHandler for GatewayHandler {
             &self.gateway,
             &context,
             &session,
-            who.name,
+            who.name.clone(),
             target,
             input,
             work,
@@ -467,7 +485,7 @@ impl ServerHandler for GatewayHandler {
             Ok(other) => return Ok(other),
             Err(error) => error.into_answer()?,
         };
-        self.carry_note(&session, &mut result);
+        self.carry_note(&session, &who, &mut result);
         Ok(result.into())
     }
 

@@ -5,8 +5,13 @@
 //! runtime's [`crate::Roster`] implements it; tests can put any real implementation behind it.
 //!
 //! Per client session the gateway keeps the change note drained at a turn until a tool result
-//! carries it, and sends `notifications/tools/list_changed` upstream only when a non-empty delta
-//! arrived — once per batch of deltas drained at one turn (coalesced per session).
+//! carries it (as a text block of its own; a `tools/list` of the session drops it, and a
+//! `[[clients]]` entry can turn notes off), and sends `notifications/tools/list_changed`
+//! upstream only when a non-empty delta arrived — once per batch of deltas drained at one turn
+//! (coalesced per session).
+//!
+//! A `tools/call` goes by exposed name, or by a server's own tool name that exactly one
+//! connected server has (MCP Apps call their server's tools so; see [`Backend::route_call`]).
 //!
 //! Besides tools, prompts and resources, the gateway relays resource updates to the sessions
 //! that subscribed (`watched`), and runs slow tool calls as tasks for clients that opted in to
@@ -65,6 +70,11 @@ pub trait Backend: Send + Sync + 'static {
     /// gave them, in a deterministic order. Reads what is known; dials nothing. The same `Arc`
     /// comes back for as long as the tools stay the same, so readers can key copies on it.
     fn tools(&self) -> Arc<Vec<Tool>>;
+
+    /// The exposed name a `tools/call` of `name` reaches: `name` when it is exposed, else the
+    /// one server tool whose own name it is (MCP Apps call their server's tools so). An error
+    /// says the name is unknown, or names the exposed names of every server that has it.
+    fn route_call(&self, name: &str) -> Result<String, roster_core::CallRouteError>;
 
     /// Calls a server's tool by its exposed name with the client's arguments. The result is
     /// `input_required` only for a caller that takes such results itself.
@@ -439,6 +449,12 @@ impl Gateway {
     /// The client a bearer token belongs to, if any.
     pub fn authenticate(&self, token: &str) -> Option<ClientIdentity> {
         auth::authenticate(&self.clients, token)
+    }
+
+    /// Whether `who`'s tool results carry the change note: its `[[clients]]` entry's
+    /// `delta_notes`, else `[gateway] delta_notes`.
+    pub(crate) fn delta_notes(&self, who: &ClientIdentity) -> bool {
+        auth::delta_notes(&self.clients, who, self.config.delta_notes)
     }
 
     /// Who a request without a token is: the `[gateway] subscriptions` default.

@@ -10,7 +10,7 @@ use rmcp::model::{
     CallToolResponse, CallToolResult, ErrorCode, InputRequiredResult, JsonObject, Prompt, Resource,
     ResourceTemplate, Tool,
 };
-use roster_core::ListingState;
+use roster_core::{CallRouteError, ListingState};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -283,6 +283,10 @@ impl Backend for RosterBackend {
         })
     }
 
+    fn route_call(&self, name: &str) -> Result<String, CallRouteError> {
+        self.roster.route_call(name)
+    }
+
     fn tools(&self) -> Arc<Vec<Tool>> {
         let mut converted = self.tools.lock().unwrap_or_else(|e| e.into_inner());
         let known = converted.as_ref().map(|(version, _)| *version);
@@ -354,7 +358,11 @@ impl Backend for RosterBackend {
 impl RosterBackend {
     fn server_of(&self, exposed: &str) -> String {
         self.roster
-            .with_registry(|r| r.route(exposed).map(|route| route.server.to_owned()))
+            .with_registry(|r| {
+                r.route_call(exposed)
+                    .map(|route| route.server.to_owned())
+                    .ok()
+            })
             .unwrap_or_default()
     }
 }
@@ -403,6 +411,11 @@ async fn finish(forwarder: Option<tokio::task::JoinHandle<()>>) {
 fn call_error(error: crate::CallError) -> CallError {
     match error {
         crate::CallError::UnknownTool(name) => CallError::UnknownTool(name),
+        crate::CallError::AmbiguousTool(error) => CallError::Server {
+            code: ErrorCode::INVALID_PARAMS.0,
+            message: error.to_string(),
+            data: None,
+        },
         crate::CallError::Unavailable { server, .. } => CallError::ServerDown {
             server,
             reason: "it is not connected right now (starting, restarting or disconnected)"

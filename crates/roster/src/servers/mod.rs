@@ -20,7 +20,8 @@
 //!   caller of the request in flight ([`CallerRelay`]). An elicitation nobody can take becomes
 //!   a pending confirm in the inbox (via [`NotificationSink::confirm`]); a yes accepts with the
 //!   schema's defaults (booleans without one `true`), a no or expiry declines.
-//! - [`RefreshHook`]: `list_changed` → debounced re-list of that one server, on its own task.
+//! - [`RefreshHook`]: `list_changed` → debounced re-list of that one server, on its own task
+//!   (the background one: the server is marked stale at once, and the next turn lists it).
 //! - Resource subscriptions ([`ResourceWatch`]): one subscription per URI at the server that
 //!   owns it while any client session watches it (`resources/subscribe`, or on a 2026-07-28
 //!   connection a `subscriptions/listen` stream per URI), made again on every reconnect; the

@@ -4,6 +4,11 @@
 //! the core [`Debouncer`] and wakes the hook's own task. That task waits for the trailing edge
 //! and runs the re-list there, so a re-list (a round-trip to the server) never runs on the
 //! reader — which would stall the very pump its answer has to come through.
+//!
+//! For servers the runtime records the notification as staleness in the schedule first (the
+//! next turn lists the server and answers fresh); the hook's re-list there takes only what is
+//! still stale at the trailing edge, so it is the background re-list for when no turn comes.
+//! The skill refresh uses the hook as it is.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -131,7 +136,7 @@ impl RefreshHook {
         if self.is_cancelled() {
             return;
         }
-        self.inner.debouncer().on_notification(Instant::now());
+        self.inner.debouncer().on_notification(now());
         self.inner.wake.notify_one();
     }
 
@@ -160,6 +165,12 @@ impl RefreshHook {
     }
 }
 
+/// Now on tokio's clock (the system clock, unless a test paused it), so the debouncer's
+/// instants and the task's sleeps agree.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
 async fn run(inner: Arc<Inner>, relist: Relist) {
     loop {
         let deadline = inner.debouncer().deadline();
@@ -178,7 +189,7 @@ async fn run(inner: Arc<Inner>, relist: Relist) {
             _ = woken => {}
             _ = inner.stop.cancelled() => return,
         }
-        let fire = inner.debouncer().poll(Instant::now());
+        let fire = inner.debouncer().poll(now());
         if let Some(fire) = fire {
             tracing::debug!(
                 notifications = fire.notifications,
@@ -223,16 +234,20 @@ mod tests {
         assert!(matches!(err, RefreshHookError::NoRuntime));
     }
 
-    #[tokio::test]
+    // Time is paused in these tests: tokio's clock moves only when every task waits, so
+    // after a sleep everything due by then has run, and nothing else could have.
+
+    #[tokio::test(start_paused = true)]
     async fn a_burst_from_other_threads_fires_once() {
         let (relist, count) = counting();
-        let hook = RefreshHook::with_window(Duration::from_millis(200), relist).expect("hook");
+        let window = Duration::from_millis(200);
+        let hook = RefreshHook::with_window(window, relist).expect("hook");
         let notifications = Notifications::new();
         hook.subscribe(&notifications);
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let n = notifications.clone();
-                std::thread::spawn(move || {
+                tokio::task::spawn_blocking(move || {
                     for _ in 0..50 {
                         n.dispatch_notification(TOOLS_LIST_CHANGED, &serde_json::Value::Null);
                         n.dispatch_notification("notifications/message", &serde_json::Value::Null);
@@ -241,44 +256,45 @@ mod tests {
             })
             .collect();
         for t in threads {
-            t.join().expect("thread");
+            t.await.expect("thread");
         }
         assert!(hook.is_pending());
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(window * 5).await;
         assert_eq!(count.load(Ordering::SeqCst), 1);
         assert_eq!(hook.refresh_count(), 1);
         assert!(!hook.is_pending());
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_storm_longer_than_max_wait_still_relists() {
         let (relist, count) = counting();
         let window = Duration::from_millis(100);
         let hook = RefreshHook::with_window(window, relist).expect("hook");
         // Notifications every 10 ms keep the trailing edge away for the whole storm, which
         // lasts three times max_wait.
-        let storm = window * RefreshHook::MAX_WAIT_WINDOWS * 3;
+        let max_wait = window * RefreshHook::MAX_WAIT_WINDOWS;
         let started = tokio::time::Instant::now();
-        while started.elapsed() < storm {
+        while started.elapsed() < max_wait * 3 {
             hook.schedule();
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert!(
-            count.load(Ordering::SeqCst) >= 1,
-            "a never-ending storm never re-listed"
+            count.load(Ordering::SeqCst) >= 2,
+            "a never-ending storm re-lists at least once per max_wait"
         );
         hook.cancel();
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn cancel_is_idempotent_and_drops_the_pending_relist() {
         let (relist, count) = counting();
-        let hook = RefreshHook::with_window(Duration::from_millis(100), relist).expect("hook");
+        let window = Duration::from_millis(100);
+        let hook = RefreshHook::with_window(window, relist).expect("hook");
         hook.schedule();
         hook.cancel();
         hook.cancel();
         hook.schedule();
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(window * 10).await;
         assert_eq!(count.load(Ordering::SeqCst), 0);
         assert_eq!(hook.refresh_count(), 0);
         assert!(hook.is_cancelled());

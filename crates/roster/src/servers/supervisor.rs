@@ -7,17 +7,25 @@
 //! parked at the longest backoff once the schedule calls it a crash loop. Tools return only
 //! after the new connection has been initialized and listed.
 //!
+//! A server's `list_changed` (tools, prompts or resources) is recorded on the connection's
+//! reader: it marks the server stale in the core [`Schedule`] (a short lock, nothing dialled)
+//! and nudges the server's [`RefreshHook`]. The next turn lists every stale server before it
+//! answers; the hook's trailing edge lists a server only if it is still stale then, so the
+//! debounce governs just the background re-list when no turn comes.
+//!
 //! Locks: `state` (registry + schedule) and the per-slot `std` mutexes are never held across an
-//! `.await`. `Slot::listing` (a tokio mutex) makes one listing per server in flight at a time;
-//! callers that only want a listing when one is due re-check inside it, so concurrent turns
-//! share one listing instead of each taking their own.
+//! `.await`. `Slot::listing` and `Slot::offerings_listing` (tokio mutexes) make one listing per
+//! server in flight at a time; callers that only want a listing when one is due re-check inside
+//! them, so concurrent turns share one listing instead of each taking their own.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use roster_core::schedule::effective_ttl;
-use roster_core::{Delta, DeltaQueue, Listing, ListingState, Schedule, ToolRegistry};
+use roster_core::{
+    Delta, DeltaQueue, Listing, ListingState, ListingTicket, Schedule, ToolRegistry,
+};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -94,7 +102,8 @@ pub struct ServerStatus {
     pub last_error: Option<String>,
     /// The child process id of a running stdio server.
     pub pid: Option<u32>,
-    /// Debounced re-lists fired by `list_changed`.
+    /// Trailing edges of the `list_changed` debounce (each re-lists the server only if no turn
+    /// listed it since).
     pub refresh_count: u64,
 }
 
@@ -162,6 +171,7 @@ pub(crate) struct Slot {
     connection: Mutex<Option<Arc<Connection>>>,
     live: Mutex<Live>,
     listing: tokio::sync::Mutex<()>,
+    offerings_listing: tokio::sync::Mutex<()>,
     refresh: Mutex<Option<RefreshHook>>,
     first_attempt: watch::Sender<bool>,
 }
@@ -180,17 +190,24 @@ impl Slot {
     }
 }
 
-/// When [`Runtime::relist`] lists.
+/// When [`Runtime::relist`] and [`Runtime::list_offerings`] list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Relisting {
-    /// Always (a `list_changed`, a fresh connection).
+    /// Always (a fresh connection, [`crate::Roster::relist`]).
     Always,
-    /// Only if the schedule says the server is due and no listing was taken since the turn
-    /// started (a turn: concurrent turns share one listing).
+    /// Only if the schedule says the server is due and no listing that answers what the turn
+    /// knew at its start finished since (a turn: concurrent turns share one listing).
     IfDue {
         /// When the turn started.
         turn_started: Instant,
+        /// The server's tools changes the turn knew of at its start.
+        tools: ListingTicket,
+        /// The server's offerings changes the turn knew of at its start.
+        offerings: ListingTicket,
     },
+    /// Only if a `list_changed` is still unanswered (the debounce's trailing edge: a turn may
+    /// have listed the server already).
+    IfStale,
 }
 
 /// Why a re-list did not happen.
@@ -310,6 +327,7 @@ impl Runtime {
                         last_error: None,
                     }),
                     listing: tokio::sync::Mutex::new(()),
+                    offerings_listing: tokio::sync::Mutex::new(()),
                     refresh: Mutex::new(None),
                     first_attempt,
                 };
@@ -388,13 +406,30 @@ impl Runtime {
                         let (rt, slot) = (weak_rt.upgrade(), weak_slot.upgrade());
                         Box::pin(async move {
                             if let (Some(rt), Some(slot)) = (rt, slot) {
-                                let _ = rt.relist(&slot, Relisting::Always).await;
-                                rt.list_offerings(&slot).await;
+                                let _ = rt.relist(&slot, Relisting::IfStale).await;
+                                rt.list_offerings(&slot, Relisting::IfStale).await;
                             }
                         })
                     }),
                 )?;
-                hook.subscribe(&slot.notifications);
+                let weak_rt = Arc::downgrade(self);
+                let (name, nudge) = (slot.name.clone(), hook.clone());
+                slot.notifications
+                    .add_notification_listener(move |method, _| {
+                        let tools = method == TOOLS_LIST_CHANGED;
+                        if !tools
+                            && method != PROMPTS_LIST_CHANGED
+                            && method != RESOURCES_LIST_CHANGED
+                        {
+                            return;
+                        }
+                        // On the reader: record and return; the listing is the next turn's
+                        // (or the trailing edge's) to take.
+                        if let Some(rt) = weak_rt.upgrade() {
+                            rt.mark_stale(&name, tools);
+                        }
+                        nudge.schedule();
+                    });
                 *lock(&slot.refresh) = Some(hook);
             }
             tokio::spawn(supervise(self.clone(), slot.clone()));
@@ -422,6 +457,19 @@ impl Runtime {
         }
         *current = Some(level);
         true
+    }
+
+    /// A `list_changed` from `server`: its tools (or else its prompts and resources) are
+    /// stale from now on. Takes only the state lock; safe on a connection's reader.
+    fn mark_stale(&self, server: &str, tools: bool) {
+        let mut state = self.state();
+        if let Some(schedule) = state.schedule.server_mut(server) {
+            if tools {
+                schedule.mark_stale();
+            } else {
+                schedule.mark_offerings_stale();
+            }
+        }
     }
 
     pub(crate) fn new_session(&self) -> Arc<SessionQueue> {
@@ -462,8 +510,25 @@ impl Runtime {
     }
 
     /// Lists the prompts, resources and resource templates a server advertises and publishes
-    /// what changed. A kind whose listing fails keeps what it had.
-    pub(crate) async fn list_offerings(&self, slot: &Slot) {
+    /// what changed. A kind whose listing fails keeps what it had. One at a time per server;
+    /// `when` as for [`Runtime::relist`].
+    pub(crate) async fn list_offerings(&self, slot: &Slot, when: Relisting) {
+        let _one_at_a_time = slot.offerings_listing.lock().await;
+        let ticket = {
+            let state = self.state();
+            let Some(schedule) = state.schedule.server(&slot.name) else {
+                return;
+            };
+            let skip = match when {
+                Relisting::Always => false,
+                Relisting::IfDue { offerings, .. } => schedule.offerings_answer(offerings),
+                Relisting::IfStale => !schedule.offerings_stale(),
+            };
+            if skip {
+                return;
+            }
+            schedule.offerings_ticket()
+        };
         let Some(connection) = slot.connection() else {
             return;
         };
@@ -507,6 +572,9 @@ impl Runtime {
             }
             all.set(&slot.name, offerings)
         };
+        if let Some(schedule) = self.state().schedule.server_mut(&slot.name) {
+            schedule.offerings_listed(ticket);
+        }
         self.publish_offerings(changed);
     }
 
@@ -522,19 +590,35 @@ impl Runtime {
     /// Takes one server's listing and reconciles it. One listing per server at a time.
     pub(crate) async fn relist(&self, slot: &Slot, when: Relisting) -> Result<Delta, RelistError> {
         let _one_at_a_time = slot.listing.lock().await;
-        if let Relisting::IfDue { turn_started } = when {
+        let ticket = {
             let state = self.state();
-            let schedule = state.schedule.server(&slot.name);
-            // A listing finished while this turn waited for the lock is this turn's listing
-            // too, even when the server's ttlMs of 0 makes it due again at once.
-            let fresh = schedule
-                .and_then(|s| s.last_listed())
-                .is_some_and(|at| at >= turn_started);
-            let due = schedule.is_some_and(|s| s.needs_listing(Instant::now()));
-            if fresh || !due {
+            // Only enabled servers are scheduled; a disabled one is never connected.
+            let Some(schedule) = state.schedule.server(&slot.name) else {
+                return Err(RelistError::NotConnected(slot.name.clone()));
+            };
+            let skip = match when {
+                Relisting::Always => false,
+                Relisting::IfDue {
+                    turn_started,
+                    tools,
+                    ..
+                } => {
+                    // A listing that finished while this turn waited for the lock is this
+                    // turn's listing too (even when a ttlMs of 0 makes the server due again at
+                    // once), provided it started after every change the turn knew of.
+                    let fresh = schedule.answers(tools)
+                        && schedule.last_listed().is_some_and(|at| at >= turn_started);
+                    fresh || !schedule.needs_listing(Instant::now())
+                }
+                Relisting::IfStale => !matches!(schedule.state(), ListingState::Stale { .. }),
+            };
+            if skip {
                 return Ok(Delta::default());
             }
-        }
+            // Taken before the request goes out: a list_changed read after this is not
+            // answered by this listing, and leaves the server stale.
+            schedule.listing_ticket()
+        };
         let Some(connection) = slot.connection() else {
             return Err(RelistError::NotConnected(slot.name.clone()));
         };
@@ -560,7 +644,8 @@ impl Runtime {
                     }
                     if let Some(schedule) = state.schedule.server_mut(&slot.name) {
                         let announces = connection.negotiated().advertises_list_changed;
-                        schedule.listed(Instant::now(), effective_ttl(listing.ttl, announces));
+                        let ttl = effective_ttl(listing.ttl, announces);
+                        schedule.listed_with(ticket, Instant::now(), ttl);
                     }
                     state.registry.reconcile_listing(&slot.name, tools)
                 };
@@ -611,27 +696,41 @@ impl Runtime {
         };
     }
 
-    /// Re-lists every server that is due and connected, concurrently, waiting at most
+    /// Re-lists every connected server that is due (stale, expired, failed and past its
+    /// backoff) or whose prompts or resources are stale, concurrently, waiting at most
     /// `turn_wait`: a slower listing goes on in the background and its delta reaches the
     /// session at a later turn.
     pub(crate) async fn list_due(self: &Arc<Self>) {
         let turn_started = Instant::now();
-        let due: Vec<Arc<Slot>> = {
+        let due: Vec<(Arc<Slot>, bool, Relisting)> = {
             let state = self.state();
             state
                 .schedule
-                .due(turn_started)
-                .into_iter()
-                .filter_map(|name| self.slots.get(name).cloned())
+                .iter()
+                .filter_map(|(name, schedule)| {
+                    let tools = schedule.needs_listing(turn_started);
+                    if !tools && !schedule.offerings_stale() {
+                        return None;
+                    }
+                    let when = Relisting::IfDue {
+                        turn_started,
+                        tools: schedule.listing_ticket(),
+                        offerings: schedule.offerings_ticket(),
+                    };
+                    Some((self.slots.get(name)?.clone(), tools, when))
+                })
                 .collect()
         };
         let listings: Vec<_> = due
             .into_iter()
-            .filter(|slot| slot.connection().is_some())
-            .map(|slot| {
+            .filter(|(slot, ..)| slot.connection().is_some())
+            .map(|(slot, tools, when)| {
                 let rt = self.clone();
                 tokio::spawn(async move {
-                    let _ = rt.relist(&slot, Relisting::IfDue { turn_started }).await;
+                    if tools {
+                        let _ = rt.relist(&slot, when).await;
+                    }
+                    rt.list_offerings(&slot, when).await;
                 })
             })
             .collect();
@@ -745,7 +844,7 @@ async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         }
         // Tools return only once the new connection has answered a listing.
         let _ = rt.relist(&slot, Relisting::Always).await;
-        rt.list_offerings(&slot).await;
+        rt.list_offerings(&slot, Relisting::Always).await;
         rt.resource_watches.resubscribe(&slot, &connection).await;
         slot.first_attempt.send_replace(true);
 

