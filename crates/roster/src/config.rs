@@ -33,6 +33,12 @@
 //!                              #   outlasts this becomes a task
 //! task_ttl = "1h"              # a task is kept this long (its ttlMs)
 //! max_tasks = 1000             # tasks running at once; past it calls are answered in place
+//! notification_rate = 100      # per server: notifications a second; more are dropped (a
+//! notification_burst = 200     #   list_changed coalesced), one inbox entry a second says how many
+//! max_tools = 10000            # per server: a listing past it keeps the first 10000 (warned)
+//! max_listing_bytes = 33554432 # per server: a listing's pages summed (32 MiB); past it, it fails
+//! max_log_line = 4096          # bytes of a server's stderr line in roster's log (control chars escaped)
+//! kill_grace = "5s"            # SIGTERM to a stdio server's process group, SIGKILL after this
 //!
 //! [skills]
 //! paths = ["skills"]           # relative to this file
@@ -168,6 +174,8 @@ pub struct ServerConfig {
     pub ping_interval: Option<Duration>,
     /// Which protocol lifecycle to use (`protocol = "auto" | "legacy" | "modern"`).
     pub era: Era,
+    /// What this server may cost roster (from `[gateway]`).
+    pub limits: ServerLimits,
 }
 
 /// Which MCP lifecycle roster uses with a server.
@@ -383,6 +391,8 @@ pub struct GatewayConfig {
     pub task_ttl: Duration,
     /// How many tasks may run at once.
     pub max_tasks: usize,
+    /// What one server may cost roster (every server gets these).
+    pub server_limits: ServerLimits,
 }
 
 impl GatewayConfig {
@@ -438,6 +448,7 @@ impl GatewayConfig {
             task_after: Duration::from_millis(500),
             task_ttl: Duration::from_secs(3600),
             max_tasks: 1000,
+            server_limits: ServerLimits::default(),
         }
     }
 }
@@ -552,6 +563,12 @@ struct RawGateway {
     task_after: Option<RawDuration>,
     task_ttl: Option<RawDuration>,
     max_tasks: Option<usize>,
+    notification_rate: Option<u32>,
+    notification_burst: Option<u32>,
+    max_tools: Option<usize>,
+    max_listing_bytes: Option<usize>,
+    max_log_line: Option<usize>,
+    kill_grace: Option<RawDuration>,
 }
 
 #[derive(Deserialize)]
@@ -922,6 +939,7 @@ impl Config {
 
 fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, ConfigError> {
     let mut g = GatewayConfig::defaults(ctx.env);
+    g.server_limits = build_server_limits(ctx, &raw)?;
     if let Some(naming) = raw.naming {
         g.naming = naming;
     }
@@ -1156,7 +1174,86 @@ fn build_server_keyed(
         list_timeout,
         ping_interval,
         era: raw.protocol.unwrap_or_default(),
+        limits: gateway.server_limits.clone(),
     })
+}
+
+// ---- server limits ----------------------------------------------------------------------
+
+/// What one server may cost roster: its notification rate, the size of its listing, how much
+/// of its output reaches the log, and how long its process group gets to end. Past a bound
+/// roster keeps working and says which bound was hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerLimits {
+    /// Notifications a second a server may send; more are dropped (a `list_changed`
+    /// coalesced) and counted (`notification_rate`).
+    pub notification_rate: u32,
+    /// Notifications a server may send at once after a quiet spell (`notification_burst`).
+    pub notification_burst: u32,
+    /// Tools kept from one listing; the rest are left out with a warning (`max_tools`).
+    pub max_tools: usize,
+    /// Bytes of one listing, its pages summed; a larger listing fails (`max_listing_bytes`).
+    pub max_listing_bytes: usize,
+    /// Bytes of one line of a server's stderr in roster's log; longer lines are cut
+    /// (`max_log_line`).
+    pub max_log_line: usize,
+    /// How long a stdio server's process group has between SIGTERM and SIGKILL (`kill_grace`).
+    pub kill_grace: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            notification_rate: 100,
+            notification_burst: 200,
+            max_tools: 10_000,
+            max_listing_bytes: 32 * 1024 * 1024,
+            max_log_line: 4096,
+            kill_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+fn build_server_limits(ctx: &Ctx<'_>, raw: &RawGateway) -> Result<ServerLimits, ConfigError> {
+    let mut limits = ServerLimits::default();
+    let above_zero = |key: &str, value: Option<usize>, into: &mut usize| {
+        match value {
+            Some(0) => return Err(ctx.invalid(format!("gateway.{key}"), "a number above 0")),
+            Some(n) => *into = n,
+            None => {}
+        }
+        Ok(())
+    };
+    let mut rate = limits.notification_rate as usize;
+    above_zero(
+        "notification_rate",
+        raw.notification_rate.map(|n| n as usize),
+        &mut rate,
+    )?;
+    let mut burst = limits.notification_burst as usize;
+    above_zero(
+        "notification_burst",
+        raw.notification_burst.map(|n| n as usize),
+        &mut burst,
+    )?;
+    limits.notification_rate = u32::try_from(rate).unwrap_or(u32::MAX);
+    limits.notification_burst = u32::try_from(burst).unwrap_or(u32::MAX);
+    above_zero("max_tools", raw.max_tools, &mut limits.max_tools)?;
+    above_zero(
+        "max_listing_bytes",
+        raw.max_listing_bytes,
+        &mut limits.max_listing_bytes,
+    )?;
+    if let Some(line) = raw.max_log_line {
+        if line < 64 {
+            return Err(ctx.invalid("gateway.max_log_line", "a number of bytes of at least 64"));
+        }
+        limits.max_log_line = line;
+    }
+    if let Some(grace) = &raw.kill_grace {
+        limits.kill_grace = ctx.duration("gateway.kill_grace", grace)?;
+    }
+    Ok(limits)
 }
 
 impl ServerConfig {
@@ -1177,6 +1274,7 @@ impl ServerConfig {
             list_timeout: Duration::from_secs(30),
             ping_interval: Some(Duration::from_secs(30)),
             era: Era::Auto,
+            limits: ServerLimits::default(),
         }
     }
 }

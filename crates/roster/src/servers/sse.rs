@@ -134,6 +134,7 @@ pub(crate) async fn connect(
     url: &str,
     headers: &BTreeMap<String, String>,
     raw: RawResults,
+    gate: super::gate::NotificationGate,
 ) -> Result<(WireTransport, SseGuard), SseError> {
     let headers = super::wire::header_map(headers).map_err(SseError::Header)?;
     let client = reqwest::Client::new();
@@ -256,6 +257,7 @@ pub(crate) async fn connect(
             Outgoing::Channel(out_tx),
             incoming_channel(in_rx),
             raw,
+            gate,
         ),
         SseGuard {
             stop: dead.drop_guard(),
