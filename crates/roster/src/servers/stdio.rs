@@ -458,6 +458,21 @@ mod tests {
         assert_eq!(got, vec![None, Some(serde_json::json!({"ok": true}))]);
     }
 
+    #[test]
+    fn log_lines_escape_control_characters_and_stop_at_the_bound() {
+        assert_eq!(log_line("plain text\twith a tab", 100), "plain text\twith a tab");
+        assert_eq!(
+            log_line("red \u{1b}[31malert\u{1b}[0m nul \0 end", 100),
+            "red \\u{1b}[31malert\\u{1b}[0m nul \\u{0} end"
+        );
+        let long = format!("é{}", "z".repeat(100));
+        let cut = log_line(&long, 10);
+        assert!(cut.starts_with("ézzzzzzzz…"), "{cut}");
+        assert!(cut.contains("92 more bytes; max_log_line is 10"), "{cut}");
+        // A cut inside a character backs off to its start.
+        assert!(log_line("ééé", 3).starts_with("é…"));
+    }
+
     #[tokio::test]
     async fn lines_survive_invalid_utf8_and_over_long_lines() {
         let mut input: &[u8] = b"\xff\xfe bad\nabcdefghij-too-long\nok\nlast";
