@@ -10,7 +10,8 @@ the SDK never would. Each flag turns on one fault; without flags it is a plain s
   --ignore-eof          keep running when stdin closes (only a signal ends it)
   --pidfile FILE        write this process's pid to FILE
   --stderr-junk         write a line with ANSI escapes, a NUL and 10 kB to stderr at start
-  --tools N             list N tools (echo plus N-1 fillers)
+  --tools N             list N tools besides `flood` (echo plus N-1 fillers)
+A call of the `flood` tool ({"seconds": S}) starts a flood like --flood S.
   --report FILE         the flood's count, written when the flood ends
 """
 
@@ -97,6 +98,12 @@ def main():
             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
         }
     ] + [
+        {
+            "name": "flood",
+            "description": "Floods notifications/message for `seconds`.",
+            "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}},
+        }
+    ] + [
         {"name": f"filler_{i}", "inputSchema": {"type": "object"}}
         for i in range(1, args.tools)
     ]
@@ -133,6 +140,18 @@ def main():
                 ).start()
         elif method == "tools/list":
             write({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
+        elif method == "tools/call" and message["params"].get("name") == "flood":
+            seconds = message["params"].get("arguments", {}).get("seconds", 10)
+            threading.Thread(
+                target=flood, args=(seconds, args.report), daemon=True
+            ).start()
+            write(
+                {
+                    "jsonrpc": "2.0",
+                    "id": mid,
+                    "result": {"content": [{"type": "text", "text": "flooding"}]},
+                }
+            )
         elif method == "tools/call":
             text = message.get("params", {}).get("arguments", {}).get("text", "")
             write(
