@@ -1214,6 +1214,45 @@ impl Default for ServerLimits {
     }
 }
 
+/// A server URL as roster shows it in status, logs and errors: the userinfo and the query
+/// string, where tokens tend to live, become `…`; the fragment is left out.
+/// `https://user:pw@x/mcp?api_key=k` shows as `https://…@x/mcp?…`.
+pub fn redact_url(url: &reqwest::Url) -> String {
+    let mut shown = format!("{}://", url.scheme());
+    if !url.username().is_empty() || url.password().is_some() {
+        shown.push_str("…@");
+    }
+    if let Some(host) = url.host_str() {
+        shown.push_str(host);
+    }
+    if let Some(port) = url.port() {
+        shown.push_str(&format!(":{port}"));
+    }
+    shown.push_str(url.path());
+    if url.query().is_some() {
+        shown.push_str("?…");
+    }
+    shown
+}
+
+/// `text` with every spelling of `url` (as configured, and as the URL parser writes it), and
+/// its query string alone, replaced by [`redact_url`]'s form: for errors of HTTP libraries
+/// that quote the URL they were given.
+pub fn redact_url_in(text: &str, url: &str) -> String {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return text.to_owned();
+    };
+    let shown = redact_url(&parsed);
+    let mut out = text.replace(url, &shown).replace(parsed.as_str(), &shown);
+    if let Some(query) = parsed.query().filter(|q| !q.is_empty()) {
+        out = out.replace(query, "…");
+    }
+    if let Some(password) = parsed.password().filter(|p| !p.is_empty()) {
+        out = out.replace(password, "…");
+    }
+    out
+}
+
 fn build_server_limits(ctx: &Ctx<'_>, raw: &RawGateway) -> Result<ServerLimits, ConfigError> {
     let mut limits = ServerLimits::default();
     let above_zero = |key: &str, value: Option<usize>, into: &mut usize| {
@@ -1427,6 +1466,46 @@ mod tests {
         let err =
             parse("[servers.x]\ncommand = \"x\"\ntasks.sometimes = []\n").expect_err("unknown key");
         assert!(err.to_string().contains("sometimes"), "{err}");
+    }
+
+    #[test]
+    fn server_limits_parse_and_bad_ones_are_named() {
+        let config = parse(
+            "[gateway]\nnotification_rate = 5\nmax_tools = 3\nkill_grace = \"1s\"\n\
+             [servers.x]\ncommand = \"x\"\n",
+        )
+        .expect("valid");
+        let limits = &config.servers["x"].limits;
+        assert_eq!(limits.notification_rate, 5);
+        assert_eq!(limits.notification_burst, 200);
+        assert_eq!(limits.max_tools, 3);
+        assert_eq!(limits.kill_grace, Duration::from_secs(1));
+        for (text, key) in [
+            ("notification_rate = 0", "gateway.notification_rate"),
+            ("max_listing_bytes = 0", "gateway.max_listing_bytes"),
+            ("max_log_line = 10", "gateway.max_log_line"),
+            ("kill_grace = \"soon\"", "gateway.kill_grace"),
+        ] {
+            let err = parse(&format!("[gateway]\n{text}\n")).expect_err(text);
+            assert!(err.to_string().contains(key), "{err}");
+        }
+    }
+
+    #[test]
+    fn secrets_in_urls_are_never_shown() {
+        let url = "https://user:pw@example.com:8443/mcp?api_key=k3y&v=1#frag";
+        let parsed = reqwest::Url::parse(url).expect("valid");
+        assert_eq!(redact_url(&parsed), "https://…@example.com:8443/mcp?…");
+        let plain = reqwest::Url::parse("http://127.0.0.1:9/mcp").expect("valid");
+        assert_eq!(redact_url(&plain), "http://127.0.0.1:9/mcp");
+        let error =
+            format!("error sending request for url ({parsed}): refused; k: api_key=k3y&v=1");
+        let shown = redact_url_in(&error, url);
+        assert!(!shown.contains("k3y") && !shown.contains("pw"), "{shown}");
+        assert!(
+            shown.contains("https://…@example.com:8443/mcp?…"),
+            "{shown}"
+        );
     }
 
     #[test]

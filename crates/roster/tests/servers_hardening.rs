@@ -347,3 +347,40 @@ fn a_server_that_ignores_stdin_eof_is_gone_after_kill_9_of_roster() {
     wait_exit(&mut roster.child.0);
     wait_gone("the server", server);
 }
+
+#[tokio::test]
+async fn secrets_in_a_server_url_never_reach_status_or_errors() {
+    common::init_tracing();
+    // Nothing listens on a port just freed: every attempt fails, with an error that would
+    // quote the URL if roster let it.
+    let port = common::free_port();
+    let servers = format!(
+        "[servers.web]\nurl = \"http://user:hunter2@127.0.0.1:{port}/mcp?api_key=s3cr3t\"\n\
+         [servers.old]\nurl = \"http://127.0.0.1:{port}/sse?token=s3cr3t\"\ntransport = \"sse\"\n"
+    );
+    let roster = Roster::start(test_config(&servers, ""))
+        .await
+        .expect("starts");
+    eventually("both servers failed once", || {
+        roster.status().iter().all(|s| s.last_error.is_some())
+    })
+    .await;
+    for status in roster.status() {
+        let shown = format!("{status:?}");
+        assert!(
+            !shown.contains("s3cr3t") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+    }
+    let old = roster
+        .status()
+        .into_iter()
+        .find(|s| s.name == "old")
+        .expect("old in status");
+    let error = old.last_error.unwrap_or_default();
+    assert!(
+        error.contains(&format!("127.0.0.1:{port}/sse?…")),
+        "{error}"
+    );
+    roster.shutdown();
+}

@@ -757,8 +757,20 @@ impl Connection {
             shared: shared.clone(),
         };
         let mode = lifecycle(config.era);
-        let handshake =
-            |e: rmcp::service::ClientInitializeError| ConnectError::Handshake(e.to_string());
+        // An HTTP library's error may quote the URL, token and all.
+        let url = match &config.transport {
+            TransportConfig::StreamableHttp { url, .. } | TransportConfig::Sse { url, .. } => {
+                Some(url.as_str())
+            }
+            TransportConfig::Stdio { .. } => None,
+        };
+        let handshake = |e: rmcp::service::ClientInitializeError| {
+            let text = e.to_string();
+            ConnectError::Handshake(match url {
+                Some(url) => crate::config::redact_url_in(&text, url),
+                None => text,
+            })
+        };
         let (running, guard): (RunningService<RoleClient, ClientSide>, Guard) = match &config
             .transport
         {

@@ -460,7 +460,10 @@ mod tests {
 
     #[test]
     fn log_lines_escape_control_characters_and_stop_at_the_bound() {
-        assert_eq!(log_line("plain text\twith a tab", 100), "plain text\twith a tab");
+        assert_eq!(
+            log_line("plain text\twith a tab", 100),
+            "plain text\twith a tab"
+        );
         assert_eq!(
             log_line("red \u{1b}[31malert\u{1b}[0m nul \0 end", 100),
             "red \\u{1b}[31malert\\u{1b}[0m nul \\u{0} end"
