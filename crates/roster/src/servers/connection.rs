@@ -30,7 +30,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::gate::{NotificationGate, NotificationRate};
+use super::gate::{GatedTransport, NotificationGate, NotificationRate};
 use super::relay::{self, CallerRelay, InFlight, InFlightGuard, LogLevel};
 use super::stdio::{ChildGuard, SpawnError};
 use super::wire::RawResults;
@@ -813,9 +813,12 @@ impl Connection {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                let transport = StreamableHttpClientTransport::from_config(
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .custom_headers(custom),
+                let transport = GatedTransport::new(
+                    StreamableHttpClientTransport::from_config(
+                        StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                            .custom_headers(custom),
+                    ),
+                    gate,
                 );
                 let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
                     .await

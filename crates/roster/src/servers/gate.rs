@@ -19,6 +19,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rmcp::RoleClient;
+use rmcp::model::{JsonRpcMessage, ServerNotification};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
 use serde_json::{Value, json};
 
 use super::connection::Notifications;
@@ -190,6 +194,85 @@ impl Drop for NotificationGate {
     }
 }
 
+/// rmcp's streamable HTTP transport behind a [`NotificationGate`] (roster's own transports
+/// gate in [`super::wire`], where they also count what a call waits for). rmcp's transport
+/// buffers a bounded number of messages, so a flood backs up into the HTTP stream.
+pub(crate) struct GatedTransport<T> {
+    inner: T,
+    gate: NotificationGate,
+}
+
+impl<T> GatedTransport<T> {
+    pub(crate) fn new(inner: T, gate: NotificationGate) -> Self {
+        GatedTransport { inner, gate }
+    }
+}
+
+/// The method a gate decides on: the coalesced kinds by name, any other notification alike.
+fn method_of(notification: &ServerNotification) -> &'static str {
+    match notification {
+        ServerNotification::ToolListChangedNotification(_) => COALESCED[0],
+        ServerNotification::PromptListChangedNotification(_) => COALESCED[1],
+        ServerNotification::ResourceListChangedNotification(_) => COALESCED[2],
+        _ => "notifications/*",
+    }
+}
+
+fn list_changed(method: &str) -> Option<ServerNotification> {
+    let value = json!({"jsonrpc": "2.0", "method": method});
+    match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value) {
+        Ok(JsonRpcMessage::Notification(n)) => Some(n.notification),
+        _ => None,
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
+    type Error = T::Error;
+
+    fn name() -> std::borrow::Cow<'static, str> {
+        T::name()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            if let Some(notification) = self.gate.tick(Instant::now()).and_then(list_changed) {
+                return Some(JsonRpcMessage::notification(notification));
+            }
+            let wake = self.gate.wake_at();
+            let sleep = async {
+                match wake {
+                    Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            // rmcp's transport hands out whole messages from a channel: dropping its receive
+            // for the timer loses nothing.
+            let message = tokio::select! {
+                message = self.inner.receive() => message?,
+                () = sleep => continue,
+            };
+            if let JsonRpcMessage::Notification(n) = &message
+                && self.gate.admit(method_of(&n.notification), Instant::now()) != Admit::Pass
+            {
+                tokio::task::coop::consume_budget().await;
+                continue;
+            }
+            return Some(message);
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.close().await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +348,14 @@ mod tests {
             "one per storm"
         );
         assert!(seen.lock().expect("lock").is_empty(), "nothing was dropped");
+    }
+
+    #[test]
+    fn coalesced_kinds_survive_the_typed_round_trip() {
+        for method in COALESCED {
+            let notification = list_changed(method).expect("a typed notification");
+            assert_eq!(method_of(&notification), method);
+        }
     }
 
     #[test]
