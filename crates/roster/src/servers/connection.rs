@@ -701,6 +701,9 @@ pub struct Connection {
     listing: tokio::sync::Mutex<()>,
     list_timeout: Duration,
     limits: ServerLimits,
+    /// Set by [`Connection::close`]: a request cut short then names the shutdown, not a lost
+    /// server (`stop` is also cancelled when a listen stream ends).
+    closed_by_roster: std::sync::atomic::AtomicBool,
     capabilities: Value,
     _guard: Guard,
 }
@@ -915,6 +918,7 @@ impl Connection {
             listing: tokio::sync::Mutex::new(()),
             list_timeout: config.list_timeout,
             limits: config.limits.clone(),
+            closed_by_roster: std::sync::atomic::AtomicBool::new(false),
             capabilities,
             _guard: guard,
         })
@@ -1233,7 +1237,11 @@ impl Connection {
             }
             // Answered now rather than when the transport is torn down, and in words: the
             // caller's client gets an error naming the shutdown, not a silent end.
-            () = self.stop.cancelled() => Err(RequestError::ShuttingDown(self.server.to_string())),
+            () = self.stop.cancelled() => Err(if self.closed_by_roster.load(Ordering::Acquire) {
+                RequestError::ShuttingDown(self.server.to_string())
+            } else {
+                RequestError::Closed
+            }),
         };
         self.handled_call_notifications().await;
         self.notifications.unwatch_progress(&token);
@@ -1324,8 +1332,11 @@ impl Connection {
         }
     }
 
-    /// Ends the connection (the child process is killed).
+    /// Ends the connection on roster's behalf (shutdown, or after the server was lost): the
+    /// child process is ended, and requests still in flight fail with
+    /// [`RequestError::ShuttingDown`].
     pub fn close(&self) {
+        self.closed_by_roster.store(true, Ordering::Release);
         self.stop.cancel();
     }
 }

@@ -50,10 +50,11 @@ struct RawInner {
     watched: HashSet<String>,
     results: HashMap<String, Value>,
     call_notifications: u64,
-    /// Until the handshake is over: the ids of the requests roster sent. rmcp fails a
-    /// handshake on any response that is not the one it waits for, so a stray answer (an id
-    /// roster never used) is dropped here first, as rmcp itself drops one after the handshake.
-    handshake: Option<HashSet<String>>,
+    /// Until the handshake is over: the id of the request rmcp waits for (its handshake sends
+    /// one request at a time). rmcp fails a handshake on any other response, so a stray answer
+    /// (an id roster never used, or a late answer to an abandoned `server/discover` probe) is
+    /// dropped here first, as rmcp itself drops one after the handshake.
+    handshake: Option<Option<String>>,
 }
 
 impl RawResults {
@@ -64,7 +65,7 @@ impl RawResults {
     /// A fresh bookkeeping for one connection, in its handshake.
     pub(crate) fn new() -> Self {
         let raw = RawResults::default();
-        raw.lock().handshake = Some(HashSet::new());
+        raw.lock().handshake = Some(None);
         raw
     }
 
@@ -79,8 +80,8 @@ impl RawResults {
             return;
         };
         let mut inner = self.lock();
-        if let Some(sent) = inner.handshake.as_mut() {
-            sent.insert(id.to_string());
+        if let Some(awaited) = inner.handshake.as_mut() {
+            *awaited = Some(id.to_string());
         }
         if RAW_METHODS.contains(&method) {
             inner.watched.insert(id.to_string());
@@ -99,7 +100,7 @@ impl RawResults {
         self.lock()
             .handshake
             .as_ref()
-            .is_some_and(|sent| !sent.contains(&id.to_string()))
+            .is_some_and(|awaited| awaited.as_deref() != Some(id.to_string().as_str()))
     }
 
     fn note_incoming(&self, message: &Value) {
@@ -374,6 +375,28 @@ mod tests {
         assert_eq!(
             raw.take(&rmcp::model::RequestId::Number(5)),
             Some(json!({"tools": []}))
+        );
+    }
+
+    #[test]
+    fn during_the_handshake_only_the_awaited_answer_passes() {
+        let raw = RawResults::new();
+        raw.note_outgoing(&json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover"}));
+        raw.note_outgoing(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize"}));
+        let late = json!({"jsonrpc": "2.0", "id": 0, "result": {}});
+        let stray = json!({"jsonrpc": "2.0", "id": 77, "error": {"code": 1, "message": "x"}});
+        let anonymous = json!({"jsonrpc": "2.0", "id": null, "error": {"code": 1, "message": "x"}});
+        let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+        let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {}});
+        assert!(raw.stray_in_handshake(&late));
+        assert!(raw.stray_in_handshake(&stray));
+        assert!(!raw.stray_in_handshake(&anonymous));
+        assert!(!raw.stray_in_handshake(&ping));
+        assert!(!raw.stray_in_handshake(&answer));
+        raw.handshake_done();
+        assert!(
+            !raw.stray_in_handshake(&stray),
+            "rmcp drops those itself afterwards"
         );
     }
 
