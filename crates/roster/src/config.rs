@@ -40,6 +40,12 @@
 //! max_sessions_per_client = 100  # ... per [[clients]] identity
 //! session_idle_timeout = "15m" # a session with no traffic this long is closed
 //! admin_token_env = "ROSTER_ADMIN_TOKEN"  # bearer token for the full /healthz (unset: none)
+//! notification_rate = 100      # per server: notifications a second; more are dropped (a
+//! notification_burst = 200     #   list_changed coalesced), one inbox entry a second says how many
+//! max_tools = 10000            # per server: a listing past it keeps the first 10000 (warned)
+//! max_listing_bytes = 33554432 # per server: a listing's pages summed (32 MiB); past it, it fails
+//! max_log_line = 4096          # bytes of a server's stderr line in roster's log (control chars escaped)
+//! kill_grace = "5s"            # SIGTERM to a stdio server's process group, SIGKILL after this
 //!
 //! [skills]
 //! paths = ["skills"]           # relative to this file
@@ -179,6 +185,8 @@ pub struct ServerConfig {
     pub ping_interval: Option<Duration>,
     /// Which protocol lifecycle to use (`protocol = "auto" | "legacy" | "modern"`).
     pub era: Era,
+    /// What this server may cost roster (from `[gateway]`).
+    pub limits: ServerLimits,
 }
 
 /// Which MCP lifecycle roster uses with a server.
@@ -409,6 +417,8 @@ pub struct GatewayConfig {
     /// The environment variable holding the admin bearer token that unlocks the full
     /// `/healthz`; `None`: `/healthz` only ever says whether roster is up.
     pub admin_token_env: Option<String>,
+    /// What one server may cost roster (every server gets these).
+    pub server_limits: ServerLimits,
 }
 
 impl GatewayConfig {
@@ -471,6 +481,7 @@ impl GatewayConfig {
             max_sessions_per_client: 100,
             session_idle_timeout: Duration::from_secs(15 * 60),
             admin_token_env: None,
+            server_limits: ServerLimits::default(),
         }
     }
 }
@@ -592,6 +603,12 @@ struct RawGateway {
     max_sessions_per_client: Option<usize>,
     session_idle_timeout: Option<RawDuration>,
     admin_token_env: Option<String>,
+    notification_rate: Option<u32>,
+    notification_burst: Option<u32>,
+    max_tools: Option<usize>,
+    max_listing_bytes: Option<usize>,
+    max_log_line: Option<usize>,
+    kill_grace: Option<RawDuration>,
 }
 
 #[derive(Deserialize)]
@@ -1024,6 +1041,7 @@ impl Config {
 
 fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, ConfigError> {
     let mut g = GatewayConfig::defaults(ctx.env);
+    g.server_limits = build_server_limits(ctx, &raw)?;
     if let Some(naming) = raw.naming {
         g.naming = naming;
     }
@@ -1307,7 +1325,125 @@ fn build_server_keyed(
         list_timeout,
         ping_interval,
         era: raw.protocol.unwrap_or_default(),
+        limits: gateway.server_limits.clone(),
     })
+}
+
+// ---- server limits ----------------------------------------------------------------------
+
+/// What one server may cost roster: its notification rate, the size of its listing, how much
+/// of its output reaches the log, and how long its process group gets to end. Past a bound
+/// roster keeps working and says which bound was hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerLimits {
+    /// Notifications a second a server may send; more are dropped (a `list_changed`
+    /// coalesced) and counted (`notification_rate`).
+    pub notification_rate: u32,
+    /// Notifications a server may send at once after a quiet spell (`notification_burst`).
+    pub notification_burst: u32,
+    /// Tools kept from one listing; the rest are left out with a warning (`max_tools`).
+    pub max_tools: usize,
+    /// Bytes of one listing, its pages summed; a larger listing fails (`max_listing_bytes`).
+    pub max_listing_bytes: usize,
+    /// Bytes of one line of a server's stderr in roster's log; longer lines are cut
+    /// (`max_log_line`).
+    pub max_log_line: usize,
+    /// How long a stdio server's process group has between SIGTERM and SIGKILL (`kill_grace`).
+    pub kill_grace: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            notification_rate: 100,
+            notification_burst: 200,
+            max_tools: 10_000,
+            max_listing_bytes: 32 * 1024 * 1024,
+            max_log_line: 4096,
+            kill_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A server URL as roster shows it in status, logs and errors: the userinfo and the query
+/// string, where tokens tend to live, become `…`; the fragment is left out.
+/// `https://user:pw@x/mcp?api_key=k` shows as `https://…@x/mcp?…`.
+pub fn redact_url(url: &reqwest::Url) -> String {
+    let mut shown = format!("{}://", url.scheme());
+    if !url.username().is_empty() || url.password().is_some() {
+        shown.push_str("…@");
+    }
+    if let Some(host) = url.host_str() {
+        shown.push_str(host);
+    }
+    if let Some(port) = url.port() {
+        shown.push_str(&format!(":{port}"));
+    }
+    shown.push_str(url.path());
+    if url.query().is_some() {
+        shown.push_str("?…");
+    }
+    shown
+}
+
+/// `text` with every spelling of `url` (as configured, and as the URL parser writes it), and
+/// its query string alone, replaced by [`redact_url`]'s form: for errors of HTTP libraries
+/// that quote the URL they were given.
+pub fn redact_url_in(text: &str, url: &str) -> String {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return text.to_owned();
+    };
+    let shown = redact_url(&parsed);
+    let mut out = text.replace(url, &shown).replace(parsed.as_str(), &shown);
+    if let Some(query) = parsed.query().filter(|q| !q.is_empty()) {
+        out = out.replace(query, "…");
+    }
+    if let Some(password) = parsed.password().filter(|p| !p.is_empty()) {
+        out = out.replace(password, "…");
+    }
+    out
+}
+
+fn build_server_limits(ctx: &Ctx<'_>, raw: &RawGateway) -> Result<ServerLimits, ConfigError> {
+    let mut limits = ServerLimits::default();
+    let above_zero = |key: &str, value: Option<usize>, into: &mut usize| {
+        match value {
+            Some(0) => return Err(ctx.invalid(format!("gateway.{key}"), "a number above 0")),
+            Some(n) => *into = n,
+            None => {}
+        }
+        Ok(())
+    };
+    let mut rate = limits.notification_rate as usize;
+    above_zero(
+        "notification_rate",
+        raw.notification_rate.map(|n| n as usize),
+        &mut rate,
+    )?;
+    let mut burst = limits.notification_burst as usize;
+    above_zero(
+        "notification_burst",
+        raw.notification_burst.map(|n| n as usize),
+        &mut burst,
+    )?;
+    limits.notification_rate = u32::try_from(rate).unwrap_or(u32::MAX);
+    limits.notification_burst = u32::try_from(burst).unwrap_or(u32::MAX);
+    above_zero("max_tools", raw.max_tools, &mut limits.max_tools)?;
+    above_zero(
+        "max_listing_bytes",
+        raw.max_listing_bytes,
+        &mut limits.max_listing_bytes,
+    )?;
+    if let Some(line) = raw.max_log_line {
+        if line < 64 {
+            return Err(ctx.invalid("gateway.max_log_line", "a number of bytes of at least 64"));
+        }
+        limits.max_log_line = line;
+    }
+    if let Some(grace) = &raw.kill_grace {
+        limits.kill_grace = ctx.duration("gateway.kill_grace", grace)?;
+    }
+    Ok(limits)
 }
 
 impl ServerConfig {
@@ -1328,6 +1464,7 @@ impl ServerConfig {
             list_timeout: Duration::from_secs(30),
             ping_interval: Some(Duration::from_secs(30)),
             era: Era::Auto,
+            limits: ServerLimits::default(),
         }
     }
 }
@@ -1480,6 +1617,46 @@ mod tests {
         let err =
             parse("[servers.x]\ncommand = \"x\"\ntasks.sometimes = []\n").expect_err("unknown key");
         assert!(err.to_string().contains("sometimes"), "{err}");
+    }
+
+    #[test]
+    fn server_limits_parse_and_bad_ones_are_named() {
+        let config = parse(
+            "[gateway]\nnotification_rate = 5\nmax_tools = 3\nkill_grace = \"1s\"\n\
+             [servers.x]\ncommand = \"x\"\n",
+        )
+        .expect("valid");
+        let limits = &config.servers["x"].limits;
+        assert_eq!(limits.notification_rate, 5);
+        assert_eq!(limits.notification_burst, 200);
+        assert_eq!(limits.max_tools, 3);
+        assert_eq!(limits.kill_grace, Duration::from_secs(1));
+        for (text, key) in [
+            ("notification_rate = 0", "gateway.notification_rate"),
+            ("max_listing_bytes = 0", "gateway.max_listing_bytes"),
+            ("max_log_line = 10", "gateway.max_log_line"),
+            ("kill_grace = \"soon\"", "gateway.kill_grace"),
+        ] {
+            let err = parse(&format!("[gateway]\n{text}\n")).expect_err(text);
+            assert!(err.to_string().contains(key), "{err}");
+        }
+    }
+
+    #[test]
+    fn secrets_in_urls_are_never_shown() {
+        let url = "https://user:pw@example.com:8443/mcp?api_key=k3y&v=1#frag";
+        let parsed = reqwest::Url::parse(url).expect("valid");
+        assert_eq!(redact_url(&parsed), "https://…@example.com:8443/mcp?…");
+        let plain = reqwest::Url::parse("http://127.0.0.1:9/mcp").expect("valid");
+        assert_eq!(redact_url(&plain), "http://127.0.0.1:9/mcp");
+        let error =
+            format!("error sending request for url ({parsed}): refused; k: api_key=k3y&v=1");
+        let shown = redact_url_in(&error, url);
+        assert!(!shown.contains("k3y") && !shown.contains("pw"), "{shown}");
+        assert!(
+            shown.contains("https://…@example.com:8443/mcp?…"),
+            "{shown}"
+        );
     }
 
     #[test]

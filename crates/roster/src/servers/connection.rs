@@ -30,10 +30,11 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::gate::{GatedTransport, NotificationGate, NotificationRate};
 use super::relay::{self, CallerRelay, InFlight, InFlightGuard, LogLevel};
 use super::stdio::{ChildGuard, SpawnError};
 use super::wire::RawResults;
-use crate::config::{Era, ServerConfig, TransportConfig};
+use crate::config::{Era, ServerConfig, ServerLimits, TransportConfig};
 use crate::inbox::{ConfirmDecision, ConfirmRequest};
 
 /// A notification listener: called with the method and params of every notification the
@@ -66,6 +67,8 @@ pub struct Notifications {
     progress: Mutex<Progress>,
     confirmer: RwLock<Option<Confirmer>>,
     log_fallback: RwLock<Option<LogFallback>>,
+    /// Notifications dropped over the server's rate, over all its connections.
+    dropped: AtomicU64,
 }
 
 /// Progress listeners by token, and progress that arrived before its call registered (rmcp
@@ -135,6 +138,16 @@ impl Notifications {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// How many of this server's notifications were dropped over its rate so far (see
+    /// [`super::gate`]).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_dropped(&self, dropped: u64) {
+        self.dropped.fetch_add(dropped, Ordering::Relaxed);
     }
 
     /// Removes a listener; unknown ids are ignored.
@@ -515,6 +528,20 @@ pub enum RequestError {
     /// The connection is gone.
     #[error("the connection to the server is closed")]
     Closed,
+    /// roster is shutting down (or replacing the connection) while the request was in flight.
+    #[error("roster is shutting down; the request to server `{0}` was abandoned")]
+    ShuttingDown(String),
+    /// The listing's pages add up to more than `max_listing_bytes`.
+    #[error(
+        "the server's tool listing exceeds max_listing_bytes ({limit} bytes) at page {pages}; \
+         raise `max_listing_bytes` in [gateway] if the server really needs it"
+    )]
+    ListingTooLarge {
+        /// The bound.
+        limit: usize,
+        /// The page that crossed it.
+        pages: usize,
+    },
     /// The server answered with something that is not the expected result.
     #[error("the server sent an unexpected answer: {0}")]
     Unexpected(String),
@@ -579,6 +606,10 @@ pub struct ToolListing {
     pub ttl: Option<Duration>,
     /// How many pages it took.
     pub pages: usize,
+    /// The pages' tools as JSON, in bytes (bounded by `max_listing_bytes`).
+    pub bytes: usize,
+    /// The server listed more than `max_tools`: only the first `max_tools` are here.
+    pub cut: bool,
 }
 
 /// How a `tools/call` is run.
@@ -669,6 +700,10 @@ pub struct Connection {
     negotiated: Negotiated,
     listing: tokio::sync::Mutex<()>,
     list_timeout: Duration,
+    limits: ServerLimits,
+    /// Set by [`Connection::close`]: a request cut short then names the shutdown, not a lost
+    /// server (`stop` is also cancelled when a listen stream ends).
+    closed_by_roster: std::sync::atomic::AtomicBool,
     capabilities: Value,
     _guard: Guard,
 }
@@ -709,7 +744,12 @@ impl Connection {
         notifications: Arc<Notifications>,
     ) -> Result<Connection, ConnectError> {
         let name: Arc<str> = Arc::from(server);
-        let raw = RawResults::default();
+        let raw = RawResults::new();
+        let rate = NotificationRate {
+            per_second: config.limits.notification_rate,
+            burst: config.limits.notification_burst,
+        };
+        let gate = NotificationGate::new(name.clone(), rate, notifications.clone());
         let shared = Arc::new(ClientShared {
             server: name.clone(),
             notifications: notifications.clone(),
@@ -720,8 +760,20 @@ impl Connection {
             shared: shared.clone(),
         };
         let mode = lifecycle(config.era);
-        let handshake =
-            |e: rmcp::service::ClientInitializeError| ConnectError::Handshake(e.to_string());
+        // An HTTP library's error may quote the URL, token and all.
+        let url = match &config.transport {
+            TransportConfig::StreamableHttp { url, .. } | TransportConfig::Sse { url, .. } => {
+                Some(url.as_str())
+            }
+            TransportConfig::Stdio { .. } => None,
+        };
+        let handshake = |e: rmcp::service::ClientInitializeError| {
+            let text = e.to_string();
+            ConnectError::Handshake(match url {
+                Some(url) => crate::config::redact_url_in(&text, url),
+                None => text,
+            })
+        };
         let (running, guard): (RunningService<RoleClient, ClientSide>, Guard) = match &config
             .transport
         {
@@ -732,12 +784,16 @@ impl Connection {
                 cwd,
             } => {
                 let (transport, child) = super::stdio::spawn(
-                    name.clone(),
-                    command,
-                    args,
-                    env,
-                    cwd.as_ref(),
+                    super::stdio::Spawn {
+                        server: name.clone(),
+                        command,
+                        args,
+                        env,
+                        cwd: cwd.as_ref(),
+                        limits: &config.limits,
+                    },
                     raw.clone(),
+                    gate,
                 )?;
                 let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
                     .await
@@ -746,7 +802,7 @@ impl Connection {
             }
             TransportConfig::Sse { url, headers } => {
                 let (transport, sse) =
-                    super::sse::connect(name.clone(), url, headers, raw.clone()).await?;
+                    super::sse::connect(name.clone(), url, headers, raw.clone(), gate).await?;
                 let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
                     .await
                     .map_err(handshake)?;
@@ -760,9 +816,12 @@ impl Connection {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                let transport = StreamableHttpClientTransport::from_config(
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .custom_headers(custom),
+                let transport = GatedTransport::new(
+                    StreamableHttpClientTransport::from_config(
+                        StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                            .custom_headers(custom),
+                    ),
+                    gate,
                 );
                 let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
                     .await
@@ -771,6 +830,7 @@ impl Connection {
             }
         };
 
+        raw.handshake_done();
         let peer = running.peer().clone();
         let capabilities = peer
             .peer_info()
@@ -857,6 +917,8 @@ impl Connection {
             negotiated,
             listing: tokio::sync::Mutex::new(()),
             list_timeout: config.list_timeout,
+            limits: config.limits.clone(),
+            closed_by_roster: std::sync::atomic::AtomicBool::new(false),
             capabilities,
             _guard: guard,
         })
@@ -932,6 +994,8 @@ impl Connection {
             tools: Vec::new(),
             ttl: None,
             pages: 0,
+            bytes: 0,
+            cut: false,
         };
         let mut cursor: Option<String> = None;
         let mut seen_cursors = std::collections::HashSet::new();
@@ -972,8 +1036,34 @@ impl Connection {
                     })
                     .collect::<Result<Vec<_>, _>>()?,
             };
+            listing.bytes += raw
+                .as_ref()
+                .and_then(|r| r.get("tools"))
+                .map_or_else(|| json_size(&typed.tools), json_size);
+            if listing.bytes > self.limits.max_listing_bytes {
+                return Err(RequestError::ListingTooLarge {
+                    limit: self.limits.max_listing_bytes,
+                    pages: listing.pages + 1,
+                });
+            }
             listing.tools.extend(page_tools);
             listing.pages += 1;
+            if listing.tools.len() >= self.limits.max_tools {
+                // Cut rather than refused: the first tools stay usable, and the bound is said.
+                if listing.tools.len() > self.limits.max_tools
+                    || typed.next_cursor.as_ref().is_some_and(|c| !c.is_empty())
+                {
+                    tracing::warn!(
+                        server = %self.server,
+                        max_tools = self.limits.max_tools,
+                        "the server lists more tools than max_tools allows; roster keeps the first {}",
+                        self.limits.max_tools
+                    );
+                    listing.cut = true;
+                }
+                listing.tools.truncate(self.limits.max_tools);
+                return Ok(listing);
+            }
             if let Some(ttl) = typed.ttl_ms {
                 let ttl = Duration::from_millis(ttl);
                 listing.ttl = Some(listing.ttl.map_or(ttl, |t: Duration| t.min(ttl)));
@@ -1145,6 +1235,13 @@ impl Connection {
                 self.send_cancelled(&id, "cancelled by the client").await;
                 Err(RequestError::Cancelled)
             }
+            // Answered now rather than when the transport is torn down, and in words: the
+            // caller's client gets an error naming the shutdown, not a silent end.
+            () = self.stop.cancelled() => Err(if self.closed_by_roster.load(Ordering::Acquire) {
+                RequestError::ShuttingDown(self.server.to_string())
+            } else {
+                RequestError::Closed
+            }),
         };
         self.handled_call_notifications().await;
         self.notifications.unwatch_progress(&token);
@@ -1235,8 +1332,11 @@ impl Connection {
         }
     }
 
-    /// Ends the connection (the child process is killed).
+    /// Ends the connection on roster's behalf (shutdown, or after the server was lost): the
+    /// child process is ended, and requests still in flight fail with
+    /// [`RequestError::ShuttingDown`].
     pub fn close(&self) {
+        self.closed_by_roster.store(true, Ordering::Release);
         self.stop.cancel();
     }
 }
@@ -1340,6 +1440,23 @@ fn relay_listen(
             }
         }
     });
+}
+
+/// The length of `value` as compact JSON, counted without building the text.
+fn json_size(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 fn client_request(value: Value) -> Result<ClientRequest, RequestError> {

@@ -31,6 +31,7 @@
 //!   new connection is listed; repeated failures park the server in `crash-loop`.
 
 mod connection;
+pub mod gate;
 pub(crate) mod offerings;
 mod refresh;
 pub mod relay;

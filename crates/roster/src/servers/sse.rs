@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::wire::{Outgoing, RawResults, WireTransport, incoming_channel, parse_line};
+use crate::config::redact_url;
 
 /// The SSE stream could not be opened or did not name its message endpoint.
 #[derive(Debug, thiserror::Error)]
@@ -134,8 +135,11 @@ pub(crate) async fn connect(
     url: &str,
     headers: &BTreeMap<String, String>,
     raw: RawResults,
+    gate: super::gate::NotificationGate,
 ) -> Result<(WireTransport, SseGuard), SseError> {
     let headers = super::wire::header_map(headers).map_err(SseError::Header)?;
+    // Errors name the URL without its query string or userinfo, where tokens live.
+    let shown = reqwest::Url::parse(url).map_or_else(|_| url.to_owned(), |u| redact_url(&u));
     let client = reqwest::Client::new();
     let response = client
         .get(url)
@@ -144,12 +148,12 @@ pub(crate) async fn connect(
         .send()
         .await
         .map_err(|source| SseError::Connect {
-            url: url.to_owned(),
-            source,
+            url: shown.clone(),
+            source: source.without_url(),
         })?;
     if !response.status().is_success() {
         return Err(SseError::Status {
-            url: url.to_owned(),
+            url: shown.clone(),
             status: response.status(),
         });
     }
@@ -161,9 +165,7 @@ pub(crate) async fn connect(
     // The endpoint comes first; messages before it would have nowhere to be answered.
     let endpoint = 'found: loop {
         let Some(Ok(chunk)) = stream.next().await else {
-            return Err(SseError::NoEndpoint {
-                url: url.to_owned(),
-            });
+            return Err(SseError::NoEndpoint { url: shown.clone() });
         };
         parser.feed(&chunk, &mut pending);
         while !pending.is_empty() {
@@ -172,9 +174,7 @@ pub(crate) async fn connect(
                 match base.join(event.data.trim()) {
                     Ok(endpoint) => break 'found endpoint,
                     Err(_) => {
-                        return Err(SseError::NoEndpoint {
-                            url: url.to_owned(),
-                        });
+                        return Err(SseError::NoEndpoint { url: shown.clone() });
                     }
                 }
             }
@@ -256,6 +256,7 @@ pub(crate) async fn connect(
             Outgoing::Channel(out_tx),
             incoming_channel(in_rx),
             raw,
+            gate,
         ),
         SseGuard {
             stop: dead.drop_guard(),

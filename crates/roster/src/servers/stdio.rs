@@ -1,10 +1,12 @@
 //! A server run as a child process, speaking newline-delimited JSON-RPC on stdin/stdout.
 //!
 //! The child is owned by a waiter task: it is reaped when it exits on its own (no zombies), and
-//! killed and reaped when the [`ChildGuard`] is dropped (roster shutting down, or the connection
-//! being replaced). The child leads its own process group, and the group is killed when the child
-//! ends either way, so the grandchildren of a wrapper such as `npx` do not outlive it. Its stderr
-//! goes to the log, one line per event, under the server's name.
+//! ended when the [`ChildGuard`] is dropped (roster shutting down, or the connection being
+//! replaced): SIGTERM to its process group at once, SIGKILL after `kill_grace`. The child leads
+//! its own process group, and the group is killed when the child ends either way, so the
+//! grandchildren of a wrapper such as `npx` do not outlive it; on Linux the child also dies with
+//! roster (a parent-death signal), even on `kill -9`. Its stderr goes to the log, one line per
+//! event, under the server's name, cut at `max_log_line` with control characters escaped.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,7 +21,9 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder, FramedRead};
 
+use super::gate::NotificationGate;
 use super::wire::{Outgoing, RawResults, WireTransport, parse_line};
+use crate::config::ServerLimits;
 
 /// The longest line read from a server's stdout or stderr (64 MiB); a longer one is dropped as
 /// garbage rather than buffered without bound.
@@ -169,6 +173,9 @@ impl ChildGuard {
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
+        // At once, not on the waiter: at roster's exit the runtime may be torn down before the
+        // waiter runs again, and tokio's own kill reaches only the child, not its group.
+        signal_group(self.pid, GroupSignal::Term);
         if let Some(kill) = self.kill.take() {
             let _ = kill.send(());
         }
@@ -186,36 +193,93 @@ pub struct SpawnError {
     pub source: std::io::Error,
 }
 
-/// Kills the child's process group (the child and whatever it started that stayed in it).
-fn kill_group(pid: Option<u32>) {
+/// Sends `signal` to the child's process group (the child and whatever it started that stayed
+/// in it).
+fn signal_group(pid: Option<u32>, signal: GroupSignal) {
     #[cfg(unix)]
     if let Some(pid) = pid
         .and_then(|p| i32::try_from(p).ok())
         .and_then(rustix::process::Pid::from_raw)
-        && let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
     {
-        tracing::debug!(%error, "cannot kill the server's process group");
+        let signal = match signal {
+            GroupSignal::Term => rustix::process::Signal::TERM,
+            GroupSignal::Kill => rustix::process::Signal::KILL,
+        };
+        if let Err(error) = rustix::process::kill_process_group(pid, signal) {
+            tracing::debug!(%error, "cannot signal the server's process group");
+        }
     }
     #[cfg(not(unix))]
-    let _ = pid;
+    let _ = (pid, signal);
+}
+
+#[derive(Debug, Clone, Copy)]
+enum GroupSignal {
+    Term,
+    Kill,
+}
+
+/// On Linux, asks the kernel to SIGKILL the child when roster dies, so even `kill -9` of
+/// roster leaves no server behind (a server that ignores the end of its stdin would run on).
+/// The only unsafe code in roster: `pre_exec` is unsafe because the closure runs between
+/// fork and exec, where only async-signal-safe calls are allowed; `prctl` and `getppid` are
+/// plain system calls that allocate nothing and take no lock.
+///
+/// The signal is tied to the thread that forks, not the process: roster spawns servers from
+/// its runtime's worker threads, which live as long as roster does.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_roster(cmd: &mut Command) {
+    let roster = rustix::process::getpid();
+    // SAFETY: the closure only makes two system calls (see above) and returns.
+    unsafe {
+        cmd.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            // roster died between fork and prctl: the signal would never come.
+            if rustix::process::getppid() != Some(roster) {
+                return Err(std::io::Error::other(
+                    "roster exited while starting the server",
+                ));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_roster(_cmd: &mut Command) {}
+
+/// What to start, and the bounds it runs under.
+pub(crate) struct Spawn<'a> {
+    pub(crate) server: Arc<str>,
+    pub(crate) command: &'a str,
+    pub(crate) args: &'a [String],
+    pub(crate) env: &'a BTreeMap<String, String>,
+    pub(crate) cwd: Option<&'a PathBuf>,
+    pub(crate) limits: &'a ServerLimits,
 }
 
 pub(crate) fn spawn(
-    server: Arc<str>,
-    command: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    cwd: Option<&PathBuf>,
+    spec: Spawn<'_>,
     raw: RawResults,
+    gate: NotificationGate,
 ) -> Result<(WireTransport, ChildGuard), SpawnError> {
+    let Spawn {
+        server,
+        command,
+        args,
+        env,
+        cwd,
+        limits,
+    } = spec;
     let mut cmd = Command::new(command);
     cmd.args(args)
         .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        // Belt and braces: the waiter kills on guard drop, and tokio kills if the waiter itself
-        // is dropped with the runtime.
+        // Belt and braces: the waiter ends the group on guard drop, and tokio kills the child
+        // if the waiter itself is dropped with the runtime.
         .kill_on_drop(true);
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
@@ -224,6 +288,7 @@ pub(crate) fn spawn(
     // script) started in turn, not only the wrapper.
     #[cfg(unix)]
     cmd.process_group(0);
+    die_with_roster(&mut cmd);
     let mut child = cmd.spawn().map_err(|source| SpawnError {
         command: command.to_owned(),
         source,
@@ -254,32 +319,46 @@ pub(crate) fn spawn(
         .boxed();
 
     let name = server.clone();
+    let max_log_line = limits.max_log_line;
     tokio::spawn(async move {
         // Drained to its end whatever it holds: a child whose stderr pipe fills up blocks.
         let mut reader = BufReader::new(stderr);
         let mut line = Vec::new();
         while let Ok(Some(text)) = read_line(&mut reader, &mut line).await {
-            let text = text.trim_end_matches(['\n', '\r']);
+            let text = log_line(text.trim_end_matches(['\n', '\r']), max_log_line);
             tracing::info!(target: "roster::server_stderr", server = %name, "{text}");
+            // A server that only writes to stderr must not keep this worker to itself.
+            tokio::task::coop::consume_budget().await;
         }
     });
 
     let (kill_tx, kill_rx) = oneshot::channel::<()>();
     let (exit_tx, exit_rx) = watch::channel(ChildExit::Running);
     let name = server.clone();
+    let grace = limits.kill_grace;
     tokio::spawn(async move {
         let status = tokio::select! {
             status = child.wait() => {
                 // What the child left running in its group goes with it. The group id stays
                 // reserved while the group has members, so this cannot hit a stranger.
-                kill_group(pid);
+                signal_group(pid, GroupSignal::Kill);
                 status
             }
             _ = kill_rx => {
-                // The child is not reaped yet, so its pid is still its group's id.
-                kill_group(pid);
-                let _ = child.start_kill();
-                child.wait().await
+                // SIGTERM went to the group when the guard was dropped; the child is not
+                // reaped yet, so its pid is still its group's id.
+                match tokio::time::timeout(grace, child.wait()).await {
+                    Ok(status) => {
+                        signal_group(pid, GroupSignal::Kill);
+                        status
+                    }
+                    Err(_) => {
+                        tracing::warn!(server = %name, ?grace, "the server did not end on SIGTERM; killing its process group");
+                        signal_group(pid, GroupSignal::Kill);
+                        let _ = child.start_kill();
+                        child.wait().await
+                    }
+                }
             }
         };
         let text = match status {
@@ -291,13 +370,42 @@ pub(crate) fn spawn(
     });
 
     Ok((
-        WireTransport::new(server, Outgoing::lines(stdin), incoming, raw),
+        WireTransport::new(server, Outgoing::lines(stdin), incoming, raw, gate),
         ChildGuard {
             kill: Some(kill_tx),
             exit: exit_rx,
             pid,
         },
     ))
+}
+
+/// A line of a server's output as roster logs it: at most `max` bytes (cut at a character
+/// boundary, with the number of bytes left out), control characters escaped as `\u{1b}` so a
+/// server cannot move the cursor of, or hide text in, the terminal reading roster's log.
+pub(crate) fn log_line(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    let needs_escape = text.chars().any(|c| c.is_control() && c != '\t');
+    if text.len() <= max && !needs_escape {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out = String::with_capacity(end + 16);
+    for c in text[..end].chars() {
+        if c.is_control() && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    if end < text.len() {
+        out.push_str(&format!(
+            "… ({} more bytes; max_log_line is {max})",
+            text.len() - end
+        ));
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -348,6 +456,24 @@ mod tests {
             32,
         );
         assert_eq!(got, vec![None, Some(serde_json::json!({"ok": true}))]);
+    }
+
+    #[test]
+    fn log_lines_escape_control_characters_and_stop_at_the_bound() {
+        assert_eq!(
+            log_line("plain text\twith a tab", 100),
+            "plain text\twith a tab"
+        );
+        assert_eq!(
+            log_line("red \u{1b}[31malert\u{1b}[0m nul \0 end", 100),
+            "red \\u{1b}[31malert\\u{1b}[0m nul \\u{0} end"
+        );
+        let long = format!("é{}", "z".repeat(100));
+        let cut = log_line(&long, 10);
+        assert!(cut.starts_with("ézzzzzzzz…"), "{cut}");
+        assert!(cut.contains("92 more bytes; max_log_line is 10"), "{cut}");
+        // A cut inside a character backs off to its start.
+        assert!(log_line("ééé", 3).starts_with("é…"));
     }
 
     #[tokio::test]

@@ -19,15 +19,18 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
+
+use super::gate::{Admit, NotificationGate};
 
 /// Methods whose raw result a connection wants to read itself.
 const RAW_METHODS: [&str; 2] = ["tools/list", "tools/call"];
@@ -47,6 +50,11 @@ struct RawInner {
     watched: HashSet<String>,
     results: HashMap<String, Value>,
     call_notifications: u64,
+    /// Until the handshake is over: the id of the request rmcp waits for (its handshake sends
+    /// one request at a time). rmcp fails a handshake on any other response, so a stray answer
+    /// (an id roster never used, or a late answer to an abandoned `server/discover` probe) is
+    /// dropped here first, as rmcp itself drops one after the handshake.
+    handshake: Option<Option<String>>,
 }
 
 impl RawResults {
@@ -54,14 +62,45 @@ impl RawResults {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// A fresh bookkeeping for one connection, in its handshake.
+    pub(crate) fn new() -> Self {
+        let raw = RawResults::default();
+        raw.lock().handshake = Some(None);
+        raw
+    }
+
+    /// The handshake is over: from now on rmcp drops answers to nobody itself.
+    pub(crate) fn handshake_done(&self) {
+        self.lock().handshake = None;
+    }
+
     fn note_outgoing(&self, message: &Value) {
-        let is_watched = message
-            .get("method")
-            .and_then(Value::as_str)
-            .is_some_and(|m| RAW_METHODS.contains(&m));
-        if let (true, Some(id)) = (is_watched, message.get("id")) {
-            self.lock().watched.insert(id.to_string());
+        let method = message.get("method").and_then(Value::as_str);
+        let (Some(method), Some(id)) = (method, message.get("id")) else {
+            return;
+        };
+        let mut inner = self.lock();
+        if let Some(awaited) = inner.handshake.as_mut() {
+            *awaited = Some(id.to_string());
         }
+        if RAW_METHODS.contains(&method) {
+            inner.watched.insert(id.to_string());
+        }
+    }
+
+    /// Whether an incoming response answers nothing roster asked during the handshake
+    /// (then it is dropped before rmcp sees it). Errors without an id still reach rmcp.
+    fn stray_in_handshake(&self, message: &Value) -> bool {
+        if message.get("method").is_some() {
+            return false;
+        }
+        let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
+            return false;
+        };
+        self.lock()
+            .handshake
+            .as_ref()
+            .is_some_and(|awaited| awaited.as_deref() != Some(id.to_string().as_str()))
     }
 
     fn note_incoming(&self, message: &Value) {
@@ -142,6 +181,7 @@ pub(crate) struct WireTransport {
     outgoing: Outgoing,
     incoming: Incoming,
     raw: RawResults,
+    gate: NotificationGate,
 }
 
 impl WireTransport {
@@ -150,12 +190,55 @@ impl WireTransport {
         outgoing: Outgoing,
         incoming: Incoming,
         raw: RawResults,
+        gate: NotificationGate,
     ) -> Self {
         WireTransport {
             server,
             outgoing,
             incoming,
             raw,
+            gate,
+        }
+    }
+
+    /// The next message to hand to rmcp: what the server sent, minus the notifications over
+    /// its rate and stray handshake answers, plus the coalesced `list_changed`s the rate lets
+    /// through again. Cancel-safe: a message is taken from the stream only when it is
+    /// returned or done with.
+    async fn next_message(&mut self) -> Option<Value> {
+        loop {
+            if let Some(method) = self.gate.tick(Instant::now()) {
+                return Some(json!({"jsonrpc": "2.0", "method": method}));
+            }
+            let wake = self.gate.wake_at();
+            let sleep = async {
+                match wake {
+                    Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let value = tokio::select! {
+                value = self.incoming.next() => value?,
+                () = sleep => continue,
+            };
+            if let Some(method) = value.get("method").and_then(Value::as_str)
+                && value.get("id").is_none()
+                && self.gate.admit(method, Instant::now()) != Admit::Pass
+            {
+                // A flood is read at the pace roster drops it, never faster than the other
+                // tasks on this worker get their turn.
+                tokio::task::coop::consume_budget().await;
+                continue;
+            }
+            if self.raw.stray_in_handshake(&value) {
+                tracing::warn!(
+                    server = %self.server,
+                    message = %truncate(&value.to_string()),
+                    "dropped an answer to no request of roster's during the handshake"
+                );
+                continue;
+            }
+            return Some(value);
         }
     }
 }
@@ -202,7 +285,7 @@ impl Transport<RoleClient> for WireTransport {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         {
             loop {
-                let value = self.incoming.next().await?;
+                let value = self.next_message().await?;
                 self.raw.note_incoming(&value);
                 match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value.clone()) {
                     Ok(message) => return Some(message),
@@ -292,6 +375,28 @@ mod tests {
         assert_eq!(
             raw.take(&rmcp::model::RequestId::Number(5)),
             Some(json!({"tools": []}))
+        );
+    }
+
+    #[test]
+    fn during_the_handshake_only_the_awaited_answer_passes() {
+        let raw = RawResults::new();
+        raw.note_outgoing(&json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover"}));
+        raw.note_outgoing(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize"}));
+        let late = json!({"jsonrpc": "2.0", "id": 0, "result": {}});
+        let stray = json!({"jsonrpc": "2.0", "id": 77, "error": {"code": 1, "message": "x"}});
+        let anonymous = json!({"jsonrpc": "2.0", "id": null, "error": {"code": 1, "message": "x"}});
+        let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+        let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {}});
+        assert!(raw.stray_in_handshake(&late));
+        assert!(raw.stray_in_handshake(&stray));
+        assert!(!raw.stray_in_handshake(&anonymous));
+        assert!(!raw.stray_in_handshake(&ping));
+        assert!(!raw.stray_in_handshake(&answer));
+        raw.handshake_done();
+        assert!(
+            !raw.stray_in_handshake(&stray),
+            "rmcp drops those itself afterwards"
         );
     }
 

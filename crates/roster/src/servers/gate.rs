@@ -1,0 +1,371 @@
+//! The per-server notification rate: what keeps one chatty server from taking the gateway down.
+//!
+//! Every notification a server sends costs roster a handler task, the inbox ring and an audit
+//! line. A server writing them in a tight loop used to make that work pile up without bound
+//! (gigabytes of queued handlers, every worker busy). The [`NotificationGate`] sits in the
+//! transport, before rmcp sees a message, so a notification over the rate costs one parse and
+//! a counter:
+//!
+//! - A token bucket per server: `notification_rate` per second, `notification_burst` at once.
+//! - Over the rate, a `list_changed` is coalesced (one pending per kind, delivered when the
+//!   bucket refills: the server is stale either way); any other notification is dropped.
+//! - Drops are counted, and one `notifications/roster/dropped` entry per [`REPORT_PERIOD`] says
+//!   how many (in the inbox, like any notification of that server, and in the log).
+//!
+//! Responses and server requests are never gated: they answer or ask for something roster is
+//! waiting on, and their number is bounded by roster's own requests.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::RoleClient;
+use rmcp::model::{JsonRpcMessage, ServerNotification};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{Value, json};
+
+use super::connection::Notifications;
+
+/// How often at most a drop report is made while a server is over its rate.
+pub const REPORT_PERIOD: Duration = Duration::from_secs(1);
+
+/// The method of roster's own report of dropped notifications (recorded in the inbox under
+/// the server's channel).
+pub const DROPPED: &str = "notifications/roster/dropped";
+
+/// The notifications that are coalesced instead of dropped.
+const COALESCED: [&str; 3] = [
+    super::refresh::TOOLS_LIST_CHANGED,
+    super::refresh::PROMPTS_LIST_CHANGED,
+    super::refresh::RESOURCES_LIST_CHANGED,
+];
+
+/// How many notifications per second a server may send (`rate`), and at once (`burst`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NotificationRate {
+    /// Sustained notifications per second.
+    pub per_second: u32,
+    /// How many may come at once after a quiet spell.
+    pub burst: u32,
+}
+
+/// What the gate says of one notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// Hand it on.
+    Pass,
+    /// Held back: a `list_changed` to be delivered once the rate allows.
+    Coalesced,
+    /// Over the rate: counted and dropped.
+    Dropped,
+}
+
+/// A token bucket for one connection's notifications, with the coalesced `list_changed`s and
+/// the drop count since the last report.
+pub(crate) struct NotificationGate {
+    server: Arc<str>,
+    rate: NotificationRate,
+    tokens: f64,
+    refilled: Instant,
+    pending: BTreeSet<&'static str>,
+    dropped: u64,
+    first_drop: Option<Instant>,
+    notifications: Arc<Notifications>,
+}
+
+impl NotificationGate {
+    pub(crate) fn new(
+        server: Arc<str>,
+        rate: NotificationRate,
+        notifications: Arc<Notifications>,
+    ) -> Self {
+        NotificationGate {
+            server,
+            rate,
+            tokens: f64::from(rate.burst.max(1)),
+            refilled: Instant::now(),
+            pending: BTreeSet::new(),
+            dropped: 0,
+            first_drop: None,
+            notifications,
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.refilled = now;
+        let cap = f64::from(self.rate.burst.max(1));
+        self.tokens = (self.tokens + elapsed * f64::from(self.rate.per_second)).min(cap);
+    }
+
+    fn take(&mut self) -> bool {
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Decides one notification of `method` arriving at `now`.
+    pub(crate) fn admit(&mut self, method: &str, now: Instant) -> Admit {
+        self.refill(now);
+        if self.take() {
+            return Admit::Pass;
+        }
+        if let Some(kind) = COALESCED.iter().find(|m| **m == method) {
+            self.pending.insert(kind);
+            return Admit::Coalesced;
+        }
+        self.dropped += 1;
+        self.first_drop.get_or_insert(now);
+        Admit::Dropped
+    }
+
+    /// When [`NotificationGate::tick`] has something to do: a coalesced `list_changed` to
+    /// deliver, or a drop report to make. `None` when idle.
+    pub(crate) fn wake_at(&self) -> Option<Instant> {
+        let report = self.first_drop.map(|at| at + REPORT_PERIOD);
+        let release = (!self.pending.is_empty()).then(|| {
+            let missing = (1.0 - self.tokens).max(0.0);
+            let per_second = f64::from(self.rate.per_second.max(1));
+            self.refilled + Duration::from_secs_f64(missing / per_second)
+        });
+        match (report, release) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Makes a due drop report, and returns a coalesced `list_changed` method when the rate
+    /// allows one now.
+    pub(crate) fn tick(&mut self, now: Instant) -> Option<&'static str> {
+        if self
+            .first_drop
+            .is_some_and(|at| now.saturating_duration_since(at) >= REPORT_PERIOD)
+        {
+            self.report(now);
+        }
+        if self.pending.is_empty() {
+            return None;
+        }
+        self.refill(now);
+        if !self.take() {
+            return None;
+        }
+        self.pending.pop_first()
+    }
+
+    fn report(&mut self, now: Instant) {
+        let dropped = std::mem::take(&mut self.dropped);
+        let Some(since) = self.first_drop.take() else {
+            return;
+        };
+        if dropped == 0 {
+            return;
+        }
+        let period = now.saturating_duration_since(since);
+        let message = format!(
+            "server `{}` sent notifications faster than its limit of {} per second \
+             (burst {}); roster dropped {dropped} of them in the last {:.1} s",
+            self.server,
+            self.rate.per_second,
+            self.rate.burst,
+            period.as_secs_f64()
+        );
+        tracing::warn!(server = %self.server, dropped, limit = self.rate.per_second, "{message}");
+        self.notifications.count_dropped(dropped);
+        let params: Value = json!({
+            "dropped": dropped,
+            "periodMs": u64::try_from(period.as_millis()).unwrap_or(u64::MAX),
+            "limitPerSecond": self.rate.per_second,
+            "burst": self.rate.burst,
+            "message": message,
+        });
+        self.notifications.dispatch_notification(DROPPED, &params);
+    }
+}
+
+impl Drop for NotificationGate {
+    /// A connection that ends mid-flood still says what it dropped.
+    fn drop(&mut self) {
+        self.report(Instant::now());
+    }
+}
+
+/// rmcp's streamable HTTP transport behind a [`NotificationGate`] (roster's own transports
+/// gate in [`super::wire`], where they also count what a call waits for). rmcp's transport
+/// buffers a bounded number of messages, so a flood backs up into the HTTP stream.
+pub(crate) struct GatedTransport<T> {
+    inner: T,
+    gate: NotificationGate,
+}
+
+impl<T> GatedTransport<T> {
+    pub(crate) fn new(inner: T, gate: NotificationGate) -> Self {
+        GatedTransport { inner, gate }
+    }
+}
+
+/// The method a gate decides on: the coalesced kinds by name, any other notification alike.
+fn method_of(notification: &ServerNotification) -> &'static str {
+    match notification {
+        ServerNotification::ToolListChangedNotification(_) => COALESCED[0],
+        ServerNotification::PromptListChangedNotification(_) => COALESCED[1],
+        ServerNotification::ResourceListChangedNotification(_) => COALESCED[2],
+        _ => "notifications/*",
+    }
+}
+
+fn list_changed(method: &str) -> Option<ServerNotification> {
+    let value = json!({"jsonrpc": "2.0", "method": method});
+    match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value) {
+        Ok(JsonRpcMessage::Notification(n)) => Some(n.notification),
+        _ => None,
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
+    type Error = T::Error;
+
+    fn name() -> std::borrow::Cow<'static, str> {
+        T::name()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            if let Some(notification) = self.gate.tick(Instant::now()).and_then(list_changed) {
+                return Some(JsonRpcMessage::notification(notification));
+            }
+            let wake = self.gate.wake_at();
+            let sleep = async {
+                match wake {
+                    Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            // rmcp's transport hands out whole messages from a channel: dropping its receive
+            // for the timer loses nothing.
+            let message = tokio::select! {
+                message = self.inner.receive() => message?,
+                () = sleep => continue,
+            };
+            if let JsonRpcMessage::Notification(n) = &message
+                && self.gate.admit(method_of(&n.notification), Instant::now()) != Admit::Pass
+            {
+                tokio::task::coop::consume_budget().await;
+                continue;
+            }
+            return Some(message);
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.close().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn gate(per_second: u32, burst: u32) -> (NotificationGate, Arc<Mutex<Vec<Value>>>) {
+        let notifications = Notifications::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        notifications.add_notification_listener(move |method, params| {
+            if method == DROPPED {
+                sink.lock().expect("lock").push(params.clone());
+            }
+        });
+        let rate = NotificationRate { per_second, burst };
+        (
+            NotificationGate::new(Arc::from("chatty"), rate, notifications),
+            seen,
+        )
+    }
+
+    #[test]
+    fn a_burst_passes_then_the_rest_is_dropped_and_reported_once_per_period() {
+        let (mut gate, seen) = gate(10, 5);
+        let start = gate.refilled;
+        let passed = (0..1000)
+            .filter(|_| gate.admit("notifications/message", start) == Admit::Pass)
+            .count();
+        assert_eq!(passed, 5);
+        assert!(seen.lock().expect("lock").is_empty());
+        assert_eq!(gate.wake_at(), Some(start + REPORT_PERIOD));
+        assert_eq!(gate.tick(start + REPORT_PERIOD), None);
+        let reports = seen.lock().expect("lock").clone();
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert_eq!(reports[0]["dropped"], 995);
+        assert!(
+            reports[0]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("chatty") && m.contains("10 per second")),
+            "{reports:?}"
+        );
+        assert_eq!(gate.wake_at(), None);
+        assert_eq!(gate.notifications.dropped(), 995);
+        // The bucket refilled meanwhile: 10 per second for the second that passed (capped at 5).
+        let later = start + REPORT_PERIOD;
+        assert_eq!(gate.admit("notifications/message", later), Admit::Pass);
+    }
+
+    #[test]
+    fn list_changed_over_the_rate_is_coalesced_and_delivered_once_the_bucket_refills() {
+        let (mut gate, seen) = gate(2, 1);
+        let start = gate.refilled;
+        assert_eq!(
+            gate.admit(super::super::refresh::TOOLS_LIST_CHANGED, start),
+            Admit::Pass
+        );
+        for _ in 0..100 {
+            assert_eq!(
+                gate.admit(super::super::refresh::TOOLS_LIST_CHANGED, start),
+                Admit::Coalesced
+            );
+        }
+        let wake = gate.wake_at().expect("a release is due");
+        assert_eq!(wake, start + Duration::from_millis(500));
+        assert_eq!(gate.tick(start), None, "not before the bucket refills");
+        assert_eq!(
+            gate.tick(wake),
+            Some(super::super::refresh::TOOLS_LIST_CHANGED)
+        );
+        assert_eq!(
+            gate.tick(wake + Duration::from_secs(5)),
+            None,
+            "one per storm"
+        );
+        assert!(seen.lock().expect("lock").is_empty(), "nothing was dropped");
+    }
+
+    #[test]
+    fn coalesced_kinds_survive_the_typed_round_trip() {
+        for method in COALESCED {
+            let notification = list_changed(method).expect("a typed notification");
+            assert_eq!(method_of(&notification), method);
+        }
+    }
+
+    #[test]
+    fn a_gate_dropped_mid_flood_still_reports() {
+        let (mut gate, seen) = gate(1, 1);
+        let start = gate.refilled;
+        for _ in 0..3 {
+            gate.admit("notifications/progress", start);
+        }
+        drop(gate);
+        assert_eq!(seen.lock().expect("lock")[0]["dropped"], 2);
+    }
+}

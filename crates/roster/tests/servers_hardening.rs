@@ -1,0 +1,386 @@
+//! Servers that misbehave, as real processes: a notification flood, stray answers during the
+//! handshake, too many tools, a server that leaves children behind or outlives its stdin. The
+//! misbehaving server is `tests/python/servers/misbehaving.py` (plain JSON lines, no SDK, so it
+//! can write what an SDK never would); the well-behaved one is the SDK's dynamic fixture.
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{args, dynamic_server_toml, eventually, python, python_fixture, test_config, text_of};
+use roster::servers::gate::DROPPED;
+use roster::servers::{NotificationSink, ServerState};
+use roster::{Roster, RosterOptions};
+use serde_json::{Value, json};
+
+/// `[servers.NAME]` running the misbehaving fixture with `flags` (initialize era: it has no
+/// `server/discover`).
+fn misbehaving_toml(name: &str, flags: &[&str]) -> String {
+    let mut args = vec![common::toml_str(
+        &python_fixture("misbehaving.py").to_string_lossy(),
+    )];
+    args.extend(flags.iter().map(|a| common::toml_str(a)));
+    format!(
+        "[servers.{name}]\ncommand = {}\nargs = [{}]\nprotocol = \"legacy\"\n",
+        common::toml_str(&python().to_string_lossy()),
+        args.join(", ")
+    )
+}
+
+/// What the inbox would record: every notification with its channel.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<(String, String, Value)>>);
+
+impl NotificationSink for Recorder {
+    fn record(&self, channel: &str, method: &str, params: Value, _handled: bool) {
+        self.0
+            .lock()
+            .expect("lock")
+            .push((channel.to_owned(), method.to_owned(), params));
+    }
+}
+
+impl Recorder {
+    fn of(&self, channel: &str, method: &str) -> Vec<Value> {
+        self.0
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(c, m, _)| c == channel && m == method)
+            .map(|(_, _, p)| p.clone())
+            .collect()
+    }
+
+    fn count(&self, channel: &str) -> usize {
+        self.0
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(c, _, _)| c == channel)
+            .count()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_is_dropped_and_counted_while_the_other_server_answers() {
+    common::init_tracing();
+    let recorder = Arc::new(Recorder::default());
+    let servers = format!(
+        "{}{}",
+        misbehaving_toml("flood", &["--flood", "0"]),
+        dynamic_server_toml("calm", "legacy", &[])
+    );
+    let config = test_config(
+        &servers,
+        "notification_rate = 50\nnotification_burst = 50\nping_interval = \"0s\"",
+    );
+    let roster = Roster::start_with(
+        config,
+        RosterOptions {
+            sink: recorder.clone(),
+            on_reconcile: None,
+        },
+    )
+    .await
+    .expect("starts");
+    let flood = roster.notifications("flood").expect("flood configured");
+    eventually(
+        "the flood's notifications are dropped over the rate",
+        || flood.dropped() > 0,
+    )
+    .await;
+    // The flood is still going (it never stops): the calm server answers meanwhile, and so
+    // does the flooding one, whose answers are never gated.
+    for i in 0..20 {
+        let text = format!("hello {i}");
+        let result = roster
+            .call("calm__echo", args(json!({"text": text})))
+            .await
+            .expect("the calm server answers during the flood");
+        assert_eq!(text_of(&result), format!("calm: {text}"));
+    }
+    let result = roster
+        .call("flood__echo", args(json!({"text": "still here"})))
+        .await
+        .expect("the flooding server's own calls are answered");
+    assert_eq!(text_of(&result), "still here");
+
+    let reports = recorder.of("flood", DROPPED);
+    let first = reports.first().expect("a drop report in the inbox");
+    assert!(first["dropped"].as_u64().is_some_and(|n| n > 0), "{first}");
+    assert!(
+        first["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("50 per second") && m.contains("`flood`")),
+        "{first}"
+    );
+    // Only what the rate let through was recorded, plus one report per period: far fewer
+    // than were dropped.
+    let recorded = recorder.count("flood") as u64;
+    assert!(
+        recorded < flood.dropped(),
+        "recorded {recorded}, dropped {}",
+        flood.dropped()
+    );
+    roster.shutdown();
+}
+
+#[tokio::test]
+async fn stray_answers_before_the_initialize_answer_are_dropped() {
+    common::init_tracing();
+    let roster = Roster::start(test_config(
+        &misbehaving_toml("stray", &["--garbage-first"]),
+        "",
+    ))
+    .await
+    .expect("starts");
+    let status = &roster.status()[0];
+    assert_eq!(status.state, ServerState::Connected, "{status:?}");
+    assert_eq!(status.restarts, 0, "{status:?}");
+    let result = roster
+        .call("stray__echo", args(json!({"text": "ok"})))
+        .await
+        .expect("the server is usable");
+    assert_eq!(text_of(&result), "ok");
+    roster.shutdown();
+}
+
+#[tokio::test]
+async fn a_listing_past_max_tools_is_cut_and_one_past_max_listing_bytes_fails() {
+    common::init_tracing();
+    let servers = format!(
+        "{}{}",
+        misbehaving_toml("many", &["--tools", "50"]),
+        dynamic_server_toml("calm", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(&servers, "max_tools = 10"))
+        .await
+        .expect("starts");
+    let many = roster
+        .status()
+        .into_iter()
+        .find(|s| s.name == "many")
+        .expect("many in status");
+    assert_eq!(many.tools, 10, "{many:?}");
+    assert!(
+        roster
+            .tools()
+            .iter()
+            .any(|t| t.exposed_name == "many__echo")
+    );
+    roster.shutdown();
+
+    let roster = Roster::start(test_config(
+        &misbehaving_toml("big", &["--tools", "50"]),
+        "max_listing_bytes = 1000",
+    ))
+    .await
+    .expect("starts");
+    let big = &roster.status()[0];
+    assert_eq!(big.tools, 0, "{big:?}");
+    let error = big.last_error.clone().unwrap_or_default();
+    assert!(error.contains("max_listing_bytes (1000 bytes)"), "{big:?}");
+    roster.shutdown();
+}
+
+#[tokio::test]
+async fn a_call_in_flight_at_shutdown_gets_an_error_naming_the_shutdown() {
+    common::init_tracing();
+    let recorder = Arc::new(Recorder::default());
+    let roster = Roster::start_with(
+        test_config(&dynamic_server_toml("dyn", "legacy", &[]), ""),
+        RosterOptions {
+            sink: recorder.clone(),
+            on_reconcile: None,
+        },
+    )
+    .await
+    .expect("starts");
+    let call = {
+        let roster = roster.clone();
+        tokio::spawn(async move {
+            roster
+                .call("dyn__slow", args(json!({"seconds": 600})))
+                .await
+        })
+    };
+    // `slow` reports progress before it sleeps: then the call is in flight at the server.
+    eventually("the slow call reached the server", || {
+        !recorder.of("dyn", "notifications/progress").is_empty()
+    })
+    .await;
+    roster.shutdown();
+    let error = call
+        .await
+        .expect("the call task ends")
+        .expect_err("no answer came");
+    assert!(error.to_string().contains("shutting down"), "{error}");
+}
+
+/// Whether a process is gone (a zombie waiting for a reaper counts as gone).
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
+/// Polls until `pid` is gone; panics after 30 s (a hang, not a speed requirement).
+fn wait_gone(what: &str, pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !process_gone(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "{what} (pid {pid}) is still running"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn read_pid(file: &Path) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} was never written",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts `roster serve --http` with one misbehaving server and returns it.
+fn roster_with(dir: &Path, flags: &[&str]) -> common::HttpRoster {
+    let config = dir.join("roster.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nstate_dir = {}\nkill_grace = \"2s\"\n{}",
+            common::toml_str(&dir.join("state").to_string_lossy()),
+            misbehaving_toml("kids", flags)
+        ),
+    )
+    .expect("write config");
+    let roster = common::start_roster_http(&config);
+    // One answered request: roster installs its signal handler on a task of its own, which
+    // has surely run by then (a SIGTERM before it would kill roster outright).
+    healthz(&roster.url);
+    roster
+}
+
+fn healthz(mcp_url: &str) {
+    use std::io::{Read, Write};
+    let addr = mcp_url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&addr).expect("connect to roster");
+    write!(
+        stream,
+        "GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1"), "{answer}");
+}
+
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+fn wait_exit(child: &mut std::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().expect("try_wait").is_none() {
+        assert!(Instant::now() < deadline, "roster did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_servers_grandchild_is_gone_after_roster_exits_on_sigterm() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server_pid, grandchild_pid) = (dir.path().join("server"), dir.path().join("grandchild"));
+    let mut roster = roster_with(
+        dir.path(),
+        &[
+            "--pidfile",
+            &server_pid.to_string_lossy(),
+            "--grandchild",
+            &grandchild_pid.to_string_lossy(),
+        ],
+    );
+    let server = read_pid(&server_pid);
+    let grandchild = read_pid(&grandchild_pid);
+    assert!(!process_gone(grandchild), "the grandchild runs");
+    signal(roster.child.0.id(), "-TERM");
+    wait_exit(&mut roster.child.0);
+    wait_gone("the server", server);
+    wait_gone("the server's grandchild", grandchild);
+}
+
+#[test]
+fn a_server_that_ignores_stdin_eof_is_gone_after_kill_9_of_roster() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server_pid = dir.path().join("server");
+    let mut roster = roster_with(
+        dir.path(),
+        &["--ignore-eof", "--pidfile", &server_pid.to_string_lossy()],
+    );
+    let server = read_pid(&server_pid);
+    assert!(!process_gone(server), "the server runs");
+    signal(roster.child.0.id(), "-KILL");
+    wait_exit(&mut roster.child.0);
+    wait_gone("the server", server);
+}
+
+#[tokio::test]
+async fn secrets_in_a_server_url_never_reach_status_or_errors() {
+    common::init_tracing();
+    // Nothing listens on a port just freed: every attempt fails, with an error that would
+    // quote the URL if roster let it.
+    let port = common::free_port();
+    let servers = format!(
+        "[servers.web]\nurl = \"http://user:hunter2@127.0.0.1:{port}/mcp?api_key=s3cr3t\"\n\
+         [servers.old]\nurl = \"http://127.0.0.1:{port}/sse?token=s3cr3t\"\ntransport = \"sse\"\n"
+    );
+    let roster = Roster::start(test_config(&servers, ""))
+        .await
+        .expect("starts");
+    eventually("both servers failed once", || {
+        roster.status().iter().all(|s| s.last_error.is_some())
+    })
+    .await;
+    for status in roster.status() {
+        let shown = format!("{status:?}");
+        assert!(
+            !shown.contains("s3cr3t") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+    }
+    let old = roster
+        .status()
+        .into_iter()
+        .find(|s| s.name == "old")
+        .expect("old in status");
+    let error = old.last_error.unwrap_or_default();
+    assert!(
+        error.contains(&format!("127.0.0.1:{port}/sse?…")),
+        "{error}"
+    );
+    roster.shutdown();
+}
