@@ -139,7 +139,7 @@ pub(crate) async fn connect(
 ) -> Result<(WireTransport, SseGuard), SseError> {
     let headers = super::wire::header_map(headers).map_err(SseError::Header)?;
     // Errors name the URL without its query string or userinfo, where tokens live.
-    let shown = reqwest::Url::parse(url).map_or_else(|_| url.to_owned(), |u| redact_url(&u));
+    let shown = redact_url(url);
     let client = reqwest::Client::new();
     let response = client
         .get(url)
