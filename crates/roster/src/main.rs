@@ -146,7 +146,15 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let skills = Arc::new(skills);
     // One gateway owns a state directory's inbox; another one on the same directory (a second
     // stdio client) runs without it, and without the `channels` tool.
-    let inbox = match Inbox::open(InboxConfig::new(&config.gateway.state_dir)) {
+    let inbox_config = InboxConfig {
+        // Read state is kept per client identity: every configured client has a place.
+        max_identities: config
+            .clients
+            .len()
+            .max(roster::inbox::DEFAULT_MAX_IDENTITIES),
+        ..InboxConfig::new(&config.gateway.state_dir)
+    };
+    let inbox = match Inbox::open(inbox_config) {
         Ok(inbox) => Some(Arc::new(inbox)),
         Err(e) => {
             tracing::warn!("no inbox for this gateway: {e}");
@@ -162,7 +170,10 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);
-    let backend = RosterBackend::new(roster, &config);
+    let mut backend = RosterBackend::new(roster, &config);
+    if let Some(inbox) = &inbox {
+        backend = backend.with_attribution(inbox.attribution());
+    }
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
     let gateway = Gateway::new(
