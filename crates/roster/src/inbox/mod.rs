@@ -102,6 +102,20 @@ pub fn default_state_dir() -> Option<PathBuf> {
         .map(|home| PathBuf::from(home).join(".local/state/roster"))
 }
 
+/// Creates the state directory `dir` (and missing parents) owner-only, or leaves an existing
+/// one exactly as it is: roster never changes the mode of a directory it did not create
+/// (`state_dir = "."` must not lock anyone out of their working directory).
+pub fn ensure_state_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// When appends to the audit trail are fsynced. See the module docs for what each one keeps
 /// through a power loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -951,7 +965,7 @@ impl Inbox {
     /// answers `Expired` on the trail for confirms a previous process left pending (nobody
     /// waits for them any more).
     pub fn open(config: InboxConfig) -> Result<Inbox, InboxError> {
-        fs::create_dir_all(&config.dir).map_err(|source| InboxError::CreateDir {
+        ensure_state_dir(&config.dir).map_err(|source| InboxError::CreateDir {
             dir: config.dir.clone(),
             source,
         })?;
