@@ -207,8 +207,9 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     // the first gets the admin socket, the others serve without it.
     let socket = admin::socket_path(&config.gateway.state_dir);
     let admin_gateway = gateway.clone();
+    let max_line = config.gateway.admin_max_line;
     tokio::spawn(async move {
-        if let Err(e) = admin::serve(admin_gateway, socket).await {
+        if let Err(e) = admin::serve_with(admin_gateway, socket, max_line).await {
             tracing::warn!("{e}; `roster status` will not reach this gateway");
         }
     });

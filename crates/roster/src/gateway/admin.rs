@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use super::Gateway;
@@ -200,44 +200,82 @@ fn bind(path: &Path) -> Result<(UnixListener, (u64, u64)), AdminError> {
     Ok((listener, bound))
 }
 
+/// How much of an over-long request is read past the limit to find its end, so the answer
+/// reaches the client instead of a reset connection.
+const DISCARD_CAP: u64 = 16 * 1024 * 1024;
+
+/// Why a request line was not taken.
+enum LineError {
+    /// Longer than the limit; the rest of it is still unread.
+    TooLong(usize),
+    /// Could not be read or is not text.
+    Unreadable(String),
+}
+
 /// Reads one request line of at most `max_line` bytes (newline excluded). `Ok(None)`: the peer
 /// sent nothing.
 async fn read_request(
-    read: impl tokio::io::AsyncRead + Unpin,
+    reader: &mut (impl AsyncBufRead + Unpin),
     max_line: usize,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, LineError> {
     use tokio::io::AsyncReadExt;
     let mut bytes = Vec::new();
     let limit = u64::try_from(max_line)
         .unwrap_or(u64::MAX)
         .saturating_add(1);
-    BufReader::new(read.take(limit))
+    reader
+        .take(limit)
         .read_until(b'\n', &mut bytes)
         .await
-        .map_err(|e| format!("the admin request could not be read: {e}"))?;
+        .map_err(|e| LineError::Unreadable(format!("the admin request could not be read: {e}")))?;
     if bytes.is_empty() {
         return Ok(None);
     }
     if bytes.last() == Some(&b'\n') {
         bytes.pop();
     } else if bytes.len() > max_line {
-        return Err(format!(
-            "the admin request is longer than {max_line} bytes (admin_max_line); \
-             admin requests are one short JSON line"
-        ));
+        return Err(LineError::TooLong(max_line));
     }
     String::from_utf8(bytes)
         .map(Some)
-        .map_err(|_| "the admin request is not UTF-8".to_owned())
+        .map_err(|_| LineError::Unreadable("the admin request is not UTF-8".to_owned()))
+}
+
+/// Reads and drops the rest of a line (at most `cap` bytes) without holding it.
+async fn discard_line(reader: &mut (impl AsyncBufRead + Unpin), cap: u64) {
+    let mut left = cap;
+    while left > 0 {
+        let buf = match reader.fill_buf().await {
+            Ok(buf) if !buf.is_empty() => buf,
+            _ => return,
+        };
+        let (n, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buf.len(), false),
+        };
+        reader.consume(n);
+        left = left.saturating_sub(n as u64);
+        if done {
+            return;
+        }
+    }
 }
 
 async fn answer(gateway: Arc<Gateway>, stream: UnixStream, max_line: usize) {
     let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
     // Nothing sent (a client checking that a gateway answers) needs no answer either.
-    let outcome = match read_request(read, max_line).await {
+    let outcome = match read_request(&mut reader, max_line).await {
         Ok(None) => return,
         Ok(Some(line)) => handle(&gateway, &line),
-        Err(error) => Err(error),
+        Err(LineError::TooLong(max)) => {
+            discard_line(&mut reader, DISCARD_CAP).await;
+            Err(format!(
+                "the admin request is longer than {max} bytes (admin_max_line); admin \
+                 requests are one short JSON line"
+            ))
+        }
+        Err(LineError::Unreadable(error)) => Err(error),
     };
     let reply = match outcome {
         Ok(result) => json!({"ok": true, "result": result}),
