@@ -176,3 +176,70 @@ impl Skills {
         self.files.iter().any(|f| !f.skills().is_empty())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &std::path::Path, text: &str) {
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    #[test]
+    fn no_skill_file_beyond_the_limit_is_served() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        write(
+            &root.join("docs/guide/SKILL.md"),
+            "---\nname: guide\ndescription: A guide.\n---\n\nSee reference.md.\n",
+        );
+        write(&root.join("docs/guide/reference.md"), &"r".repeat(4096));
+        write(
+            &root.join("docs/huge/SKILL.md"),
+            &format!(
+                "---\nname: huge\ndescription: Huge.\n---\n\n{}\n",
+                "h".repeat(4096)
+            ),
+        );
+        let (skills, problems) = Skills::load(&[root.to_owned()], 2048);
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("docs/huge/SKILL.md") && p.contains("2048 bytes")),
+            "{problems:?}"
+        );
+        let everyone = Subscriptions::default();
+        let listed: Vec<String> = skills
+            .skill_files(&everyone)
+            .into_iter()
+            .map(|s| s.uri)
+            .collect();
+        assert!(
+            listed.iter().any(|u| u.contains("docs/guide")),
+            "{listed:?}"
+        );
+        assert!(
+            !listed.iter().any(|u| u.contains("docs/huge")),
+            "{listed:?}"
+        );
+        assert!(skills.read().get(&everyone, "docs/huge").is_err());
+        assert!(
+            skills
+                .files_for("skill://docs/guide/SKILL.md", &everyone)
+                .is_some()
+        );
+        assert!(
+            skills
+                .files_for("skill://docs/guide/reference.md", &everyone)
+                .is_none(),
+            "a 4 KiB file is beyond a 2 KiB limit"
+        );
+        let (roomy, _) = Skills::load(&[root.to_owned()], 1 << 20);
+        assert!(
+            roomy
+                .files_for("skill://docs/guide/reference.md", &everyone)
+                .is_some()
+        );
+    }
+}
