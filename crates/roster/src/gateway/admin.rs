@@ -291,7 +291,7 @@ fn handle(gateway: &Gateway, line: &str) -> Result<Value, String> {
         Ok(AdminRequest {
             command: Some(command),
             inbox: None,
-        }) => Ok(run(&gateway, command)),
+        }) => Ok(run(gateway, command)),
         Ok(AdminRequest {
             command: None,
             inbox: Some(request),
