@@ -81,6 +81,21 @@ pub enum NamingError {
         "the tool name separator {0:?} must be 1-8 characters of A-Z, a-z, 0-9, '_', '.' or '-'"
     )]
     InvalidSeparator(String),
+    /// A server name that leaves no room for a tool name in `server<sep>tool` (64 characters).
+    #[error(
+        "server name {server:?} is {len} characters; with the separator {separator:?} and at least \
+         one character of tool name, exposed names allow at most {max}: shorten it"
+    )]
+    ServerNameTooLong {
+        /// The server's name.
+        server: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The separator in use.
+        separator: String,
+        /// The longest server name that still leaves room.
+        max: usize,
+    },
 }
 
 impl NamingConfig {
@@ -94,6 +109,28 @@ impl NamingConfig {
         }
         if self.separator.len() > 8 || !self.separator.bytes().all(is_name_byte) {
             return Err(NamingError::InvalidSeparator(self.separator.clone()));
+        }
+        Ok(())
+    }
+
+    /// The longest server name that leaves room for one character of tool name in
+    /// `server<sep>tool`.
+    pub fn max_server_name_len(&self) -> usize {
+        MAX_NAME_LEN.saturating_sub(self.separator.len() + 1)
+    }
+
+    /// Checks that `server`'s prefixed names can hold a tool name. Only modes that may prefix
+    /// are checked: with `never` a prefix is used only to settle a clash, and a name that does
+    /// not fit is then hashed like any other.
+    pub fn check_server_name(&self, server: &str) -> Result<(), NamingError> {
+        let max = self.max_server_name_len();
+        if self.mode != NamingMode::Never && server.len() > max {
+            return Err(NamingError::ServerNameTooLong {
+                server: server.to_owned(),
+                len: server.len(),
+                separator: self.separator.clone(),
+                max,
+            });
         }
         Ok(())
     }
@@ -232,6 +269,29 @@ mod tests {
 
     fn always() -> NamingConfig {
         NamingConfig::default()
+    }
+
+    #[test]
+    fn a_server_name_must_leave_room_for_a_tool_name() {
+        let naming = always();
+        assert_eq!(naming.max_server_name_len(), 61);
+        let longest = "s".repeat(61);
+        assert!(naming.check_server_name(&longest).is_ok());
+        assert_eq!(
+            naming.candidate(&longest, "t", false, 0).len(),
+            MAX_NAME_LEN
+        );
+        let too_long = "s".repeat(62);
+        let err = naming
+            .check_server_name(&too_long)
+            .expect_err("no room left");
+        assert!(err.to_string().contains("at most 61"), "{err}");
+        assert!(err.to_string().contains(&too_long), "{err}");
+        let never = NamingConfig {
+            mode: NamingMode::Never,
+            ..always()
+        };
+        assert!(never.check_server_name(&too_long).is_ok());
     }
 
     #[test]

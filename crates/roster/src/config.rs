@@ -16,6 +16,7 @@
 //! dynamic_tools = true         # ROSTER_DYNAMIC_TOOLS=0 turns re-listing on list_changed off
 //! subscriptions = ["eng"]      # default subscriptions of stdio clients
 //! state_dir = "state"          # default: $ROSTER_STATE_DIR, else $XDG_STATE_HOME/roster
+//! admin_max_line = 65536       # longest request line the admin socket reads (bytes)
 //! call_timeout = "60s"         # per tools/call; notifications/cancelled on expiry
 //! connect_timeout = "30s"      # spawn/open + handshake
 //! list_timeout = "30s"         # per tools/list page
@@ -49,6 +50,8 @@
 //!
 //! [skills]
 //! paths = ["skills"]           # relative to this file
+//! max_file_size = "1MiB"       # one limit for every skill file: loader, `skills check`,
+//!                              #   get_skill and skill:// resources (bytes, or "512KiB", "2MiB")
 //!
 //! [servers.fs]                 # a stdio server
 //! command = "npx"
@@ -65,7 +68,7 @@
 //! # call_timeout, connect_timeout, list_timeout, ping_interval override [gateway] per server
 //!
 //! [servers.web]                # an HTTP server
-//! url = "https://example.com/mcp"
+//! url = "https://example.com/mcp?key=${WEB_KEY}"   # ${VAR} here too
 //! transport = "streamable-http"   # or "sse" (legacy HTTP+SSE)
 //! headers = { Authorization = "Bearer ${WEB_TOKEN}" }
 //!
@@ -364,6 +367,8 @@ pub struct GatewayConfig {
     pub subscriptions: Vec<String>,
     /// Audit trail, catalog database, admin socket.
     pub state_dir: PathBuf,
+    /// The longest request line the admin socket reads, in bytes.
+    pub admin_max_line: usize,
     /// Default per-call timeout for `tools/call`.
     pub call_timeout: Duration,
     /// Default bound on connecting to a server (spawn/open plus handshake).
@@ -456,6 +461,7 @@ impl GatewayConfig {
             dynamic_tools: env("ROSTER_DYNAMIC_TOOLS").as_deref() != Some("0"),
             subscriptions: Vec::new(),
             state_dir: default_state_dir(env),
+            admin_max_line: crate::gateway::admin::DEFAULT_MAX_LINE,
             call_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(30),
             list_timeout: Duration::from_secs(30),
@@ -487,10 +493,22 @@ impl GatewayConfig {
 }
 
 /// The `[skills]` table.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SkillsConfig {
     /// Skill roots, resolved against the config file's folder.
     pub paths: Vec<PathBuf>,
+    /// The largest skill file served or checked, in bytes: `SKILL.md` and every other file of
+    /// a skill directory.
+    pub max_file_size: u64,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        SkillsConfig {
+            paths: Vec::new(),
+            max_file_size: crate::store::DEFAULT_MAX_SKILL_FILE_SIZE,
+        }
+    }
 }
 
 fn default_state_dir(env: EnvLookup<'_>) -> PathBuf {
@@ -578,6 +596,7 @@ struct RawGateway {
     dynamic_tools: Option<bool>,
     subscriptions: Option<Vec<String>>,
     state_dir: Option<String>,
+    admin_max_line: Option<usize>,
     call_timeout: Option<RawDuration>,
     connect_timeout: Option<RawDuration>,
     list_timeout: Option<RawDuration>,
@@ -627,6 +646,38 @@ struct RawClient {
 struct RawSkills {
     #[serde(default)]
     paths: Vec<String>,
+    max_file_size: Option<RawSize>,
+}
+
+/// A size as written: a number of bytes, or `"512KiB"`, `"1MiB"`, `"1MB"`.
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum RawSize {
+    Bytes(u64),
+    Text(String),
+}
+
+fn parse_size(raw: &RawSize) -> Option<u64> {
+    let text = match raw {
+        RawSize::Bytes(n) => return Some(*n),
+        RawSize::Text(text) => text.trim(),
+    };
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let unit: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        _ => return None,
+    };
+    number.checked_mul(unit)
 }
 
 /// A duration as written: `"500ms"`, `"30s"`, `"2m"`, `"1h"`, or a number of seconds.
@@ -741,23 +792,27 @@ impl Ctx<'_> {
         map.into_iter()
             .map(|(k, v)| {
                 let full = format!("{key}.{k}");
-                expand_vars(&v, self.env)
-                    .map(|v| (k, v))
-                    .map_err(|e| match e {
-                        ExpandError::Missing(var) => ConfigError::MissingVariable {
-                            path: self.path.clone(),
-                            key: full,
-                            var,
-                        },
-                        ExpandError::Unclosed => {
-                            self.invalid(full, "a value whose `${` is closed by `}`")
-                        }
-                    })
+                self.expand(&full, &v).map(|v| (k, v))
             })
             .collect()
     }
 
+    /// `${VAR}` in the value of `key` replaced from the environment.
+    fn expand(&self, key: &str, value: &str) -> Result<String, ConfigError> {
+        expand_vars(value, self.env).map_err(|e| match e {
+            ExpandError::Missing(var) => ConfigError::MissingVariable {
+                path: self.path.clone(),
+                key: key.to_owned(),
+                var,
+            },
+            ExpandError::Unclosed => self.invalid(key, "a value whose `${` is closed by `}`"),
+        })
+    }
+
+    /// The URL with `${VAR}` expanded first, so an unset variable is named rather than
+    /// reported as a malformed URL.
     fn url(&self, key: &str, url: &str) -> Result<String, ConfigError> {
+        let url = &self.expand(key, url)?;
         match reqwest::Url::parse(url) {
             Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(url.to_owned()),
             Ok(parsed) => Err(self.invalid(
@@ -925,8 +980,18 @@ impl Config {
             let built = build_server(&ctx, &gateway, &name, server)?;
             servers.insert(name, built);
         }
+        let max_file_size = match &raw.skills.max_file_size {
+            None => crate::store::DEFAULT_MAX_SKILL_FILE_SIZE,
+            Some(size) => parse_size(size).filter(|n| *n > 0).ok_or_else(|| {
+                ctx.invalid(
+                    "skills.max_file_size",
+                    "a size above zero: bytes, or a number with KiB, MiB, KB or MB",
+                )
+            })?,
+        };
         let skills = SkillsConfig {
             paths: raw.skills.paths.iter().map(|p| ctx.resolve(p)).collect(),
+            max_file_size,
         };
         // serde's map loses the file's order; a second, untyped parse (order-preserving
         // tables) recovers it. The text parsed once already, so this cannot fail differently.
@@ -1012,7 +1077,7 @@ impl Config {
                 ..RawServer::default()
             };
             let key_name = format!("mcpServers.{name}");
-            let built = build_server_keyed(&ctx, &gateway, &key_name, server)?;
+            let built = build_server_keyed(&ctx, &gateway, &name, &key_name, server)?;
             server_order.push(name.clone());
             servers.insert(name, built);
         }
@@ -1209,6 +1274,15 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
     {
         g.state_dir = ctx.resolve(&dir);
     }
+    if let Some(max) = raw.admin_max_line {
+        if max < 1024 {
+            return Err(ctx.invalid(
+                "gateway.admin_max_line",
+                "at least 1024 bytes (an admin request is one JSON line)",
+            ));
+        }
+        g.admin_max_line = max;
+    }
     Ok(g)
 }
 
@@ -1224,15 +1298,33 @@ fn build_server(
             "a server name of [A-Za-z0-9_.-] characters",
         ));
     }
-    build_server_keyed(ctx, gateway, &format!("servers.{name}"), raw)
+    build_server_keyed(ctx, gateway, name, &format!("servers.{name}"), raw)
 }
 
 fn build_server_keyed(
     ctx: &Ctx<'_>,
     gateway: &GatewayConfig,
+    name: &str,
     key: &str,
     raw: RawServer,
 ) -> Result<ServerConfig, ConfigError> {
+    // Said here, once: otherwise every tool of the server would get a hashed, unreadable name.
+    if let Err(roster_core::naming::NamingError::ServerNameTooLong {
+        len,
+        separator,
+        max,
+        ..
+    }) = gateway.naming_config().check_server_name(name)
+    {
+        return Err(ctx.invalid(
+            key,
+            format!(
+                "a server name of at most {max} characters, not {len}: exposed names \
+                 (`{name}{separator}tool`) are at most {} characters and need room for the tool",
+                roster_core::naming::MAX_NAME_LEN
+            ),
+        ));
+    }
     let transport = match (raw.command, raw.url) {
         (Some(_), Some(_)) => {
             return Err(ctx.invalid(
@@ -1648,9 +1740,16 @@ mod tests {
             })
             .collect::<Vec<_>>()
             .join("\n");
-        let env = env_of(&[("FS_TOKEN", "a"), ("WEB_TOKEN", "b"), ("HOME", "/h")]);
+        let env = env_of(&[
+            ("FS_TOKEN", "a"),
+            ("WEB_TOKEN", "b"),
+            ("WEB_KEY", "k"),
+            ("HOME", "/h"),
+        ]);
         let config =
             Config::from_toml(&example, Path::new("/c/roster.toml"), &env).expect("example valid");
+        assert_eq!(config.skills.max_file_size, 1 << 20);
+        assert_eq!(config.gateway.admin_max_line, 65536);
         assert_eq!(config.server_order, vec!["fs", "web"]);
         assert_eq!(config.clients.len(), 1);
         assert_eq!(config.clients[0].delta_notes, Some(false));
@@ -1698,6 +1797,58 @@ mod tests {
                 "{url}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn variables_are_expanded_in_urls_and_an_unset_one_is_named() {
+        let config = parse("[servers.a]\nurl = \"https://h.example/${TOKEN}/mcp\"\n")
+            .expect("a set variable expands");
+        match &config.servers["a"].transport {
+            TransportConfig::StreamableHttp { url, .. } => {
+                assert_eq!(url, "https://h.example/s3cret/mcp");
+            }
+            other => panic!("not an HTTP server: {other:?}"),
+        }
+        let err = parse("[servers.a]\nurl = \"${MCP_URL}\"\n").expect_err("unset var");
+        match &err {
+            ConfigError::MissingVariable { key, var, .. } => {
+                assert_eq!((key.as_str(), var.as_str()), ("servers.a.url", "MCP_URL"));
+            }
+            other => panic!("wrong error: {other}"),
+        }
+        assert!(!err.to_string().contains("relative URL"), "{err}");
+    }
+
+    #[test]
+    fn skill_file_size_reads_bytes_and_units() {
+        for (text, bytes) in [
+            ("2048", 2048),
+            ("\"512KiB\"", 512 * 1024),
+            ("\"2MB\"", 2_000_000),
+        ] {
+            let config = parse(&format!("[skills]\nmax_file_size = {text}\n")).expect(text);
+            assert_eq!(config.skills.max_file_size, bytes, "{text}");
+        }
+        for bad in ["0", "\"lots\"", "\"1 parsec\""] {
+            let err = parse(&format!("[skills]\nmax_file_size = {bad}\n")).expect_err(bad);
+            assert!(err.to_string().contains("skills.max_file_size"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_server_name_that_leaves_no_room_for_tools_is_refused() {
+        let long = "s".repeat(62);
+        let err = parse(&format!("[servers.{long}]\ncommand = \"x\"\n")).expect_err("too long");
+        let text = err.to_string();
+        assert!(text.contains(&format!("servers.{long}")), "{text}");
+        assert!(text.contains("at most 61"), "{text}");
+        let fits = "s".repeat(61);
+        assert!(parse(&format!("[servers.{fits}]\ncommand = \"x\"\n")).is_ok());
+        let never = format!("[gateway]\nnaming = \"never\"\n\n[servers.{long}]\ncommand = \"x\"\n");
+        assert!(
+            parse(&never).is_ok(),
+            "bare names need no room for a prefix"
+        );
     }
 
     #[test]

@@ -11,6 +11,8 @@ pub use roster_core as core;
 pub mod cli;
 pub mod config;
 pub mod demo;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gateway;
 pub mod inbox;
 mod roster;

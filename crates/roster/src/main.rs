@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use roster::gateway::admin::{self, AdminCommand};
 use roster::gateway::{Gateway, RosterBackend, ServeConfig, Skills};
@@ -75,7 +74,18 @@ struct AdminArgs {
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Skills(command)) => return roster::cli::skills::run(command),
+        Some(Command::Skills(command)) => {
+            let max_file_size = match Config::load(&cli.config) {
+                Ok(config) => config.skills.max_file_size,
+                Err(e) if is_missing(&e) => roster::store::DEFAULT_MAX_SKILL_FILE_SIZE,
+                Err(e) => {
+                    return Err(anyhow::Error::from(e).context(
+                        "the configuration has an error, so roster cannot tell the skill file size limit",
+                    ));
+                }
+            };
+            return roster::cli::skills::run(command, max_file_size);
+        }
         Some(Command::Inbox(args)) => {
             inbox::run(args)?;
             return Ok(ExitCode::SUCCESS);
@@ -128,25 +138,42 @@ fn init_logging() {
         .init();
 }
 
+/// Whether `error` says only that there is no file at all (as opposed to a file roster cannot
+/// use, which must be reported as what it is).
+fn is_missing(error: &roster::config::ConfigError) -> bool {
+    matches!(error, roster::config::ConfigError::Io { source, .. }
+        if source.kind() == std::io::ErrorKind::NotFound)
+}
+
 fn load_config(path: &Path) -> anyhow::Result<Config> {
-    Config::load(path).with_context(|| {
-        format!(
+    match Config::load(path) {
+        Ok(config) => Ok(config),
+        Err(e) if is_missing(&e) => Err(anyhow::Error::from(e).context(format!(
             "cannot start without a configuration (looked at {}; pass --config or set ROSTER_CONFIG)",
             path.display()
-        )
-    })
+        ))),
+        Err(e) => Err(anyhow::Error::from(e).context("the configuration has an error")),
+    }
 }
 
 async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let config = load_config(config_path)?;
-    let (skills, problems) = Skills::load(&config.skills.paths);
+    let (skills, problems) = Skills::load(&config.skills.paths, config.skills.max_file_size);
     for problem in problems {
         tracing::warn!("skill left out: {problem}");
     }
     let skills = Arc::new(skills);
     // One gateway owns a state directory's inbox; another one on the same directory (a second
     // stdio client) runs without it, and without the `channels` tool.
-    let inbox = match Inbox::open(InboxConfig::new(&config.gateway.state_dir)) {
+    let inbox_config = InboxConfig {
+        // Read state is kept per client identity: every configured client has a place.
+        max_identities: config
+            .clients
+            .len()
+            .max(roster::inbox::DEFAULT_MAX_IDENTITIES),
+        ..InboxConfig::new(&config.gateway.state_dir)
+    };
+    let inbox = match Inbox::open(inbox_config) {
         Ok(inbox) => Some(Arc::new(inbox)),
         Err(e) => {
             tracing::warn!("no inbox for this gateway: {e}");
@@ -162,7 +189,10 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);
-    let backend = RosterBackend::new(roster, &config);
+    let mut backend = RosterBackend::new(roster, &config);
+    if let Some(inbox) = &inbox {
+        backend = backend.with_attribution(inbox.attribution());
+    }
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
     let gateway = Gateway::new(
@@ -177,8 +207,9 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     // the first gets the admin socket, the others serve without it.
     let socket = admin::socket_path(&config.gateway.state_dir);
     let admin_gateway = gateway.clone();
+    let max_line = config.gateway.admin_max_line;
     tokio::spawn(async move {
-        if let Err(e) = admin::serve(admin_gateway, socket).await {
+        if let Err(e) = admin::serve_with(admin_gateway, socket, max_line).await {
             tracing::warn!("{e}; `roster status` will not reach this gateway");
         }
     });
@@ -239,9 +270,15 @@ async fn admin_command(
 ) -> anyhow::Result<()> {
     let state_dir = match Config::load(config_path) {
         Ok(config) => config.gateway.state_dir,
-        // Without a readable file the defaults (ROSTER_STATE_DIR, XDG_STATE_HOME) still say
-        // where a gateway started with defaults keeps its socket.
-        Err(_) => Config::with_servers(Default::default()).gateway.state_dir,
+        // Without a file the defaults (ROSTER_STATE_DIR, XDG_STATE_HOME) still say where a
+        // gateway started with defaults keeps its socket.
+        Err(e) if is_missing(&e) => Config::with_servers(Default::default()).gateway.state_dir,
+        // A file that is there but wrong would point at the wrong gateway, or at none.
+        Err(e) => {
+            return Err(anyhow::Error::from(e).context(
+                "the configuration has an error, so roster cannot tell which gateway to ask",
+            ));
+        }
     };
     let answer = admin::request(&admin::socket_path(&state_dir), command).await?;
     if args.json {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use roster::core::catalog::{ListFilter, Subscriptions};
 use roster::core::skills::{Availability, SkillError, SkillKind};
 use roster::core::{ToolLookup, ToolPresence};
-use roster::store::{CatalogStore, IndexStats, SqliteStore, index_dir, load_catalog};
+use roster::store::{
+    CatalogStore, DEFAULT_MAX_SKILL_FILE_SIZE, IndexStats, SqliteStore, index_dir, load_catalog,
+};
 use serde_json::json;
 
 fn workspace() -> PathBuf {
@@ -52,7 +54,8 @@ impl ToolLookup for DemoTools {
 
 fn indexed(root: &std::path::Path) -> SqliteStore {
     let mut store = SqliteStore::open_in_memory().expect("in-memory sqlite");
-    let (_, scan) = index_dir(root, &mut store).expect("skills dir is readable");
+    let (_, scan) =
+        index_dir(root, DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("skills dir is readable");
     assert!(scan.unreadable.is_empty(), "{:?}", scan.unreadable);
     store
 }
@@ -62,7 +65,8 @@ fn the_example_skills_load_from_disk_through_the_store() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("catalog.sqlite");
     let mut store = SqliteStore::open(&db).expect("open sqlite file");
-    let (stats, _) = index_dir(&examples(), &mut store).expect("index examples");
+    let (stats, _) =
+        index_dir(&examples(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("index examples");
     assert_eq!(
         stats,
         IndexStats {
@@ -70,7 +74,8 @@ fn the_example_skills_load_from_disk_through_the_store() {
             ..IndexStats::default()
         }
     );
-    let (stats, _) = index_dir(&examples(), &mut store).expect("re-index examples");
+    let (stats, _) =
+        index_dir(&examples(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("re-index examples");
     assert_eq!(
         stats,
         IndexStats {
@@ -257,7 +262,7 @@ fn the_store_forgets_a_removed_skill_directory() {
     )
     .expect("write");
     let mut store = SqliteStore::open_in_memory().expect("sqlite");
-    index_dir(dir.path(), &mut store).expect("index");
+    index_dir(dir.path(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("index");
     let dirs: Vec<_> = store
         .sources()
         .expect("read")
@@ -266,7 +271,8 @@ fn the_store_forgets_a_removed_skill_directory() {
         .collect();
     assert_eq!(dirs, vec!["ns/one", "ns/two"]);
     std::fs::remove_dir_all(dir.path().join("ns/two")).expect("rm");
-    let (stats, _) = index_dir(dir.path(), &mut store).expect("re-index");
+    let (stats, _) =
+        index_dir(dir.path(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("re-index");
     assert_eq!(
         stats,
         IndexStats {

@@ -209,6 +209,13 @@ async def slow(seconds: float, ctx: Context) -> str:
 
 
 @mcp.tool()
+async def note(text: str, ctx: Context) -> str:
+    """Send `text` as a log message (notifications/message) while answering."""
+    await ctx.log("warning", text)
+    return f"noted {text}"
+
+
+@mcp.tool()
 def cancelled_count() -> int:
     """How many `slow` calls were cancelled by the client."""
     return CANCELLED

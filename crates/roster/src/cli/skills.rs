@@ -22,20 +22,21 @@ pub enum SkillsCommand {
     },
 }
 
-/// Runs a `roster skills` subcommand.
-pub fn run(command: SkillsCommand) -> anyhow::Result<ExitCode> {
+/// Runs a `roster skills` subcommand; `max_file_size` is `[skills] max_file_size`, so a check
+/// refuses exactly what the gateway would.
+pub fn run(command: SkillsCommand, max_file_size: u64) -> anyhow::Result<ExitCode> {
     match command {
         SkillsCommand::Check { path } => {
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
-            check(&path, &mut out)
+            check(&path, max_file_size, &mut out)
         }
     }
 }
 
 /// What `check` found, line by line.
-fn check(root: &Path, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
-    let scan = match scan_skills_dir(root) {
+fn check(root: &Path, max_file_size: u64, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let scan = match scan_skills_dir(root, max_file_size) {
         Ok(scan) => scan,
         Err(error) => {
             eprintln!("error: {error}");

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use super::Gateway;
@@ -17,6 +17,10 @@ use crate::inbox::{ConfirmId, Inbox, Seq};
 
 /// The socket's file name inside the state directory.
 pub const SOCKET_NAME: &str = "admin.sock";
+
+/// The longest request line the admin socket reads, when the config does not say. A request is
+/// a few dozen bytes; the bound only keeps a stray writer from growing the gateway's memory.
+pub const DEFAULT_MAX_LINE: usize = 64 * 1024;
 
 /// What an admin client can ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +89,16 @@ pub enum AdminError {
         /// The operating system's reason.
         source: std::io::Error,
     },
+    /// The socket's path holds something that is not a socket; roster does not delete what it
+    /// did not make.
+    #[error(
+        "{path} exists and is not a socket, so roster will not replace it; move it away or use \
+         another state_dir"
+    )]
+    NotASocket {
+        /// The path.
+        path: PathBuf,
+    },
     /// Nothing listens at the socket: no gateway is running with this state directory.
     #[error(
         "no running gateway at {path} ({source}); start one with `roster serve` or set ROSTER_STATE_DIR"
@@ -109,38 +123,64 @@ pub fn socket_path(state_dir: &Path) -> PathBuf {
 }
 
 /// Binds the admin socket (replacing a stale one) with owner-only permissions and serves it
-/// until the gateway shuts down; the socket file is removed then.
+/// until the gateway shuts down; the socket file is removed then. Request lines longer than
+/// [`DEFAULT_MAX_LINE`] are refused.
 pub async fn serve(gateway: Arc<Gateway>, path: PathBuf) -> Result<(), AdminError> {
-    let listener = bind(&path)?;
+    serve_with(gateway, path, DEFAULT_MAX_LINE).await
+}
+
+/// [`serve`] with request lines of at most `max_line` bytes (`[gateway] admin_max_line`).
+pub async fn serve_with(
+    gateway: Arc<Gateway>,
+    path: PathBuf,
+    max_line: usize,
+) -> Result<(), AdminError> {
+    let (listener, bound) = bind(&path)?;
     let stop = gateway.shutdown_token();
     loop {
         tokio::select! {
             () = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(answer(gateway.clone(), stream));
+                    tokio::spawn(answer(gateway.clone(), stream, max_line));
                 }
                 Err(e) => tracing::warn!("admin socket accept failed: {e}"),
             }
         }
     }
-    let _ = std::fs::remove_file(&path);
+    // Only the socket this gateway bound: another process may have replaced it since.
+    if file_id(&path) == Some(bound) {
+        let _ = std::fs::remove_file(&path);
+    }
     Ok(())
 }
 
-fn bind(path: &Path) -> Result<UnixListener, AdminError> {
-    use std::os::unix::fs::PermissionsExt;
+/// Device and inode of the file at `path` (not following a symlink).
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+fn bind(path: &Path) -> Result<(UnixListener, (u64, u64)), AdminError> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     let err = |source| AdminError::Listen {
         path: path.to_owned(),
         source,
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(err)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+        crate::inbox::ensure_state_dir(dir).map_err(err)?;
     }
     // A socket left behind by a gateway that did not exit cleanly would make bind fail; one
-    // that still answers belongs to a live gateway and must not be taken over.
-    if path.exists() {
+    // that still answers belongs to a live gateway and must not be taken over. Anything that
+    // is not a socket is not roster's to delete.
+    if let Ok(existing) = std::fs::symlink_metadata(path) {
+        if !existing.file_type().is_socket() {
+            return Err(AdminError::NotASocket {
+                path: path.to_owned(),
+            });
+        }
         if answers(path) {
             return Err(err(std::io::Error::new(
                 std::io::ErrorKind::AddrInUse,
@@ -151,21 +191,107 @@ fn bind(path: &Path) -> Result<UnixListener, AdminError> {
     }
     let listener = UnixListener::bind(path).map_err(err)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
-    Ok(listener)
+    let bound = file_id(path).ok_or_else(|| {
+        err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the socket vanished right after it was bound",
+        ))
+    })?;
+    Ok((listener, bound))
 }
 
-async fn answer(gateway: Arc<Gateway>, stream: UnixStream) {
-    let (read, mut write) = stream.into_split();
-    let mut line = String::new();
-    // Nothing sent (a client checking that a gateway answers) needs no answer either.
-    if !matches!(BufReader::new(read).read_line(&mut line).await, Ok(n) if n > 0) {
-        return;
+/// How much of an over-long request is read past the limit to find its end, so the answer
+/// reaches the client instead of a reset connection.
+const DISCARD_CAP: u64 = 16 * 1024 * 1024;
+
+/// Why a request line was not taken.
+enum LineError {
+    /// Longer than the limit; the rest of it is still unread.
+    TooLong(usize),
+    /// Could not be read or is not text.
+    Unreadable(String),
+}
+
+/// Reads one request line of at most `max_line` bytes (newline excluded). `Ok(None)`: the peer
+/// sent nothing.
+async fn read_request(
+    reader: &mut (impl AsyncBufRead + Unpin),
+    max_line: usize,
+) -> Result<Option<String>, LineError> {
+    use tokio::io::AsyncReadExt;
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(max_line)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    reader
+        .take(limit)
+        .read_until(b'\n', &mut bytes)
+        .await
+        .map_err(|e| LineError::Unreadable(format!("the admin request could not be read: {e}")))?;
+    if bytes.is_empty() {
+        return Ok(None);
     }
-    let outcome = match serde_json::from_str::<AdminRequest>(&line) {
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+    } else if bytes.len() > max_line {
+        return Err(LineError::TooLong(max_line));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| LineError::Unreadable("the admin request is not UTF-8".to_owned()))
+}
+
+/// Reads and drops the rest of a line (at most `cap` bytes) without holding it.
+async fn discard_line(reader: &mut (impl AsyncBufRead + Unpin), cap: u64) {
+    let mut left = cap;
+    while left > 0 {
+        let buf = match reader.fill_buf().await {
+            Ok(buf) if !buf.is_empty() => buf,
+            _ => return,
+        };
+        let (n, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buf.len(), false),
+        };
+        reader.consume(n);
+        left = left.saturating_sub(n as u64);
+        if done {
+            return;
+        }
+    }
+}
+
+async fn answer(gateway: Arc<Gateway>, stream: UnixStream, max_line: usize) {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    // Nothing sent (a client checking that a gateway answers) needs no answer either.
+    let outcome = match read_request(&mut reader, max_line).await {
+        Ok(None) => return,
+        Ok(Some(line)) => handle(&gateway, &line),
+        Err(LineError::TooLong(max)) => {
+            discard_line(&mut reader, DISCARD_CAP).await;
+            Err(format!(
+                "the admin request is longer than {max} bytes (admin_max_line); admin \
+                 requests are one short JSON line"
+            ))
+        }
+        Err(LineError::Unreadable(error)) => Err(error),
+    };
+    let reply = match outcome {
+        Ok(result) => json!({"ok": true, "result": result}),
+        Err(error) => json!({"ok": false, "error": error}),
+    };
+    let mut text = reply.to_string();
+    text.push('\n');
+    let _ = write.write_all(text.as_bytes()).await;
+}
+
+fn handle(gateway: &Gateway, line: &str) -> Result<Value, String> {
+    match serde_json::from_str::<AdminRequest>(line) {
         Ok(AdminRequest {
             command: Some(command),
             inbox: None,
-        }) => Ok(run(&gateway, command)),
+        }) => Ok(run(gateway, command)),
         Ok(AdminRequest {
             command: None,
             inbox: Some(request),
@@ -179,14 +305,7 @@ async fn answer(gateway: Arc<Gateway>, stream: UnixStream) {
         },
         Ok(_) => Err("an admin request names exactly one of `command` and `inbox`".to_owned()),
         Err(e) => Err(format!("unknown admin request: {e}")),
-    };
-    let reply = match outcome {
-        Ok(result) => json!({"ok": true, "result": result}),
-        Err(error) => json!({"ok": false, "error": error}),
-    };
-    let mut text = reply.to_string();
-    text.push('\n');
-    let _ = write.write_all(text.as_bytes()).await;
+    }
 }
 
 fn run(gateway: &Gateway, command: AdminCommand) -> Value {

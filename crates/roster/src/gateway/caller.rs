@@ -532,7 +532,7 @@ pub(crate) async fn run_relayed(
             caller: Some(caller.clone()),
             input,
         };
-        let outcome = work(relay).await;
+        let outcome = crate::inbox::on_behalf_of(owner, work(relay)).await;
         caller.flush().await;
         return Ok(Step::Done(outcome));
     }
@@ -565,7 +565,8 @@ pub(crate) async fn run_relayed(
         caller: Some(caller.clone()),
         input,
     };
-    let running = Running::start(caller, asks, cancel, work(relay));
+    let work = crate::inbox::on_behalf_of(owner.clone(), work(relay));
+    let running = Running::start(caller, asks, cancel, work);
     paused.drive(running, owner, target, &context.ct).await
 }
 

@@ -66,8 +66,14 @@ fn channels_tool() -> Tool {
     )
 }
 
-fn channels_call(inbox: &crate::inbox::Inbox, args: &JsonObject) -> Result<Value, String> {
-    use crate::inbox::{DEFAULT_LIST_LIMIT, DEFAULT_MAX_CHARS, render};
+/// The inbox as `who` sees it: its own notifications and everyone's, its own read state.
+fn channels_call(
+    inbox: &crate::inbox::Inbox,
+    who: &ClientIdentity,
+    args: &JsonObject,
+) -> Result<Value, String> {
+    use crate::inbox::{DEFAULT_LIST_LIMIT, DEFAULT_MAX_CHARS, LOCAL_IDENTITY, render};
+    let who = who.name.as_deref().unwrap_or(LOCAL_IDENTITY);
     let channel = optional_str(args, "channel")?;
     let limit = match args.get("limit") {
         None | Some(Value::Null) => DEFAULT_LIST_LIMIT,
@@ -83,10 +89,10 @@ fn channels_call(inbox: &crate::inbox::Inbox, args: &JsonObject) -> Result<Value
         })
     };
     match required_str(args, "action")? {
-        "list" => Ok(shown(inbox.list(channel, limit))),
+        "list" => Ok(shown(inbox.list_for(who, channel, limit))),
         "unread" => Ok(shown(
             inbox
-                .unread()
+                .unread_for(who)
                 .into_iter()
                 .filter(|e| channel.is_none_or(|c| e.channel == c))
                 .collect(),
@@ -96,7 +102,7 @@ fn channels_call(inbox: &crate::inbox::Inbox, args: &JsonObject) -> Result<Value
                 None | Some(Value::Null) => None,
                 Some(v) => Some(v.as_u64().ok_or("up_to must be a non-negative integer")?),
             };
-            let acknowledged = inbox.ack(up_to);
+            let acknowledged = inbox.ack_for(who, up_to).map_err(|e| e.to_string())?;
             Ok(json!({
                 "text": format!("marked {acknowledged} entr{} read", if acknowledged == 1 { "y" } else { "ies" }),
                 "acknowledged": acknowledged,
@@ -389,7 +395,7 @@ pub(crate) fn call(
     match name {
         "channels" => {
             let inbox = gateway.inbox()?;
-            Some(match channels_call(inbox, arguments) {
+            Some(match channels_call(inbox, who, arguments) {
                 Ok(value) => structured(value),
                 Err(message) => error(message),
             })

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 
 use super::{Backend, BackendSession, CallError, CallRelay, ResourceHold};
 use crate::config::{Config, TaskSupport, TransportConfig};
+use crate::inbox::{Attribution, HeldRequest, current_client};
 use crate::servers::{
     CallOptions, CallerRelay, InputRound, LogLevel, OfferingsGeneration, RequestError,
     ResourceUpdate, RouteError, ServerLog, ServerStatus, relay,
@@ -29,6 +30,9 @@ pub struct RosterBackend {
     transports: BTreeMap<String, &'static str>,
     /// The tools in rmcp's model, with the registry version they were converted at.
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
+    /// Where a tool call says whose it is while it runs, so the inbox records what its server
+    /// sends meanwhile as that client's.
+    attribution: Option<Attribution>,
 }
 
 impl RosterBackend {
@@ -51,7 +55,22 @@ impl RosterBackend {
             roster,
             transports,
             tools: Mutex::new(None),
+            attribution: None,
         }
+    }
+
+    /// Tool calls hold `attribution` for their server and client identity while they run.
+    pub fn with_attribution(mut self, attribution: Attribution) -> Self {
+        self.attribution = Some(attribution);
+        self
+    }
+
+    /// Marks a call of `exposed` as in flight for the client identity the current work runs
+    /// for, until the returned guard is dropped.
+    fn hold(&self, exposed: &str) -> Option<HeldRequest> {
+        let attribution = self.attribution.as_ref()?;
+        let who = current_client().unwrap_or_default();
+        Some(attribution.hold(&self.server_of(exposed), &who))
     }
 
     /// The roster behind this backend.
@@ -270,6 +289,7 @@ impl Backend for RosterBackend {
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<Value, CallError>> {
         Box::pin(async move {
+            let _held = self.hold(exposed);
             let options = CallOptions {
                 cancel: Some(cancel),
                 input,
@@ -309,7 +329,9 @@ impl Backend for RosterBackend {
     ) -> BoxFuture<'a, Result<CallToolResponse, CallError>> {
         Box::pin(async move {
             let (options, forwarder) = call_options(relay);
+            let held = self.hold(exposed);
             let outcome = self.roster.call_with(exposed, arguments, options).await;
+            drop(held);
             finish(forwarder).await;
             let mut value = outcome.map_err(call_error)?;
             let unreadable = |e: serde_json::Error| CallError::ServerDown {

@@ -18,6 +18,9 @@ use crate::store::scan_skills_dir;
 pub struct Skills {
     catalog: RwLock<Catalog>,
     files: Vec<SkillFiles>,
+    /// `[skills] max_file_size`: no skill file larger than this is served, whatever the SDK's
+    /// catalog would hold.
+    max_file_size: u64,
 }
 
 impl std::fmt::Debug for Skills {
@@ -27,14 +30,15 @@ impl std::fmt::Debug for Skills {
 }
 
 impl Skills {
-    /// Loads every skill under `roots`. Skills that cannot be read or parsed are left out and
-    /// reported (one line each), so one broken file does not take the catalog down.
-    pub fn load(roots: &[PathBuf]) -> (Self, Vec<String>) {
+    /// Loads every skill under `roots`. Skills that cannot be read or parsed, or whose
+    /// `SKILL.md` is larger than `max_file_size` bytes, are left out and reported (one line
+    /// each), so one broken file does not take the catalog down.
+    pub fn load(roots: &[PathBuf], max_file_size: u64) -> (Self, Vec<String>) {
         let mut problems = Vec::new();
         let mut sources: Vec<SkillSource> = Vec::new();
         let mut files = Vec::new();
         for root in roots {
-            match scan_skills_dir(root) {
+            match scan_skills_dir(root, max_file_size) {
                 Ok(scan) => {
                     problems.extend(scan.unreadable.iter().map(ToString::to_string));
                     sources.extend(scan.sources);
@@ -56,6 +60,7 @@ impl Skills {
         let skills = Self {
             catalog: RwLock::new(Catalog::from_report(report)),
             files,
+            max_file_size,
         };
         (skills, problems)
     }
@@ -134,12 +139,107 @@ impl Skills {
         uri: &str,
         subscriptions: &Subscriptions,
     ) -> Option<&[SkillFiles]> {
-        self.visible_id_of(uri, subscriptions)
+        (self.visible_id_of(uri, subscriptions) && self.within_limit(uri))
             .then_some(self.files.as_slice())
+    }
+
+    /// Whether the file at `uri` (if it is one) is within the skill file size limit; one that
+    /// is not is answered like an unknown URI, and logged with the limit.
+    fn within_limit(&self, uri: &str) -> bool {
+        use rmcp::model::ResourceContents;
+        let Some(read) = self.files.iter().find_map(|f| f.read_resource(uri)) else {
+            return true;
+        };
+        let bytes: u64 = read
+            .contents
+            .iter()
+            .map(|c| match c {
+                ResourceContents::TextResourceContents { text, .. } => text.len() as u64,
+                // base64: four characters carry three bytes.
+                ResourceContents::BlobResourceContents { blob, .. } => blob.len() as u64 / 4 * 3,
+                _ => 0,
+            })
+            .sum();
+        if bytes > self.max_file_size {
+            tracing::warn!(
+                "skill file {uri} is {bytes} bytes, larger than the skill file size limit of {} \
+                 bytes ([skills] max_file_size); not served",
+                self.max_file_size
+            );
+            return false;
+        }
+        true
     }
 
     /// Whether any skill file is served (the extension is declared only then).
     pub(crate) fn serves_files(&self) -> bool {
         self.files.iter().any(|f| !f.skills().is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &std::path::Path, text: &str) {
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    #[test]
+    fn no_skill_file_beyond_the_limit_is_served() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        write(
+            &root.join("docs/guide/SKILL.md"),
+            "---\nname: guide\ndescription: A guide.\n---\n\nSee reference.md.\n",
+        );
+        write(&root.join("docs/guide/reference.md"), &"r".repeat(4096));
+        write(
+            &root.join("docs/huge/SKILL.md"),
+            &format!(
+                "---\nname: huge\ndescription: Huge.\n---\n\n{}\n",
+                "h".repeat(4096)
+            ),
+        );
+        let (skills, problems) = Skills::load(&[root.to_owned()], 2048);
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("docs/huge/SKILL.md") && p.contains("2048 bytes")),
+            "{problems:?}"
+        );
+        let everyone = Subscriptions::default();
+        let listed: Vec<String> = skills
+            .skill_files(&everyone)
+            .into_iter()
+            .map(|s| s.uri)
+            .collect();
+        assert!(
+            listed.iter().any(|u| u.contains("docs/guide")),
+            "{listed:?}"
+        );
+        assert!(
+            !listed.iter().any(|u| u.contains("docs/huge")),
+            "{listed:?}"
+        );
+        assert!(skills.read().get(&everyone, "docs/huge").is_err());
+        assert!(
+            skills
+                .files_for("skill://docs/guide/SKILL.md", &everyone)
+                .is_some()
+        );
+        assert!(
+            skills
+                .files_for("skill://docs/guide/reference.md", &everyone)
+                .is_none(),
+            "a 4 KiB file is beyond a 2 KiB limit"
+        );
+        let (roomy, _) = Skills::load(&[root.to_owned()], 1 << 20);
+        assert!(
+            roomy
+                .files_for("skill://docs/guide/reference.md", &everyone)
+                .is_some()
+        );
     }
 }

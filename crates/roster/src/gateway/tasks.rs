@@ -138,6 +138,7 @@ impl Tasks {
         let caller = call.caller;
         let mut round = start_round(
             backend,
+            owner,
             call.name,
             arguments.clone(),
             call.input,
@@ -164,6 +165,7 @@ impl Tasks {
         }
         let work = TaskWork {
             backend: backend.clone(),
+            owner: owner.to_owned(),
             name: call.name.to_owned(),
             arguments,
             caller,
@@ -234,8 +236,10 @@ impl Drop for Running {
 type Round = JoinHandle<Result<Value, CallError>>;
 
 /// Calls the server once, on its own task so the call outlives the client's request.
+/// `owner` is the client identity the call runs for: what its server sends meanwhile is theirs.
 fn start_round(
     backend: &Arc<dyn Backend>,
+    owner: &str,
     name: &str,
     arguments: Option<JsonObject>,
     input: Option<InputRound>,
@@ -244,11 +248,14 @@ fn start_round(
 ) -> Round {
     let (backend, name, cancel) = (backend.clone(), name.to_owned(), cancel.clone());
     let caller = caller.clone();
-    tokio::spawn(async move {
-        backend
-            .call_round(&name, arguments, input, caller, cancel)
-            .await
-    })
+    tokio::spawn(crate::inbox::on_behalf_of(
+        Some(owner.to_owned()),
+        async move {
+            backend
+                .call_round(&name, arguments, input, caller, cancel)
+                .await
+        },
+    ))
 }
 
 fn joined(outcome: Result<Result<Value, CallError>, JoinError>) -> Result<Value, CallError> {
@@ -282,6 +289,8 @@ fn answer_now(
 /// A call running as a task.
 struct TaskWork {
     backend: Arc<dyn Backend>,
+    /// The client identity the task belongs to.
+    owner: String,
     name: String,
     arguments: Option<JsonObject>,
     caller: Arc<dyn CallerRelay>,
@@ -330,6 +339,7 @@ impl TaskWork {
             };
             round = start_round(
                 &self.backend,
+                &self.owner,
                 &self.name,
                 self.arguments.clone(),
                 Some(input),

@@ -30,7 +30,22 @@
 //! One process owns a state directory at a time: [`Inbox::open`] takes an advisory lock on
 //! `inbox.lock` and fails with [`InboxError::Busy`] while another inbox holds it.
 //! [`Inbox::snapshot`] reads the trail without the lock and without writing.
+//!
+//! # Whose notification
+//! The view (`list`, `unread`, `ack`) is per client identity: a `[[clients]]` token's name, or
+//! [`LOCAL_IDENTITY`] for the local default (stdio clients, HTTP without `[[clients]]`, and
+//! `roster inbox`). A notification a server sent while it was answering a request belongs to the
+//! client identity of that request: the gateway holds an [`Attribution`] for the server while the
+//! request runs, and the notification is recorded with those owners. Servers do not say which
+//! request a notification is about, so if requests of several identities are in flight at the
+//! same server, it belongs to each of them. A notification sent outside any request (a server's
+//! unsolicited log) and every `*/list_changed` (it is about the server, not about a call) belong to
+//! nobody in particular: every identity sees it. Each identity acknowledges on its own (one ack
+//! watermark per identity, at most [`InboxConfig::max_identities`] of them); `clear` empties the
+//! ring for everyone. The trail stays one file: each entry line records its owners and each ack
+//! line its identity, so a replay rebuilds every identity's view.
 
+mod attribution;
 mod audit;
 mod record;
 mod render;
@@ -48,6 +63,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+pub use attribution::{Attribution, HeldRequest, current_client, on_behalf_of};
 pub use audit::{AUDIT_BACKUP_FILE, AUDIT_FILE};
 pub use render::{
     DEFAULT_LIST_LIMIT, DEFAULT_MAX_CHARS, LINE_MAX_CHARS, MORE_PREFIX, NO_ENTRIES, render,
@@ -68,6 +84,12 @@ pub const DEFAULT_ROTATE_BYTES: u64 = 10 * 1024 * 1024;
 pub const DEFAULT_FSYNC_INTERVAL: Duration = Duration::from_secs(1);
 /// File name of the lock that makes one process the owner of a state directory's inbox.
 pub const LOCK_FILE: &str = "inbox.lock";
+/// How many client identities (besides the local default) keep their own read state, when the
+/// config does not say.
+pub const DEFAULT_MAX_IDENTITIES: usize = 64;
+/// The client identity of the local default: stdio clients, HTTP clients when no `[[clients]]`
+/// are configured, and the person at `roster inbox`.
+pub const LOCAL_IDENTITY: &str = "";
 
 /// The state directory when neither config nor `ROSTER_STATE_DIR` names one:
 /// `$XDG_STATE_HOME/roster`, else `$HOME/.local/state/roster`. `None` when neither variable is set.
@@ -78,6 +100,20 @@ pub fn default_state_dir() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
         .map(|home| PathBuf::from(home).join(".local/state/roster"))
+}
+
+/// Creates the state directory `dir` (and missing parents) owner-only, or leaves an existing
+/// one exactly as it is: roster never changes the mode of a directory it did not create
+/// (`state_dir = "."` must not lock anyone out of their working directory).
+pub fn ensure_state_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// When appends to the audit trail are fsynced. See the module docs for what each one keeps
@@ -163,6 +199,9 @@ pub struct InboxConfig {
     pub rotate_bytes: u64,
     /// When appends are fsynced.
     pub fsync: FsyncPolicy,
+    /// Client identities (besides the local default) whose read state is kept; an ack by one
+    /// more is refused with [`InboxError::TooManyIdentities`].
+    pub max_identities: usize,
 }
 
 impl InboxConfig {
@@ -173,6 +212,7 @@ impl InboxConfig {
             capacity: DEFAULT_CAPACITY,
             rotate_bytes: DEFAULT_ROTATE_BYTES,
             fsync: FsyncPolicy::default(),
+            max_identities: DEFAULT_MAX_IDENTITIES,
         }
     }
 }
@@ -235,6 +275,17 @@ pub enum InboxError {
         id: ConfirmId,
         /// The answer the server got.
         decision: ConfirmDecision,
+    },
+    /// Read state is already kept for as many client identities as allowed.
+    #[error(
+        "the inbox keeps read state for at most {max} client identities (max_identities) and \
+         {who:?} would be one more; raise the limit or remove unused [[clients]]"
+    )]
+    TooManyIdentities {
+        /// The identity that acknowledged.
+        who: String,
+        /// The bound.
+        max: usize,
     },
     /// The decision was recorded, but the server that asked had stopped waiting for it.
     #[error(
@@ -302,8 +353,17 @@ pub struct Entry {
     pub method: String,
     /// The notification's params (`null` when it had none).
     pub params: Value,
-    /// Unread, read or handled.
+    /// Unread, read or handled, as the identity asking sees it.
     pub state: EntryState,
+    /// The client identities it belongs to; empty when it is everyone's (see the module docs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<String>,
+}
+
+impl Entry {
+    fn visible_to(&self, who: &str) -> bool {
+        self.owners.is_empty() || self.owners.iter().any(|o| o == who)
+    }
 }
 
 /// The id of a pending confirm (it shares the inbox's seq numbering).
@@ -451,13 +511,21 @@ struct View {
     /// Recently decided confirms, for the person's history; never part of the model's view.
     decided: VecDeque<ConfirmEntry>,
     next_seq: Seq,
+    /// Read by everyone up to here (`clear`, and acks written before read state was per
+    /// identity).
     acked_through: Seq,
+    /// Each identity's own ack watermark; the ring keeps entries as recorded (unread or
+    /// handled) and an identity's view is derived from this.
+    acked_by: BTreeMap<String, Seq>,
+    max_identities: usize,
     purged_through: Seq,
 }
 
 impl View {
-    fn new(capacity: usize) -> Self {
+    fn new(capacity: usize, max_identities: usize) -> Self {
         View {
+            max_identities,
+            acked_by: BTreeMap::new(),
             capacity: capacity.max(1),
             ring: VecDeque::new(),
             pending: BTreeMap::new(),
@@ -508,6 +576,7 @@ impl View {
                 method,
                 params,
                 state,
+                owners,
             } => {
                 // Entries are written in seq order; one at or below a seq already seen is a
                 // stale copy (or purged) and must not appear twice.
@@ -526,11 +595,16 @@ impl View {
                     method,
                     params,
                     state,
+                    owners,
                 });
             }
-            AuditRecord::Ack { up_to, .. } => {
-                self.acked_through = self.acked_through.max(up_to);
-            }
+            AuditRecord::Ack { up_to, who, .. } => match who {
+                Some(who) => {
+                    let mark = self.acked_by.entry(who).or_default();
+                    *mark = (*mark).max(up_to);
+                }
+                None => self.acked_through = self.acked_through.max(up_to),
+            },
             AuditRecord::Confirm {
                 seq,
                 at,
@@ -573,48 +647,112 @@ impl View {
                 next_seq,
                 acked_through,
                 purged_through,
+                acked_by,
                 ..
             } => {
                 self.next_seq = self.next_seq.max(next_seq);
                 self.acked_through = self.acked_through.max(acked_through);
+                for (who, up_to) in acked_by {
+                    let mark = self.acked_by.entry(who).or_default();
+                    *mark = (*mark).max(up_to);
+                }
                 self.purge_through(purged_through);
             }
         }
     }
 
-    /// Applies the ack watermark to entries replayed before the ack record that covers them.
+    /// Keeps the read state of at most `max_identities` identities after a replay (a trail
+    /// may name clients that are no longer configured): those that acknowledged least lose
+    /// theirs first, which only shows them more as unread.
     fn settle(&mut self) {
-        let acked = self.acked_through;
-        for entry in &mut self.ring {
-            if entry.state == EntryState::Unread && entry.seq <= acked {
-                entry.state = EntryState::Read;
-            }
+        let others = |view: &View| {
+            view.acked_by
+                .keys()
+                .filter(|w| w.as_str() != LOCAL_IDENTITY)
+                .count()
+        };
+        while others(self) > self.max_identities {
+            let Some(least) = self
+                .acked_by
+                .iter()
+                .filter(|(w, _)| w.as_str() != LOCAL_IDENTITY)
+                .min_by_key(|(_, seq)| **seq)
+                .map(|(w, _)| w.clone())
+            else {
+                break;
+            };
+            tracing::warn!(
+                identity = %least,
+                max = self.max_identities,
+                "the audit trail holds read state for more client identities than max_identities; dropping the oldest"
+            );
+            self.acked_by.remove(&least);
         }
     }
 
-    fn list(&self, channel: Option<&str>, limit: usize) -> Vec<Entry> {
+    fn acked_for(&self, who: &str) -> Seq {
+        self.acked_by
+            .get(who)
+            .copied()
+            .unwrap_or(0)
+            .max(self.acked_through)
+    }
+
+    /// The entry as `who` sees it: read once `who` acknowledged it.
+    fn seen_by(&self, entry: &Entry, acked: Seq) -> Entry {
+        let mut seen = entry.clone();
+        if seen.state == EntryState::Unread && seen.seq <= acked {
+            seen.state = EntryState::Read;
+        }
+        seen
+    }
+
+    fn list(&self, who: &str, channel: Option<&str>, limit: usize) -> Vec<Entry> {
+        let acked = self.acked_for(who);
         self.ring
             .iter()
             .rev()
-            .filter(|e| channel.is_none_or(|c| e.channel == c))
+            .filter(|e| e.visible_to(who) && channel.is_none_or(|c| e.channel == c))
             .take(limit)
-            .cloned()
+            .map(|e| self.seen_by(e, acked))
             .collect()
     }
 
-    fn unread(&self) -> Vec<Entry> {
+    fn unread_iter<'a>(&'a self, who: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+        let acked = self.acked_for(who);
         self.ring
             .iter()
-            .filter(|e| e.state == EntryState::Unread)
-            .cloned()
-            .collect()
+            .filter(move |e| e.state == EntryState::Unread && e.seq > acked && e.visible_to(who))
     }
 
-    fn unread_count(&self) -> usize {
-        self.ring
-            .iter()
-            .filter(|e| e.state == EntryState::Unread)
-            .count()
+    fn unread(&self, who: &str) -> Vec<Entry> {
+        self.unread_iter(who).cloned().collect()
+    }
+
+    fn unread_count(&self, who: &str) -> usize {
+        self.unread_iter(who).count()
+    }
+
+    /// Moves `who`'s watermark to `target`; refused when `who` would be one identity too many.
+    fn ack(&mut self, who: &str, target: Seq) -> Result<usize, InboxError> {
+        if target <= self.acked_for(who) {
+            return Ok(0);
+        }
+        let known = self.acked_by.contains_key(who);
+        let others = self
+            .acked_by
+            .keys()
+            .filter(|w| w.as_str() != LOCAL_IDENTITY)
+            .count();
+        if !known && who != LOCAL_IDENTITY && others >= self.max_identities {
+            return Err(InboxError::TooManyIdentities {
+                who: who.to_owned(),
+                max: self.max_identities,
+            });
+        }
+        let changed = self.unread_iter(who).filter(|e| e.seq <= target).count();
+        self.acked_by.insert(who.to_owned(), target);
+        Ok(changed)
     }
 
     fn pending_confirms(&self) -> Vec<ConfirmEntry> {
@@ -653,14 +791,20 @@ impl View {
             next_seq: self.next_seq,
             acked_through: self.acked_through,
             purged_through: self.purged_through,
+            acked_by: self
+                .acked_by
+                .iter()
+                .filter(|(_, seq)| **seq > self.acked_through)
+                .map(|(w, seq)| (w.clone(), *seq))
+                .collect(),
         }
     }
 }
 
 /// Replays the backup then the active file. Returns the view and where the active file's last
 /// whole line ends.
-fn replay(dir: &Path, capacity: usize) -> Result<(View, u64), InboxError> {
-    let mut view = View::new(capacity);
+fn replay(dir: &Path, capacity: usize, max_identities: usize) -> Result<(View, u64), InboxError> {
+    let mut view = View::new(capacity, max_identities);
     let backup = backup_path(dir);
     match read_file(&backup) {
         Ok(read) => read.records.into_iter().for_each(|r| view.apply(r)),
@@ -687,14 +831,15 @@ pub struct InboxSnapshot {
 }
 
 impl InboxSnapshot {
-    /// The most recent entries, newest first, optionally of one channel only.
+    /// The most recent entries the local default identity sees, newest first, optionally of
+    /// one channel only.
     pub fn list(&self, channel: Option<&str>, limit: usize) -> Vec<Entry> {
-        self.view.list(channel, limit)
+        self.view.list(LOCAL_IDENTITY, channel, limit)
     }
 
-    /// Unread entries, oldest first.
+    /// Entries the local default identity has not acknowledged, oldest first.
     pub fn unread(&self) -> Vec<Entry> {
-        self.view.unread()
+        self.view.unread(LOCAL_IDENTITY)
     }
 
     /// Confirms recorded as pending. Read from a live gateway's trail these are the ones it
@@ -711,6 +856,7 @@ impl InboxSnapshot {
 
 struct Inner {
     view: View,
+    attribution: Attribution,
     audit: AuditFile,
     waiters: HashMap<Seq, oneshot::Sender<ConfirmDecision>>,
 }
@@ -819,15 +965,16 @@ impl Inbox {
     /// answers `Expired` on the trail for confirms a previous process left pending (nobody
     /// waits for them any more).
     pub fn open(config: InboxConfig) -> Result<Inbox, InboxError> {
-        fs::create_dir_all(&config.dir).map_err(|source| InboxError::CreateDir {
+        ensure_state_dir(&config.dir).map_err(|source| InboxError::CreateDir {
             dir: config.dir.clone(),
             source,
         })?;
         let lock = take_lock(&config.dir)?;
-        let (view, valid_len) = replay(&config.dir, config.capacity)?;
+        let (view, valid_len) = replay(&config.dir, config.capacity, config.max_identities)?;
         let audit = AuditFile::open(&config.dir, valid_len, config.rotate_bytes, config.fsync)?;
         let mut inner = Inner {
             view,
+            attribution: Attribution::default(),
             audit,
             waiters: HashMap::new(),
         };
@@ -874,7 +1021,7 @@ impl Inbox {
     /// Reads the audit trail in `dir` as a replay would, without the lock and without writing:
     /// what `roster inbox list` shows when it may not own the trail.
     pub fn snapshot(dir: &Path, capacity: usize) -> Result<InboxSnapshot, InboxError> {
-        let (view, _) = replay(dir, capacity)?;
+        let (view, _) = replay(dir, capacity, usize::MAX)?;
         Ok(InboxSnapshot { view })
     }
 
@@ -883,10 +1030,22 @@ impl Inbox {
         &self.dir
     }
 
+    /// Where the gateway says which client identities have requests in flight at a server, so
+    /// that what the server sends meanwhile is recorded as theirs.
+    pub fn attribution(&self) -> Attribution {
+        self.shared.lock().attribution.clone()
+    }
+
     /// Keeps a notification from `channel`. `handled` says roster consumed it itself (it then
-    /// never counts as unread). Returns its seq.
+    /// never counts as unread). It belongs to the identities with a request in flight at
+    /// `channel` (see the module docs). Returns its seq.
     pub fn record(&self, channel: &str, method: &str, params: Value, handled: bool) -> Seq {
         let mut inner = self.shared.lock();
+        let owners = if method.ends_with("/list_changed") {
+            Vec::new()
+        } else {
+            inner.attribution.owners(channel)
+        };
         let seq = inner.view.next_seq;
         let (recorded, state) = if handled {
             (RecordedState::Handled, EntryState::Handled)
@@ -900,6 +1059,7 @@ impl Inbox {
             method: method.to_owned(),
             params,
             state,
+            owners,
         };
         inner.append(&AuditRecord::Entry {
             seq,
@@ -908,6 +1068,7 @@ impl Inbox {
             method: entry.method.clone(),
             params: entry.params.clone(),
             state: recorded,
+            owners: entry.owners.clone(),
         });
         // Only now: a rotation during the append writes a checkpoint whose next_seq must be
         // this entry's seq, which follows it in the fresh file.
@@ -1000,20 +1161,32 @@ impl Inbox {
         self.shared.lock().view.confirms()
     }
 
-    /// The most recent entries, newest first, optionally of one channel only. Never includes
-    /// confirms.
+    /// The most recent entries the local default identity sees, newest first, optionally of
+    /// one channel only. Never includes confirms.
     pub fn list(&self, channel: Option<&str>, limit: usize) -> Vec<Entry> {
-        self.shared.lock().view.list(channel, limit)
+        self.list_for(LOCAL_IDENTITY, channel, limit)
     }
 
-    /// Entries not yet acknowledged, oldest first. Handled entries are never here.
+    /// The most recent entries client identity `who` sees (its own and everyone's), newest
+    /// first, with read state as `who` acknowledged them.
+    pub fn list_for(&self, who: &str, channel: Option<&str>, limit: usize) -> Vec<Entry> {
+        self.shared.lock().view.list(who, channel, limit)
+    }
+
+    /// Entries the local default identity has not acknowledged, oldest first. Handled entries
+    /// are never here.
     pub fn unread(&self) -> Vec<Entry> {
-        self.shared.lock().view.unread()
+        self.unread_for(LOCAL_IDENTITY)
     }
 
-    /// How many entries are unread.
+    /// Entries client identity `who` sees and has not acknowledged, oldest first.
+    pub fn unread_for(&self, who: &str) -> Vec<Entry> {
+        self.shared.lock().view.unread(who)
+    }
+
+    /// How many entries the local default identity has unread.
     pub fn unread_count(&self) -> usize {
-        self.shared.lock().view.unread_count()
+        self.shared.lock().view.unread_count(LOCAL_IDENTITY)
     }
 
     /// The highest seq given out so far (0 before the first).
@@ -1021,29 +1194,31 @@ impl Inbox {
         self.shared.lock().view.last_seq()
     }
 
-    /// Marks everything up to `up_to` (or everything so far, with `None`) as read; returns how
-    /// many unread entries that changed. A seq beyond the last one acknowledges up to the last
-    /// one only, never notifications yet to come.
+    /// Marks everything up to `up_to` (or everything so far, with `None`) as read for the local
+    /// default identity; returns how many unread entries that changed. A seq beyond the last
+    /// one acknowledges up to the last one only, never notifications yet to come.
     pub fn ack(&self, up_to: Option<Seq>) -> usize {
+        // The local default's read state always has a place: the bound counts the others.
+        self.ack_for(LOCAL_IDENTITY, up_to).unwrap_or(0)
+    }
+
+    /// [`ack`](Self::ack) for client identity `who`: marks read for `who` only. Refused with
+    /// [`InboxError::TooManyIdentities`] when `who` would be one identity beyond
+    /// [`InboxConfig::max_identities`].
+    pub fn ack_for(&self, who: &str, up_to: Option<Seq>) -> Result<usize, InboxError> {
         let mut inner = self.shared.lock();
         let last = inner.view.last_seq();
         let target = up_to.map_or(last, |seq| seq.min(last));
-        if target <= inner.view.acked_through {
-            return 0;
+        if target <= inner.view.acked_for(who) {
+            return Ok(0);
         }
-        inner.view.acked_through = target;
-        let mut changed = 0;
-        for entry in &mut inner.view.ring {
-            if entry.state == EntryState::Unread && entry.seq <= target {
-                entry.state = EntryState::Read;
-                changed += 1;
-            }
-        }
+        let changed = inner.view.ack(who, target)?;
         inner.append(&AuditRecord::Ack {
             at: now_rfc3339(),
             up_to: target,
+            who: Some(who.to_owned()),
         });
-        changed
+        Ok(changed)
     }
 
     /// Empties the ring, acknowledges everything and declines pending confirms. The audit trail
@@ -1086,6 +1261,7 @@ impl Inbox {
             inner.append(&AuditRecord::Ack {
                 at: now_rfc3339(),
                 up_to: last,
+                who: None,
             });
         }
         ClearReport {

@@ -5,6 +5,8 @@
 //! checkpoints (written at the head of every fresh file, so a file read alone still knows where
 //! `seq` stands and what was acknowledged or purged).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -22,9 +24,19 @@ pub(crate) enum AuditRecord {
         method: String,
         params: Value,
         state: RecordedState,
+        /// The client identities it belongs to (see the inbox's module docs); none: everyone's.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        owners: Vec<String>,
     },
-    /// Everything up to and including `up_to` was read.
-    Ack { at: String, up_to: Seq },
+    /// Everything up to and including `up_to` was read by `who` (a client identity, `""` the
+    /// local default). Without `who` (lines written before read state was per identity, and
+    /// `clear`) it was read by everyone.
+    Ack {
+        at: String,
+        up_to: Seq,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        who: Option<String>,
+    },
     /// A server request only a person may decide. Never part of the model's view.
     Confirm {
         seq: Seq,
@@ -47,6 +59,9 @@ pub(crate) enum AuditRecord {
         next_seq: Seq,
         acked_through: Seq,
         purged_through: Seq,
+        /// Each identity's own ack watermark, where it is above `acked_through`.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        acked_by: BTreeMap<String, Seq>,
     },
 }
 

@@ -112,6 +112,7 @@ mod tests {
             method: "notifications/message".into(),
             params,
             state: EntryState::Unread,
+            owners: Vec::new(),
         }
     }
 

@@ -9,6 +9,7 @@ fn entry_record(seq: Seq, state: RecordedState) -> AuditRecord {
         method: "notifications/message".into(),
         params: json!({"seq": seq}),
         state,
+        owners: Vec::new(),
     }
 }
 
@@ -35,16 +36,22 @@ fn fsync_policy_parses_its_words() {
 
 #[test]
 fn acks_recorded_after_entries_mark_them_read_on_replay() {
-    let mut view = View::new(10);
+    let mut view = View::new(10, DEFAULT_MAX_IDENTITIES);
     for seq in 1..=4 {
         view.apply(entry_record(seq, RecordedState::Unread));
     }
     view.apply(AuditRecord::Ack {
         at: now_rfc3339(),
         up_to: 2,
+        who: None,
     });
     view.settle();
-    let states: Vec<EntryState> = view.ring.iter().map(|e| e.state).collect();
+    let mut states: Vec<EntryState> = view
+        .list(LOCAL_IDENTITY, None, 10)
+        .iter()
+        .map(|e| e.state)
+        .collect();
+    states.reverse();
     assert_eq!(
         states,
         [
@@ -59,17 +66,17 @@ fn acks_recorded_after_entries_mark_them_read_on_replay() {
 
 #[test]
 fn handled_entries_stay_handled_whatever_is_acked() {
-    let mut view = View::new(10);
+    let mut view = View::new(10, DEFAULT_MAX_IDENTITIES);
     view.apply(entry_record(1, RecordedState::Handled));
     view.apply(entry_record(2, RecordedState::Unread));
     view.settle();
-    assert_eq!(view.unread_count(), 1);
+    assert_eq!(view.unread_count(LOCAL_IDENTITY), 1);
     assert_eq!(view.ring[0].state, EntryState::Handled);
 }
 
 #[test]
 fn replay_keeps_only_the_last_capacity_entries() {
-    let mut view = View::new(3);
+    let mut view = View::new(3, DEFAULT_MAX_IDENTITIES);
     for seq in 1..=10 {
         view.apply(entry_record(seq, RecordedState::Unread));
     }
@@ -80,7 +87,7 @@ fn replay_keeps_only_the_last_capacity_entries() {
 
 #[test]
 fn a_purge_checkpoint_drops_what_came_before_even_from_a_surviving_backup() {
-    let mut view = View::new(10);
+    let mut view = View::new(10, DEFAULT_MAX_IDENTITIES);
     for seq in 1..=3 {
         view.apply(entry_record(seq, RecordedState::Unread));
     }
@@ -89,6 +96,7 @@ fn a_purge_checkpoint_drops_what_came_before_even_from_a_surviving_backup() {
         next_seq: 4,
         acked_through: 3,
         purged_through: 3,
+        acked_by: BTreeMap::new(),
     });
     // A stale copy of an old line replayed after the purge must not come back.
     view.apply(entry_record(2, RecordedState::Unread));
@@ -96,12 +104,12 @@ fn a_purge_checkpoint_drops_what_came_before_even_from_a_surviving_backup() {
     view.settle();
     let seqs: Vec<Seq> = view.ring.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, [4]);
-    assert_eq!(view.unread_count(), 1);
+    assert_eq!(view.unread_count(LOCAL_IDENTITY), 1);
 }
 
 #[test]
 fn confirms_and_decisions_replay_outside_the_ring() {
-    let mut view = View::new(10);
+    let mut view = View::new(10, DEFAULT_MAX_IDENTITIES);
     view.apply(AuditRecord::Confirm {
         seq: 1,
         at: now_rfc3339(),
@@ -141,6 +149,7 @@ fn records_are_single_lines_of_json() {
         method: "m".into(),
         params: json!({"text": "line one\nline two"}),
         state: RecordedState::Handled,
+        owners: vec!["alice".into()],
     };
     let line = record.to_line().expect("a record encodes");
     assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
@@ -162,7 +171,7 @@ fn fsync_policy_reads_from_config_text() {
 
 #[test]
 fn a_stale_copy_of_an_entry_is_not_replayed_twice() {
-    let mut view = View::new(10);
+    let mut view = View::new(10, DEFAULT_MAX_IDENTITIES);
     view.apply(entry_record(1, RecordedState::Unread));
     view.apply(entry_record(2, RecordedState::Unread));
     view.apply(entry_record(2, RecordedState::Unread));
@@ -176,4 +185,94 @@ fn the_inbox_can_be_shared_between_threads() {
     fn shareable<T: Send + Sync>() {}
     shareable::<Inbox>();
     shareable::<PendingConfirm>();
+}
+
+fn owned_record(seq: Seq, owners: &[&str]) -> AuditRecord {
+    AuditRecord::Entry {
+        seq,
+        at: now_rfc3339(),
+        channel: "files".into(),
+        method: "notifications/message".into(),
+        params: json!({"seq": seq}),
+        state: RecordedState::Unread,
+        owners: owners.iter().map(|o| (*o).to_owned()).collect(),
+    }
+}
+
+#[test]
+fn each_identity_sees_its_own_and_everyones_and_acks_for_itself() {
+    let mut view = View::new(10, DEFAULT_MAX_IDENTITIES);
+    view.apply(owned_record(1, &["alice"]));
+    view.apply(owned_record(2, &[]));
+    view.apply(owned_record(3, &["bob"]));
+    view.apply(owned_record(4, &["alice", "bob"]));
+    let seqs = |entries: Vec<Entry>| entries.iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(view.unread("alice")), [1, 2, 4]);
+    assert_eq!(seqs(view.unread("bob")), [2, 3, 4]);
+    assert_eq!(seqs(view.unread(LOCAL_IDENTITY)), [2]);
+    assert_eq!(view.ack("bob", 4).ok(), Some(3));
+    assert_eq!(seqs(view.unread("alice")), [1, 2, 4], "bob's ack is bob's");
+    assert!(view.unread("bob").is_empty());
+    let alice_sees = view.list("alice", None, 10);
+    assert!(alice_sees.iter().all(|e| e.state == EntryState::Unread));
+}
+
+#[test]
+fn read_state_is_kept_for_a_bounded_number_of_identities() {
+    let mut view = View::new(10, 2);
+    view.apply(owned_record(1, &[]));
+    assert!(view.ack("alice", 1).is_ok());
+    assert!(view.ack("bob", 1).is_ok());
+    assert!(
+        view.ack(LOCAL_IDENTITY, 1).is_ok(),
+        "the local default always has a place"
+    );
+    let refused = view
+        .ack("carol", 1)
+        .expect_err("a third identity is one too many");
+    assert!(refused.to_string().contains("at most 2"), "{refused}");
+    assert_eq!(view.unread_count("carol"), 1, "nothing changed for carol");
+
+    // A trail naming more identities than the bound keeps those that read furthest.
+    let mut replayed = View::new(10, 1);
+    replayed.apply(owned_record(1, &[]));
+    replayed.apply(owned_record(2, &[]));
+    for (who, up_to) in [("alice", 1), ("bob", 2)] {
+        replayed.apply(AuditRecord::Ack {
+            at: now_rfc3339(),
+            up_to,
+            who: Some(who.into()),
+        });
+    }
+    replayed.settle();
+    assert_eq!(replayed.acked_by.keys().collect::<Vec<_>>(), ["bob"]);
+}
+
+#[test]
+fn a_notification_during_a_request_belongs_to_its_client_and_list_changed_to_everyone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inbox = Inbox::open(InboxConfig::new(dir.path())).expect("open");
+    let attribution = inbox.attribution();
+    let held = attribution.hold("files", "alice");
+    inbox.record("files", "notifications/message", json!({"n": 1}), false);
+    inbox.record(
+        "files",
+        "notifications/tools/list_changed",
+        json!(null),
+        false,
+    );
+    inbox.record("web", "notifications/message", json!({"n": 2}), false);
+    drop(held);
+    inbox.record("files", "notifications/message", json!({"n": 3}), false);
+    let seqs = |entries: Vec<Entry>| entries.iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(inbox.unread_for("alice")), [1, 2, 3, 4]);
+    assert_eq!(seqs(inbox.unread_for("bob")), [2, 3, 4]);
+    assert_eq!(inbox.ack_for("bob", None).ok(), Some(3));
+    drop(inbox);
+
+    // A restart rebuilds both views from the one trail.
+    let inbox = Inbox::open(InboxConfig::new(dir.path())).expect("reopen");
+    assert_eq!(seqs(inbox.unread_for("alice")), [1, 2, 3, 4]);
+    assert!(inbox.unread_for("bob").is_empty());
+    assert_eq!(inbox.list_for("bob", None, 10).len(), 3);
 }

@@ -50,9 +50,9 @@ pub enum SseError {
 
 /// One parsed server-sent event.
 #[derive(Debug, PartialEq, Eq)]
-struct Event {
-    kind: String,
-    data: String,
+pub(crate) struct Event {
+    pub(crate) kind: String,
+    pub(crate) data: String,
 }
 
 /// The most bytes buffered for one unfinished line (64 MiB, the stdio line cap); a longer line
@@ -64,7 +64,7 @@ const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// Bytes are buffered and only whole lines are decoded, so a multi-byte character split across
 /// two HTTP chunks stays one character.
 #[derive(Debug, Default)]
-struct EventParser {
+pub(crate) struct EventParser {
     buffer: Vec<u8>,
     /// Inside an over-long line: bytes are dropped until its end.
     skipping: bool,
@@ -77,7 +77,7 @@ impl EventParser {
         self.feed_capped(chunk, out, MAX_LINE_BYTES);
     }
 
-    fn feed_capped(&mut self, mut chunk: &[u8], out: &mut Vec<Event>, limit: usize) {
+    pub(crate) fn feed_capped(&mut self, mut chunk: &[u8], out: &mut Vec<Event>, limit: usize) {
         while !chunk.is_empty() {
             let newline = chunk.iter().position(|b| *b == b'\n');
             let (part, rest) = match newline {

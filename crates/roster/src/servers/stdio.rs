@@ -70,7 +70,7 @@ async fn read_line_capped<'a, R: AsyncBufRead + Unpin>(
 /// `None` for a line that is not JSON-RPC (logged and dropped by [`parse_line`]); a line longer
 /// than the limit is dropped whole. Unlike a read loop, a [`FramedRead`] keeps a half-read line
 /// in its buffer when the read is dropped, so the transport can be polled from a `select!`.
-struct JsonLines {
+pub(crate) struct JsonLines {
     server: Arc<str>,
     limit: usize,
     /// Where the search for the next newline resumes (the bytes before it have none).
@@ -80,7 +80,7 @@ struct JsonLines {
 }
 
 impl JsonLines {
-    fn new(server: Arc<str>, limit: u64) -> Self {
+    pub(crate) fn new(server: Arc<str>, limit: u64) -> Self {
         JsonLines {
             server,
             limit: usize::try_from(limit).unwrap_or(usize::MAX),

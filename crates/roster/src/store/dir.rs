@@ -1,14 +1,23 @@
 //! Finding skill directories under a skills root.
+//!
+//! Discovery stays inside the root: symlinks below it are never followed, whether they point
+//! inside or outside (a symlinked directory is skipped, a symlinked `SKILL.md` is reported), so
+//! what is served is exactly the tree under the root. A `SKILL.md` larger than the skill file
+//! size limit is reported, not read.
 
 use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use roster_core::skills::SkillSource;
 
 use super::StoreError;
 
-/// Nesting deeper than this is taken for a symlink loop rather than a namespace.
+/// Nesting deeper than this is not a namespace any more.
 const MAX_DEPTH: usize = 16;
+
+/// The largest skill file roster reads, when `[skills] max_file_size` does not say (1 MiB).
+pub const DEFAULT_MAX_SKILL_FILE_SIZE: u64 = 1024 * 1024;
 
 /// The skill directories found under a root.
 #[derive(Debug, Default)]
@@ -31,8 +40,9 @@ pub struct UnreadableSkill {
 
 /// Walks `root`: every directory holding a `SKILL.md` is a skill, its id the directory's path
 /// under `root`. A skill directory's own subdirectories (scripts, references, assets) are its
-/// resources and are not searched; hidden directories are skipped.
-pub fn scan_skills_dir(root: &Path) -> Result<SkillDirScan, StoreError> {
+/// resources and are not searched; hidden directories and symlinks are skipped. A `SKILL.md`
+/// of more than `max_file_size` bytes is reported as unreadable.
+pub fn scan_skills_dir(root: &Path, max_file_size: u64) -> Result<SkillDirScan, StoreError> {
     let io = |source| StoreError::Io {
         path: root.to_owned(),
         source,
@@ -44,25 +54,48 @@ pub fn scan_skills_dir(root: &Path) -> Result<SkillDirScan, StoreError> {
         )));
     }
     let mut scan = SkillDirScan::default();
-    walk(root, &mut Vec::new(), &mut scan);
+    walk(root, max_file_size, &mut Vec::new(), &mut scan);
     scan.sources.sort_by(|a, b| a.dir.cmp(&b.dir));
     Ok(scan)
 }
 
-fn walk(dir: &Path, segments: &mut Vec<String>, scan: &mut SkillDirScan) {
+/// Reads a skill file of at most `max` bytes; the reason it cannot be served otherwise.
+pub fn read_skill_file(path: &Path, max: u64) -> Result<String, String> {
+    let file = fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    // Reading one byte past the limit tells a file that grew since it was listed.
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(max));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".into())
+}
+
+fn too_large(max: u64) -> String {
+    format!("larger than the skill file size limit of {max} bytes ([skills] max_file_size)")
+}
+
+fn walk(dir: &Path, max_file_size: u64, segments: &mut Vec<String>, scan: &mut SkillDirScan) {
     let skill_file = dir.join("SKILL.md");
-    if !segments.is_empty() && skill_file.is_file() {
-        match fs::read(&skill_file).map(String::from_utf8) {
-            Ok(Ok(text)) => scan
+    let found = fs::symlink_metadata(&skill_file).ok();
+    if !segments.is_empty() && found.is_some() {
+        let read = match found {
+            Some(meta) if meta.file_type().is_symlink() => Err(
+                "a symlink; skills are read only from regular files inside the skills root".into(),
+            ),
+            Some(meta) if !meta.is_file() => Err("not a regular file".into()),
+            Some(meta) if meta.len() > max_file_size => Err(too_large(max_file_size)),
+            _ => read_skill_file(&skill_file, max_file_size),
+        };
+        match read {
+            Ok(text) => scan
                 .sources
                 .push(SkillSource::new(segments.join("/"), text)),
-            Ok(Err(_)) => scan.unreadable.push(UnreadableSkill {
+            Err(reason) => scan.unreadable.push(UnreadableSkill {
                 path: skill_file,
-                reason: "not UTF-8 text".into(),
-            }),
-            Err(error) => scan.unreadable.push(UnreadableSkill {
-                path: skill_file,
-                reason: error.to_string(),
+                reason,
             }),
         }
         return;
@@ -88,14 +121,15 @@ fn walk(dir: &Path, segments: &mut Vec<String>, scan: &mut SkillDirScan) {
         .filter_map(Result::ok)
         .filter_map(|entry| {
             let name = entry.file_name().into_string().ok()?;
-            let path = entry.path();
-            (!name.starts_with('.') && path.is_dir()).then_some((name, path))
+            // The entry's own type: a symlink to a directory is not a directory here.
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            (!name.starts_with('.') && is_dir).then_some((name, entry.path()))
         })
         .collect();
     children.sort();
     for (name, path) in children {
         segments.push(name);
-        walk(&path, segments, scan);
+        walk(&path, max_file_size, segments, scan);
         segments.pop();
     }
 }

@@ -12,7 +12,9 @@ mod sqlite;
 use roster_core::catalog::Catalog;
 use roster_core::skills::{InvalidSkill, SkillSource, load};
 
-pub use dir::{SkillDirScan, UnreadableSkill, scan_skills_dir};
+pub use dir::{
+    DEFAULT_MAX_SKILL_FILE_SIZE, SkillDirScan, UnreadableSkill, read_skill_file, scan_skills_dir,
+};
 pub use sqlite::SqliteStore;
 
 /// Where skill sources are kept between runs.
@@ -64,9 +66,10 @@ pub enum StoreError {
 /// not be read are returned in the scan, not stored.
 pub fn index_dir(
     root: &std::path::Path,
+    max_file_size: u64,
     store: &mut dyn CatalogStore,
 ) -> Result<(IndexStats, SkillDirScan), StoreError> {
-    let scan = scan_skills_dir(root)?;
+    let scan = scan_skills_dir(root, max_file_size)?;
     let stats = store.replace_all(&scan.sources)?;
     Ok((stats, scan))
 }
