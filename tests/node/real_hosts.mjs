@@ -5,15 +5,16 @@
 //
 // It lists the tools, calls one tool of each server, reads the app's `ui://` resource and
 // makes the app's own call by the server's own tool name (`poll-system-stats`), as an MCP Apps
-// host relays it from the app's iframe. It also asks the system-monitor server itself (over
-// stdio, the command given by --stdio) for its listing and resource, so the test can check
-// that roster passes `_meta` and the resource unchanged.
+// host relays it from the app's iframe. It also starts each server of the config on its own and
+// lists its tools (and reads the app's resource), so the test can check that roster lists every
+// tool and passes `_meta` and the resource unchanged.
 //
 // Prints one JSON object of what it observed; the Rust test asserts on it.
 //
-//   node real_hosts.mjs --npm-dir DIR --url ROSTER_URL --file PATH --stdio APP_CMD ARGS...
+//   node real_hosts.mjs --npm-dir DIR --url ROSTER_URL --config CLAUDE_JSON --file PATH
 
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 
 import { loadSdk, parseArgs } from "./sdk.mjs";
 
@@ -59,16 +60,28 @@ async function main() {
   const sdk = loadSdk(opts.npmDir ?? process.env.ROSTER_TEST_NPM_DIR);
   const report = { sdk: sdk.version };
 
-  // The app server on its own: the reference for what must pass through unchanged.
-  const [command, ...args] = opts.stdio ?? [];
-  if (!command) throw new Error("give --stdio APP_CMD ARGS... (last): the system-monitor server");
-  const own = new sdk.Client({ name: "roster-real-hosts-direct", version: "1" });
-  await own.connect(new sdk.StdioClientTransport({ command, args, stderr: "ignore" }));
-  try {
-    report.app_own_tools = (await listAll(own)).map((t) => ({ name: t.name, _meta: t._meta ?? null }));
-    report.app_own_resource = digest((await own.readResource({ uri: APP_URI })).contents);
-  } finally {
-    await own.close().catch(() => {});
+  // Each server on its own, started as the config says: the reference for what roster must
+  // list (every tool, as `server__tool`) and pass through unchanged (`_meta`, the app's UI).
+  const servers = JSON.parse(readFileSync(opts.config, "utf8")).mcpServers;
+  report.own_tools = {};
+  for (const [name, server] of Object.entries(servers)) {
+    const own = new sdk.Client({ name: "roster-real-hosts-direct", version: "1" });
+    await own.connect(
+      new sdk.StdioClientTransport({
+        command: server.command,
+        args: server.args ?? [],
+        env: { ...sdk.getDefaultEnvironment(), ...(server.env ?? {}) },
+        stderr: "ignore",
+      }),
+    );
+    try {
+      report.own_tools[name] = (await listAll(own)).map((t) => ({ name: t.name, _meta: t._meta ?? null }));
+      if (name === "system-monitor") {
+        report.app_own_resource = digest((await own.readResource({ uri: APP_URI })).contents);
+      }
+    } finally {
+      await own.close().catch(() => {});
+    }
   }
 
   const client = new sdk.Client({ name: "roster-real-hosts", version: "1" });

@@ -28,6 +28,7 @@ export function loadSdk(npmDir) {
     StreamableHTTPClientTransport: load("client/streamableHttp.js").StreamableHTTPClientTransport,
     SSEClientTransport: load("client/sse.js").SSEClientTransport,
     StdioClientTransport: load("client/stdio.js").StdioClientTransport,
+    getDefaultEnvironment: load("client/stdio.js").getDefaultEnvironment,
   };
   // The package's exports hide its package.json; it sits above the resolved entry's dist/.
   const entry = require.resolve("@modelcontextprotocol/sdk/client/index.js");
