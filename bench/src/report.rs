@@ -74,7 +74,14 @@ fn baseline_of(transport: &str) -> &'static str {
 
 /// Not a gateway: the baselines and roster itself.
 fn is_peer(label: &str) -> bool {
-    !["roster", "roster-stdio", "direct", "direct-http"].contains(&label)
+    ![
+        "roster",
+        "roster-stdio",
+        "direct",
+        "direct-http",
+        "everything-http",
+    ]
+    .contains(&label)
 }
 
 /// Everything one run measured, by kind, each with its target's label.
@@ -224,9 +231,10 @@ impl Run {
         let rank = |label: &str| match label {
             "direct" => 0,
             "direct-http" => 1,
-            "roster" => 2,
-            "roster-stdio" => 3,
-            _ => 4,
+            "everything-http" => 2,
+            "roster" => 3,
+            "roster-stdio" => 4,
+            _ => 5,
         };
         run.calls.sort_by_key(|(l, r)| (r.sessions, rank(l)));
         run.client_calls.sort_by(|(a, x), (b, y)| {
@@ -598,7 +606,9 @@ fn client_calls_section(md: &mut String, run: &Run) {
          in `auto` mode), in the same run as the table above, whose 1-session rows are repeated \
          here as `{LOADGEN}`. \"× baseline\" is the p50 against the same client's p50 on the \
          server serving that transport itself: `direct-http` for HTTP targets, `direct` for \
-         stdio targets. Percentiles are computed from every client's raw samples by one rule.\n"
+         stdio targets. `everything-http` (server-everything serving streamable HTTP itself) is \
+         a second HTTP baseline, on the TypeScript SDK's server stack. Percentiles are computed \
+         from every client's raw samples by one rule.\n"
     );
     let _ = writeln!(
         md,
@@ -652,16 +662,23 @@ pub fn client_targets(run: &Run) -> Vec<(String, String, Option<bool>)> {
     let mut out = Vec::new();
     for client in clients {
         let roster = p50_of(&rows, client, "roster");
-        let base = p50_of(&rows, client, "direct-http");
-        let times = roster.zip(base).map(|(r, b)| r / b);
-        out.push((
-            format!("{client}: p50 through roster over HTTP ≤ 1.10× direct-http"),
-            match (times, roster, base) {
-                (Some(t), Some(r), Some(b)) => format!("{t:.2}× ({} vs {} µs)", fmt_f(r), fmt_f(b)),
-                _ => "—".into(),
-            },
-            times.map(|t| t <= 1.10),
-        ));
+        for baseline in ["direct-http", "everything-http"] {
+            let base = p50_of(&rows, client, baseline);
+            if baseline != "direct-http" && base.is_none() {
+                continue;
+            }
+            let times = roster.zip(base).map(|(r, b)| r / b);
+            out.push((
+                format!("{client}: p50 through roster over HTTP ≤ 1.10× {baseline}"),
+                match (times, roster, base) {
+                    (Some(t), Some(r), Some(b)) => {
+                        format!("{t:.2}× ({} vs {} µs)", fmt_f(r), fmt_f(b))
+                    }
+                    _ => "—".into(),
+                },
+                times.map(|t| t <= 1.10),
+            ));
+        }
         let fastest_peer = rows
             .iter()
             .filter(|r| r.client == client && is_peer(r.label) && r.ok > 0)
@@ -860,16 +877,18 @@ mod tests {
                 ("mcp-hub".into(), sdk_run(ts, "sse", 5300)),
                 ("roster".into(), sdk_run(ts, "http", 5400)),
                 ("direct-http".into(), sdk_run(ts, "http", 5000)),
+                ("everything-http".into(), sdk_run(ts, "http", 6000)),
                 ("roster-stdio".into(), sdk_run(ts, "stdio", 900)),
                 ("direct".into(), sdk_run(ts, "stdio", 600)),
             ],
             ..Run::default()
         };
         let t = client_targets(&run);
-        assert_eq!(t.len(), 2, "{t:?}");
+        assert_eq!(t.len(), 3, "{t:?}");
         assert_eq!(t[0].1, "1.08× (5400 vs 5000 µs)");
         assert_eq!(t[0].2, Some(true));
-        assert_eq!(t[1].2, Some(false), "mcp-hub is faster: {t:?}");
+        assert_eq!(t[1].1, "0.90× (5400 vs 6000 µs)", "{t:?}");
+        assert_eq!(t[2].2, Some(false), "mcp-hub is faster: {t:?}");
         let md = markdown(&run, &Meta::default(), None, &[]);
         assert!(
             md.contains("| typescript-sdk 1.32.2 | roster | — | 3 | 10.0 | 5400 | 5500 | 5500 | 1.08× (direct-http) | 0 |"),

@@ -15,12 +15,12 @@ const calls = Number(opts.calls ?? 1000);
 const warmup = Number(opts.warmup ?? 50);
 const timeLimitMs = Number(opts.timeLimit ?? 30) * 1000;
 
-// The echo tool under its exposed name: `echo` direct, `SERVER__echo` behind a gateway.
+// The echo tool under its exposed name (`echo` direct, `SERVER__echo` behind a gateway) and the
+// name of its one argument (`text` for the bench's echo server, `message` for server-everything).
 function resolveEcho(tools) {
-  const names = tools.map((t) => t.name);
-  const found = names.find((n) => n === "echo") ?? names.find((n) => n.endsWith("__echo"));
-  if (!found) throw new Error(`no echo tool among ${JSON.stringify(names)}`);
-  return found;
+  const found = tools.find((t) => t.name === "echo") ?? tools.find((t) => t.name.endsWith("__echo"));
+  if (!found) throw new Error(`no echo tool among ${JSON.stringify(tools.map((t) => t.name))}`);
+  return { name: found.name, arg: found.inputSchema?.required?.[0] ?? "text" };
 }
 
 async function main() {
@@ -43,8 +43,8 @@ async function main() {
   };
   try {
     const tool = resolveEcho((await client.listTools()).tools);
-    report.tool = tool;
-    const request = { name: tool, arguments: { text: "hello from session 0" } };
+    report.tool = tool.name;
+    const request = { name: tool.name, arguments: { [tool.arg]: "hello from session 0" } };
     for (let i = 0; i < warmup; i++) await client.callTool(request);
     const latencies = [];
     const started = process.hrtime.bigint();

@@ -36,14 +36,18 @@ SDK = version("mcp")
 MAJOR = int(SDK.split(".")[0])
 
 
-def resolve_echo(names: list[str]) -> str:
-    for name in names:
-        if name == "echo":
-            return name
-    for name in names:
-        if name.endswith("__echo"):
-            return name
-    raise RuntimeError(f"no echo tool among {names}")
+def resolve_echo(tools) -> tuple[str, str]:
+    """The echo tool under its exposed name (`echo` direct, `SERVER__echo` behind a gateway) and
+    the name of its one argument (`text` for the bench's echo server, `message` for
+    server-everything)."""
+    found = next((t for t in tools if t.name == "echo"), None) or next(
+        (t for t in tools if t.name.endswith("__echo")), None
+    )
+    if found is None:
+        raise RuntimeError(f"no echo tool among {[t.name for t in tools]}")
+    schema = (found.inputSchema if MAJOR < 2 else found.input_schema) or {}
+    required = schema.get("required") or ["text"]
+    return found.name, required[0]
 
 
 async def timed(call, report: dict) -> None:
@@ -100,9 +104,9 @@ async def run_v1(report: dict) -> None:
             init = await session.initialize()
             report["protocol_version"] = str(init.protocolVersion)
             tools = await session.list_tools()
-            tool = resolve_echo([t.name for t in tools.tools])
+            tool, arg = resolve_echo(tools.tools)
             report["tool"] = tool
-            await timed(lambda: session.call_tool(tool, {"text": "hello from session 0"}), report)
+            await timed(lambda: session.call_tool(tool, {arg: "hello from session 0"}), report)
 
 
 async def run_v2(report: dict) -> None:
@@ -121,9 +125,9 @@ async def run_v2(report: dict) -> None:
     async with Client(server, mode="auto") as client:
         report["protocol_version"] = client.protocol_version
         tools = await client.list_tools()
-        tool = resolve_echo([t.name for t in tools.tools])
+        tool, arg = resolve_echo(tools.tools)
         report["tool"] = tool
-        await timed(lambda: client.call_tool(tool, {"text": "hello from session 0"}), report)
+        await timed(lambda: client.call_tool(tool, {arg: "hello from session 0"}), report)
 
 
 async def main() -> dict:
