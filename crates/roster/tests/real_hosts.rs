@@ -135,7 +135,9 @@ fn assert_next_request_is_fresh(report: &Value, server: &str) {
     let after_add = names(&seen["tools_after_add"]);
     assert!(
         after_add.contains(&fresh),
-        "{server}: the list right after the server added `fresh` lacks {fresh}: {after_add:?}"
+        "{server}: the list right after the server added `fresh` lacks {fresh}: {after_add:?} \
+         (list cache hints: {})",
+        report["list_cache_hints"]
     );
     assert_eq!(
         seen["fresh"]["texts"][0], "I am fresh",

@@ -44,6 +44,9 @@ class Host:
     protocol_version: str | None = None
     cache_on: bool = False
 
+    def __init__(self) -> None:
+        self.hints: list[dict] = []
+
     async def names(self) -> list[str]:
         raise NotImplementedError
 
@@ -99,7 +102,10 @@ async def host_v2():
 
         class V2(Host):
             async def names(self) -> list[str]:
-                return [t.name for t in (await client.list_tools()).tools]
+                result = await client.list_tools()
+                # What roster promised the cache, for the report (a failure reads better with it).
+                self.hints.append({"ttl_ms": result.ttl_ms, "cache_scope": result.cache_scope})
+                return [t.name for t in result.tools]
 
             async def call(self, name: str, arguments: dict) -> dict:
                 try:
@@ -131,6 +137,7 @@ async def main() -> dict:
             seen["tools_after_remove"] = await host.names()
             seen["fresh_after_remove"] = await host.call(f"{server}__fresh", {})
             report[server] = seen
+        report["list_cache_hints"] = host.hints
     return report
 
 
