@@ -8,12 +8,90 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::measure::{CallsReport, PropagationReport, ScaleReport, StormReport};
+use crate::stats::Percentiles;
+
+/// One run of an official SDK client (`tests/node/bench_calls.mjs`,
+/// `tests/python/clients/bench_calls.py`): one session, sequential `echo` calls.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClientCallsReport {
+    /// Which client and version, e.g. `typescript-sdk 1.32.2`.
+    pub client: String,
+    /// The protocol version the client negotiated, when it tells.
+    #[serde(default)]
+    pub protocol_version: Option<String>,
+    /// `http`, `sse` or `stdio`.
+    pub transport: String,
+    /// Calls that returned a result.
+    pub ok: usize,
+    /// Calls that failed.
+    pub errors: usize,
+    /// The first failure.
+    #[serde(default)]
+    pub first_error: Option<String>,
+    /// Whether the time limit cut the run short.
+    #[serde(default)]
+    pub timed_out: bool,
+    /// Successful calls per second.
+    #[serde(default)]
+    pub calls_per_s: f64,
+    /// Latency of successful calls, from the raw samples the client wrote.
+    #[serde(skip)]
+    pub latency_us: Option<Percentiles>,
+}
+
+impl ClientCallsReport {
+    /// Reads a client's JSON; the percentiles are computed here from its `latencies_ns`, by
+    /// the same rule as loadgen's, whatever language the client is in.
+    pub fn from_json(value: Value) -> Result<Self, serde_json::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            #[serde(flatten)]
+            report: ClientCallsReport,
+            #[serde(default)]
+            latencies_ns: Vec<u64>,
+        }
+        let raw: Raw = serde_json::from_value(value)?;
+        Ok(Self {
+            latency_us: Percentiles::from_nanos(raw.latencies_ns),
+            ..raw.report
+        })
+    }
+}
+
+/// TypeScript first (what most desktop hosts are built on), then the Python lines in order.
+fn client_rank(client: &str) -> (u8, &str) {
+    (u8::from(!client.starts_with("typescript")), client)
+}
+
+/// The same-client baseline of a target: a server serving the transport itself.
+fn baseline_of(transport: &str) -> &'static str {
+    if transport == "stdio" {
+        "direct"
+    } else {
+        "direct-http"
+    }
+}
+
+/// Not a gateway: the baselines and roster itself.
+fn is_peer(label: &str) -> bool {
+    ![
+        "roster",
+        "roster-stdio",
+        "direct",
+        "direct-http",
+        "everything-http",
+    ]
+    .contains(&label)
+}
 
 /// Everything one run measured, by kind, each with its target's label.
 #[derive(Debug, Default)]
 pub struct Run {
-    /// `tools/call` runs.
+    /// `tools/call` runs of loadgen.
     pub calls: Vec<(String, CallsReport)>,
+    /// `tools/call` runs of the clients people use (the official TypeScript and Python SDKs),
+    /// one session each, by target label.
+    pub client_calls: Vec<(String, ClientCallsReport)>,
     /// `list_changed` propagation runs.
     pub propagate: Vec<(String, PropagationReport)>,
     /// Notification storms.
@@ -111,6 +189,13 @@ impl Run {
             let label = value["label"].as_str().unwrap_or("?").to_owned();
             let typed = |v: Value| -> Result<_, ReportError> { Ok((label.clone(), v)) };
             match value["kind"].as_str() {
+                Some("calls") if value.get("client").is_some_and(|c| !c.is_null()) => {
+                    let (l, v) = typed(value)?;
+                    run.client_calls.push((
+                        l,
+                        ClientCallsReport::from_json(v).map_err(|e| parse_err(e.to_string()))?,
+                    ));
+                }
                 Some("calls") => {
                     let (l, v) = typed(value)?;
                     run.calls.push((
@@ -146,11 +231,15 @@ impl Run {
         let rank = |label: &str| match label {
             "direct" => 0,
             "direct-http" => 1,
-            "roster" => 2,
-            "roster-stdio" => 3,
-            _ => 4,
+            "everything-http" => 2,
+            "roster" => 3,
+            "roster-stdio" => 4,
+            _ => 5,
         };
         run.calls.sort_by_key(|(l, r)| (r.sessions, rank(l)));
+        run.client_calls.sort_by(|(a, x), (b, y)| {
+            (client_rank(&x.client), rank(a)).cmp(&(client_rank(&y.client), rank(b)))
+        });
         run.propagate.sort_by_key(|(l, _)| rank(l));
         run.storm.sort_by_key(|(l, _)| rank(l));
         run.scale.sort_by_key(|(l, _)| rank(l));
@@ -247,6 +336,15 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
         }
     }
 
+    let issue12 = client_targets(run);
+    if !issue12.is_empty() {
+        let _ = writeln!(md, "\n## Targets of issue 12 (the clients people use)\n");
+        let _ = writeln!(md, "| target | this run |\n| --- | --- |");
+        for (name, value, ok) in &issue12 {
+            let _ = writeln!(md, "| {name} | {value} ({}) |", check(*ok));
+        }
+    }
+
     let _ = writeln!(md, "\n## `tools/call` of `echo`\n");
     let _ = writeln!(
         md,
@@ -325,6 +423,8 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
     if let Some(plot) = plot {
         let _ = writeln!(md, "\n![tools/call latency percentiles per target]({plot})");
     }
+
+    client_calls_section(&mut md, run);
 
     let _ = writeln!(md, "\n## `list_changed` propagation\n");
     let _ = writeln!(
@@ -434,6 +534,170 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
     md
 }
 
+/// A `tools/call` run of any client, as the by-client table shows it.
+struct ClientRow<'a> {
+    client: &'a str,
+    label: &'a str,
+    protocol: Option<&'a str>,
+    transport: &'a str,
+    ok: usize,
+    errors: usize,
+    first_error: Option<&'a str>,
+    timed_out: bool,
+    calls_per_s: f64,
+    latency_us: Option<Percentiles>,
+}
+
+const LOADGEN: &str = "loadgen (Rust, rmcp)";
+
+/// Every client's 1-session runs: loadgen's, then each SDK client's, in measuring order.
+fn client_rows(run: &Run) -> Vec<ClientRow<'_>> {
+    let loadgen = run
+        .calls
+        .iter()
+        .filter(|(_, r)| r.sessions == 1)
+        .map(|(label, r)| ClientRow {
+            client: LOADGEN,
+            label,
+            protocol: None,
+            transport: &r.transport,
+            ok: r.ok,
+            errors: r.errors,
+            first_error: r.first_error.as_deref(),
+            timed_out: r.timed_out,
+            calls_per_s: r.calls_per_s,
+            latency_us: r.latency_us,
+        });
+    let sdks = run.client_calls.iter().map(|(label, r)| ClientRow {
+        client: &r.client,
+        label,
+        protocol: r.protocol_version.as_deref(),
+        transport: &r.transport,
+        ok: r.ok,
+        errors: r.errors,
+        first_error: r.first_error.as_deref(),
+        timed_out: r.timed_out,
+        calls_per_s: r.calls_per_s,
+        latency_us: r.latency_us,
+    });
+    loadgen.chain(sdks).collect()
+}
+
+/// The p50 of `client` against `label`, when that run had successful calls.
+fn p50_of(rows: &[ClientRow<'_>], client: &str, label: &str) -> Option<f64> {
+    rows.iter()
+        .find(|r| r.client == client && r.label == label && r.ok > 0)
+        .and_then(|r| r.latency_us)
+        .map(|p| p.p50)
+}
+
+fn client_calls_section(md: &mut String, run: &Run) {
+    if run.client_calls.is_empty() {
+        return;
+    }
+    let rows = client_rows(run);
+    let _ = writeln!(
+        md,
+        "\n## `tools/call` of `echo` with the clients people use\n\n\
+         One session per client: warm-up calls, then sequential timed calls on one keep-alive \
+         connection (the official TypeScript SDK's `Client` with `StreamableHTTPClientTransport`, \
+         `SSEClientTransport` for mcp-hub, `StdioClientTransport` for the stdio targets; the \
+         Python SDK 1.x `ClientSession` with `streamablehttp_client`; the Python SDK 2.x `Client` \
+         in `auto` mode), in the same run as the table above, whose 1-session rows are repeated \
+         here as `{LOADGEN}`. \"× baseline\" is the p50 against the same client's p50 on the \
+         server serving that transport itself: `direct-http` for HTTP targets, `direct` for \
+         stdio targets. `everything-http` (server-everything serving streamable HTTP itself) is \
+         a second HTTP baseline, on the TypeScript SDK's server stack. Percentiles are computed \
+         from every client's raw samples by one rule.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| client | target | protocol | calls | calls/s | p50 µs | p90 µs | p99 µs | × baseline (p50) | errors |\n\
+         | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for r in &rows {
+        let baseline = baseline_of(r.transport);
+        let (p50, p90, p99) = r
+            .latency_us
+            .map(|p| (fmt_f(p.p50), fmt_f(p.p90), fmt_f(p.p99)))
+            .unwrap_or_default();
+        let times = match (r.latency_us, p50_of(&rows, r.client, baseline)) {
+            (Some(p), Some(b)) if r.label != baseline => {
+                format!("{} ({baseline})", ratio(p.p50, b))
+            }
+            _ => "—".to_owned(),
+        };
+        let errors = match r.first_error {
+            Some(e) => format!(
+                "{} ({})",
+                r.errors,
+                e.replace('|', "/").chars().take(80).collect::<String>()
+            ),
+            None => r.errors.to_string(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {p50} | {p90} | {p99} | {times} | {errors}{} |",
+            r.client,
+            r.label,
+            r.protocol.unwrap_or("—"),
+            r.ok,
+            fmt_f(r.calls_per_s),
+            if r.timed_out { ", time limit hit" } else { "" }
+        );
+    }
+}
+
+/// The figures issue 12 sets for each SDK client: roster over HTTP within 10% of the same
+/// client against a server serving streamable HTTP itself, and faster than every peer.
+pub fn client_targets(run: &Run) -> Vec<(String, String, Option<bool>)> {
+    let rows = client_rows(run);
+    let mut clients: Vec<&str> = run
+        .client_calls
+        .iter()
+        .map(|(_, r)| r.client.as_str())
+        .collect();
+    clients.sort_by_key(|c| client_rank(c));
+    clients.dedup();
+    let mut out = Vec::new();
+    for client in clients {
+        let roster = p50_of(&rows, client, "roster");
+        for baseline in ["direct-http", "everything-http"] {
+            let base = p50_of(&rows, client, baseline);
+            if baseline != "direct-http" && base.is_none() {
+                continue;
+            }
+            let times = roster.zip(base).map(|(r, b)| r / b);
+            out.push((
+                format!("{client}: p50 through roster over HTTP ≤ 1.10× {baseline}"),
+                match (times, roster, base) {
+                    (Some(t), Some(r), Some(b)) => {
+                        format!("{t:.2}× ({} vs {} µs)", fmt_f(r), fmt_f(b))
+                    }
+                    _ => "—".into(),
+                },
+                times.map(|t| t <= 1.10),
+            ));
+        }
+        let fastest_peer = rows
+            .iter()
+            .filter(|r| r.client == client && is_peer(r.label) && r.ok > 0)
+            .filter_map(|r| Some((r.label, r.latency_us?.p50)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        out.push((
+            format!("{client}: roster over HTTP faster at p50 than every peer"),
+            match (roster, fastest_peer) {
+                (Some(r), Some((l, p))) => {
+                    format!("{} µs vs {} µs ({l}, the fastest peer)", fmt_f(r), fmt_f(p))
+                }
+                _ => "—".into(),
+            },
+            roster.zip(fastest_peer).map(|(r, (_, p))| r < p),
+        ));
+    }
+    out
+}
+
 /// The figures issue 7 sets, each with whether this run met it (`None`: not measured).
 pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
     targets_for(run, "roster")
@@ -471,11 +735,7 @@ pub fn targets_for(run: &Run, roster: &str) -> Vec<(&'static str, String, Option
         let fastest_peer = run
             .calls
             .iter()
-            .filter(|(l, r)| {
-                !["roster", "roster-stdio", "direct", "direct-http"].contains(&l.as_str())
-                    && r.sessions == sessions
-                    && r.ok > 0
-            })
+            .filter(|(l, r)| is_peer(l) && r.sessions == sessions && r.ok > 0)
             .map(|(l, r)| (l.clone(), r.calls_per_s))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let times = calls(roster, sessions)
@@ -595,6 +855,49 @@ mod tests {
             calls_per_s,
             latency_us: Some(p),
         }
+    }
+
+    fn sdk_run(client: &str, transport: &str, p50_us: u64) -> ClientCallsReport {
+        let samples: Vec<u64> = [p50_us - 100, p50_us, p50_us + 100]
+            .iter()
+            .map(|us| us * 1_000)
+            .collect();
+        ClientCallsReport::from_json(serde_json::json!({
+            "kind": "calls", "client": client, "transport": transport, "ok": samples.len(),
+            "errors": 0, "calls_per_s": 10.0, "latencies_ns": samples,
+        }))
+        .expect("a client's JSON")
+    }
+
+    #[test]
+    fn sdk_clients_are_compared_with_their_own_baseline_and_the_peers() {
+        let ts = "typescript-sdk 1.32.2";
+        let run = Run {
+            client_calls: vec![
+                ("mcp-hub".into(), sdk_run(ts, "sse", 5300)),
+                ("roster".into(), sdk_run(ts, "http", 5400)),
+                ("direct-http".into(), sdk_run(ts, "http", 5000)),
+                ("everything-http".into(), sdk_run(ts, "http", 6000)),
+                ("roster-stdio".into(), sdk_run(ts, "stdio", 900)),
+                ("direct".into(), sdk_run(ts, "stdio", 600)),
+            ],
+            ..Run::default()
+        };
+        let t = client_targets(&run);
+        assert_eq!(t.len(), 3, "{t:?}");
+        assert_eq!(t[0].1, "1.08× (5400 vs 5000 µs)");
+        assert_eq!(t[0].2, Some(true));
+        assert_eq!(t[1].1, "0.90× (5400 vs 6000 µs)", "{t:?}");
+        assert_eq!(t[2].2, Some(false), "mcp-hub is faster: {t:?}");
+        let md = markdown(&run, &Meta::default(), None, &[]);
+        assert!(
+            md.contains("| typescript-sdk 1.32.2 | roster | — | 3 | 10.0 | 5400 | 5500 | 5500 | 1.08× (direct-http) | 0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| typescript-sdk 1.32.2 | roster-stdio | — | 3 | 10.0 | 900 | 1000 | 1000 | 1.50× (direct) | 0 |"),
+            "{md}"
+        );
     }
 
     #[test]

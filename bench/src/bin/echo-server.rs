@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use clap::Parser;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -56,6 +57,12 @@ fn main() -> anyhow::Result<()> {
                     );
                 let router = axum::Router::new().nest_service("/mcp", mcp);
                 eprintln!("echo-server: serving http://{local}/mcp");
+                // A server that serves HTTP itself well turns Nagle off: with it on, a keep-alive
+                // client's second small write waits for a delayed ACK (~40 ms), and the baseline
+                // would hide exactly the floor the HTTP fronts are compared on.
+                let listener = listener.tap_io(|tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
                 axum::serve(listener, router).await?;
             }
         }

@@ -266,18 +266,10 @@ async def main():
 anyio.run(main)
 "#;
 
-/// The Python SDK's 1.x line (env `ROSTER_TEST_PYTHON_MCP1`, as scripts/test sets it up).
-fn python_mcp1() -> std::path::PathBuf {
-    match std::env::var_os("ROSTER_TEST_PYTHON_MCP1") {
-        Some(p) => p.into(),
-        None => common::workspace_root().join(".venv-mcp1/bin/python"),
-    }
-}
-
 #[test]
 fn the_python_sdk_ends_its_session_without_a_warning() {
     let roster = Roster::start("", "", &[]);
-    for python in [common::python(), python_mcp1()] {
+    for python in [common::python(), common::python_mcp1()] {
         let output = Command::new(&python)
             .args(["-c", PYTHON_SESSION, &roster.url])
             .output()

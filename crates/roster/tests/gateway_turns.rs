@@ -388,7 +388,7 @@ fn python_1x_client_sees_each_change_at_its_next_request_stdio() {
         config.to_str().expect("utf-8"),
     ];
     let report = run_steps(
-        &common::python1(),
+        &common::python_mcp1(),
         "turns_mcp1.py",
         &target,
         &fresh_turn_steps(),
@@ -402,7 +402,7 @@ fn python_1x_client_sees_each_change_at_its_next_request_http() {
     let config = write_config(dir.path(), &dynamic("legacy"), "");
     let gateway = common::start_roster_http(&config);
     let report = run_steps(
-        &common::python1(),
+        &common::python_mcp1(),
         "turns_mcp1.py",
         &["--url", &gateway.url],
         &fresh_turn_steps(),

