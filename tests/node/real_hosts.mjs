@@ -91,7 +91,7 @@ async function main() {
     report.protocol_version = transport.protocolVersion ?? null;
     // The servers start beside roster (Node and Python processes, slow on a busy machine): list
     // until each has tools there, bounded; a turn waits for them only up to `turn_wait`.
-    const prefixes = ["filesystem__", "memory__", "time__", "system-monitor__"];
+    const prefixes = Object.keys(servers).map((name) => `${name}__`);
     const deadline = Date.now() + 60_000;
     let tools = await listAll(client);
     report.list_attempts = 1;
