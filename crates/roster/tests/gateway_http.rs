@@ -229,6 +229,35 @@ async fn a_call_that_reports_progress_first_still_streams_everything() {
 }
 
 #[tokio::test]
+async fn a_call_slower_than_the_json_wait_streams_so_the_client_sees_keep_alives() {
+    let roster = Roster::with_dynamic("", "", &[]);
+    let session = open_session(&roster.url, None).await;
+    // No progress token: the server sends nothing before its answer, 12 s later (past the
+    // front's 10 s wait for a plain JSON answer).
+    let call = request(
+        8,
+        "tools/call",
+        json!({"name": "dynamic__slow", "arguments": {"seconds": 12}}),
+    );
+    let response = post(&roster.url, None, Some(&session), &call)
+        .send()
+        .await
+        .expect("tools/call");
+    assert_eq!(content_type(&response), "text/event-stream");
+    let body = response.text().await.expect("SSE body");
+    let messages = sse_messages(&body);
+    assert!(
+        messages.iter().all(|m| m.get("method").is_none()),
+        "nothing but the answer was sent, so only the wait made it a stream: {body}"
+    );
+    let answer = messages
+        .into_iter()
+        .find(|m| m["id"] == 8)
+        .unwrap_or_else(|| panic!("no answer in {body}"));
+    assert_eq!(common::text_of(&answer["result"]), "done", "{body}");
+}
+
+#[tokio::test]
 async fn delete_answers_204_and_an_unknown_session_404() {
     let roster = Roster::start("", "", &[]);
     let session = open_session(&roster.url, None).await;

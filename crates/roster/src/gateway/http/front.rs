@@ -6,7 +6,8 @@
 //! - a body that is not JSON answers 400 with JSON-RPC `-32700`, a body that is JSON but not
 //!   a JSON-RPC message 400 with `-32600`, and a body sent too slowly 408;
 //! - an answer streamed as SSE whose first real event is the response itself is sent as plain
-//!   JSON when the client accepts it (anything sent before the response keeps the stream);
+//!   JSON when the client accepts it (anything sent before the response, or an answer slower
+//!   than `JSON_ANSWER_WAIT`, keeps the stream);
 //! - a request in flight when roster shuts down is answered with a JSON-RPC error naming it.
 
 use std::sync::Arc;
@@ -30,6 +31,12 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// The most of an SSE answer held back while looking for its first message. An answer whose
 /// first message is larger is streamed as it is.
 const FIRST_EVENT_LIMIT: usize = 16 * 1024 * 1024;
+
+/// How long an answer is held back to be sent as plain JSON. A slower one is streamed after
+/// all: clients time out a response that sends nothing (the Python SDK after 300 s), while a
+/// stream carries keep-alives. Shorter than rmcp's 15 s keep-alive period, so a client sees
+/// bytes no later than it would from rmcp itself.
+const JSON_ANSWER_WAIT: Duration = Duration::from_secs(10);
 
 /// The state the front needs.
 pub(super) struct Front {
@@ -222,10 +229,13 @@ async fn unwrap_first_event(
     let mut held: Vec<u8> = Vec::new();
     // Where the next unparsed event starts in `held`.
     let mut scanned = 0;
+    let wait = tokio::time::sleep(JSON_ANSWER_WAIT);
+    tokio::pin!(wait);
     loop {
         let chunk = tokio::select! {
             chunk = stream.next() => chunk,
             _ = shutdown.cancelled() => return shutting_down(request_id),
+            _ = &mut wait => return restream(parts, held, stream, request_id, shutdown),
         };
         let chunk = match chunk {
             Some(Ok(chunk)) => chunk,
