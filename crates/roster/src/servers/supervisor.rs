@@ -105,6 +105,9 @@ pub struct ServerStatus {
     /// Trailing edges of the `list_changed` debounce (each re-lists the server only if no turn
     /// listed it since).
     pub refresh_count: u64,
+    /// Whether a trailing edge is waiting (a `list_changed` came within the debounce window).
+    /// While it is not, no background re-list comes without a new `list_changed`.
+    pub refresh_pending: bool,
 }
 
 impl ServerStatus {
@@ -769,6 +772,7 @@ impl Runtime {
                     last_error: live.last_error.clone(),
                     pid: connection.and_then(|c| c.pid()),
                     refresh_count: slot.refresh_hook().map_or(0, |h| h.refresh_count()),
+                    refresh_pending: slot.refresh_hook().is_some_and(|h| h.is_pending()),
                 }
             })
             .collect()
