@@ -384,3 +384,45 @@ async fn secrets_in_a_server_url_never_reach_status_or_errors() {
     );
     roster.shutdown();
 }
+
+#[test]
+fn a_servers_stderr_reaches_the_log_escaped_and_cut() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("roster.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nstate_dir = {}\nmax_log_line = 200\n{}",
+            common::toml_str(&dir.path().join("state").to_string_lossy()),
+            misbehaving_toml("noisy", &["--stderr-junk"])
+        ),
+    )
+    .expect("write config");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("ROSTER_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start roster");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let _roster = common::KillOnDrop(child);
+    // Read until the server's line shows up; roster's own lines come before and after it.
+    let line = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find(|line| line.contains("alert"))
+        .expect("the server's stderr line is logged");
+    assert!(
+        line.contains(r"\u{1b}[31malert\u{1b}[0m nul \u{0} end"),
+        "{line}"
+    );
+    assert!(!line.contains('\u{1b}') && !line.contains('\0'), "{line}");
+    assert!(line.contains("past the 200-byte line limit"), "{line}");
+    assert!(line.len() < 1000, "cut: {} bytes", line.len());
+}
