@@ -242,6 +242,9 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
+            // Every message counts against the task's budget, so a server that writes faster
+            // than roster reads is read in slices and the worker's other tasks get their turn.
+            tokio::task::coop::consume_budget().await;
             if let Some(notification) = self.gate.tick(Instant::now()).and_then(list_changed) {
                 return Some(JsonRpcMessage::notification(notification));
             }
@@ -261,7 +264,6 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
             if let JsonRpcMessage::Notification(n) = &message
                 && self.gate.admit(method_of(&n.notification), Instant::now()) != Admit::Pass
             {
-                tokio::task::coop::consume_budget().await;
                 continue;
             }
             return Some(message);

@@ -207,6 +207,9 @@ impl WireTransport {
     /// returned or done with.
     async fn next_message(&mut self) -> Option<Value> {
         loop {
+            // Every message counts against the task's budget, so a server that writes faster
+            // than roster reads is read in slices and the worker's other tasks get their turn.
+            tokio::task::coop::consume_budget().await;
             if let Some(method) = self.gate.tick(Instant::now()) {
                 return Some(json!({"jsonrpc": "2.0", "method": method}));
             }
@@ -225,9 +228,6 @@ impl WireTransport {
                 && value.get("id").is_none()
                 && self.gate.admit(method, Instant::now()) != Admit::Pass
             {
-                // A flood is read at the pace roster drops it, never faster than the other
-                // tasks on this worker get their turn.
-                tokio::task::coop::consume_budget().await;
                 continue;
             }
             if self.raw.stray_in_handshake(&value) {
