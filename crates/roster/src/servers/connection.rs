@@ -1335,11 +1335,16 @@ impl Connection {
         }
     }
 
-    /// Ends the connection on roster's behalf (shutdown, or after the server was lost): the
-    /// child process is ended, and requests still in flight fail with
-    /// [`RequestError::ShuttingDown`].
+    /// Ends the connection on roster's behalf (shutdown): the child process is ended, and
+    /// requests still in flight fail with [`RequestError::ShuttingDown`].
     pub fn close(&self) {
         self.closed_by_roster.store(true, Ordering::Release);
+        self.stop.cancel();
+    }
+
+    /// Ends a connection found lost (its process, stream or listen stream gone): the child is
+    /// ended, and a request still in flight fails with [`RequestError::Closed`].
+    pub(crate) fn end_lost(&self) {
         self.stop.cancel();
     }
 }
