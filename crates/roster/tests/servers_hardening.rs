@@ -426,3 +426,42 @@ fn a_servers_stderr_reaches_the_log_escaped_and_cut() {
     assert!(line.contains("past the 200-byte line limit"), "{line}");
     assert!(line.len() < 1000, "cut: {} bytes", line.len());
 }
+
+#[tokio::test]
+async fn list_changed_over_the_rate_is_coalesced_not_lost() {
+    common::init_tracing();
+    let recorder = Arc::new(Recorder::default());
+    let roster = Roster::start_with(
+        test_config(
+            &dynamic_server_toml("dyn", "legacy", &[]),
+            "notification_rate = 1\nnotification_burst = 1",
+        ),
+        RosterOptions {
+            sink: recorder.clone(),
+            on_reconcile: None,
+        },
+    )
+    .await
+    .expect("starts");
+    // A storm empties the bucket; the list_changed of the tool added right after it is over
+    // the rate too, and must still make the server re-listed (no turn is taken here).
+    roster
+        .call("dyn__storm", args(json!({"count": 100})))
+        .await
+        .expect("storm answers");
+    roster
+        .call("dyn__add_tool", args(json!({"name": "after_storm"})))
+        .await
+        .expect("add_tool answers");
+    eventually("the tool added after the storm is listed", || {
+        roster
+            .tools()
+            .iter()
+            .any(|t| t.exposed_name == "dyn__after_storm")
+    })
+    .await;
+    let heard = recorder.of("dyn", "notifications/tools/list_changed").len();
+    assert!(heard < 100, "coalesced: {heard} of 101 recorded");
+    assert_eq!(roster.notifications("dyn").expect("dyn").dropped(), 0);
+    roster.shutdown();
+}
