@@ -443,12 +443,26 @@ async fn list_changed_over_the_rate_is_coalesced_not_lost() {
     )
     .await
     .expect("starts");
-    // A storm empties the bucket; the list_changed of the tool added right after it is over
-    // the rate too, and must still make the server re-listed (no turn is taken here).
+    let relists = || {
+        roster
+            .status()
+            .iter()
+            .find(|s| s.name == "dyn")
+            .map_or(0, |s| s.refresh_count)
+    };
+    // A storm empties the bucket: one list_changed passes (a re-list), the other 99 are held
+    // as one, delivered when the bucket refills (a second re-list).
     roster
         .call("dyn__storm", args(json!({"count": 100})))
         .await
         .expect("storm answers");
+    eventually(
+        "the storm costs two re-lists: the first and the coalesced rest",
+        || relists() >= 2,
+    )
+    .await;
+    // The bucket is still refilling: this tool's list_changed is held too, and must still get
+    // the server re-listed (no turn is taken here).
     roster
         .call("dyn__add_tool", args(json!({"name": "after_storm"})))
         .await
