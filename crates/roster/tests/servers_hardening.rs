@@ -479,3 +479,35 @@ async fn list_changed_over_the_rate_is_coalesced_not_lost() {
     assert_eq!(roster.notifications("dyn").expect("dyn").dropped(), 0);
     roster.shutdown();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_server_requests_is_dropped_over_the_rate_too() {
+    common::init_tracing();
+    let servers = format!(
+        "{}{}",
+        misbehaving_toml("pinger", &["--flood", "0", "--pings"]),
+        dynamic_server_toml("calm", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(
+        &servers,
+        "notification_rate = 50\nnotification_burst = 50\nping_interval = \"0s\"",
+    ))
+    .await
+    .expect("starts");
+    let pinger = roster.notifications("pinger").expect("pinger configured");
+    eventually("the pings over the rate are dropped", || {
+        pinger.dropped() > 0
+    })
+    .await;
+    let result = roster
+        .call("calm__echo", args(json!({"text": "hi"})))
+        .await
+        .expect("the calm server answers during the ping flood");
+    assert_eq!(text_of(&result), "calm: hi");
+    let result = roster
+        .call("pinger__echo", args(json!({"text": "pong"})))
+        .await
+        .expect("the pinging server's own calls are answered");
+    assert_eq!(text_of(&result), "pong");
+    roster.shutdown();
+}

@@ -225,7 +225,6 @@ impl WireTransport {
                 () = sleep => continue,
             };
             if let Some(method) = value.get("method").and_then(Value::as_str)
-                && value.get("id").is_none()
                 && self.gate.admit(method, Instant::now()) != Admit::Pass
             {
                 continue;
