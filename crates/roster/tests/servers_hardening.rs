@@ -379,8 +379,135 @@ async fn secrets_in_a_server_url_never_reach_status_or_errors() {
         .expect("old in status");
     let error = old.last_error.unwrap_or_default();
     assert!(
-        error.contains(&format!("127.0.0.1:{port}/sse?…")),
+        error.contains(&format!("127.0.0.1:{port}/sse?")) && !error.contains("token"),
         "{error}"
     );
+    roster.shutdown();
+}
+
+#[test]
+fn a_servers_stderr_reaches_the_log_escaped_and_cut() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("roster.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nstate_dir = {}\nmax_log_line = 200\n{}",
+            common::toml_str(&dir.path().join("state").to_string_lossy()),
+            misbehaving_toml("noisy", &["--stderr-junk"])
+        ),
+    )
+    .expect("write config");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("ROSTER_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start roster");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let _roster = common::KillOnDrop(child);
+    // Read until the server's line shows up; roster's own lines come before and after it.
+    let line = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find(|line| line.contains("alert"))
+        .expect("the server's stderr line is logged");
+    assert!(
+        line.contains(r"\u{1b}[31malert\u{1b}[0m nul \u{0} end"),
+        "{line}"
+    );
+    assert!(!line.contains('\u{1b}') && !line.contains('\0'), "{line}");
+    assert!(line.contains("past the 200-byte line limit"), "{line}");
+    assert!(line.len() < 1000, "cut: {} bytes", line.len());
+}
+
+#[tokio::test]
+async fn list_changed_over_the_rate_is_coalesced_not_lost() {
+    common::init_tracing();
+    let recorder = Arc::new(Recorder::default());
+    let roster = Roster::start_with(
+        test_config(
+            &dynamic_server_toml("dyn", "legacy", &[]),
+            "notification_rate = 1\nnotification_burst = 1",
+        ),
+        RosterOptions {
+            sink: recorder.clone(),
+            on_reconcile: None,
+        },
+    )
+    .await
+    .expect("starts");
+    let relists = || {
+        roster
+            .status()
+            .iter()
+            .find(|s| s.name == "dyn")
+            .map_or(0, |s| s.refresh_count)
+    };
+    // A storm empties the bucket: one list_changed passes (a re-list), the other 99 are held
+    // as one, delivered when the bucket refills (a second re-list).
+    roster
+        .call("dyn__storm", args(json!({"count": 100})))
+        .await
+        .expect("storm answers");
+    eventually(
+        "the storm costs two re-lists: the first and the coalesced rest",
+        || relists() >= 2,
+    )
+    .await;
+    // The bucket is still refilling: this tool's list_changed is held too, and must still get
+    // the server re-listed (no turn is taken here).
+    roster
+        .call("dyn__add_tool", args(json!({"name": "after_storm"})))
+        .await
+        .expect("add_tool answers");
+    eventually("the tool added after the storm is listed", || {
+        roster
+            .tools()
+            .iter()
+            .any(|t| t.exposed_name == "dyn__after_storm")
+    })
+    .await;
+    let heard = recorder.of("dyn", "notifications/tools/list_changed").len();
+    assert!(heard < 100, "coalesced: {heard} of 101 recorded");
+    assert_eq!(roster.notifications("dyn").expect("dyn").dropped(), 0);
+    roster.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_server_requests_is_dropped_over_the_rate_too() {
+    common::init_tracing();
+    let servers = format!(
+        "{}{}",
+        misbehaving_toml("pinger", &["--flood", "0", "--pings"]),
+        dynamic_server_toml("calm", "legacy", &[])
+    );
+    let roster = Roster::start(test_config(
+        &servers,
+        "notification_rate = 50\nnotification_burst = 50\nping_interval = \"0s\"",
+    ))
+    .await
+    .expect("starts");
+    let pinger = roster.notifications("pinger").expect("pinger configured");
+    eventually("the pings over the rate are dropped", || {
+        pinger.dropped() > 0
+    })
+    .await;
+    let result = roster
+        .call("calm__echo", args(json!({"text": "hi"})))
+        .await
+        .expect("the calm server answers during the ping flood");
+    assert_eq!(text_of(&result), "calm: hi");
+    let result = roster
+        .call("pinger__echo", args(json!({"text": "pong"})))
+        .await
+        .expect("the pinging server's own calls are answered");
+    assert_eq!(text_of(&result), "pong");
     roster.shutdown();
 }

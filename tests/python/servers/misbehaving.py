@@ -13,6 +13,7 @@ the SDK never would. Each flag turns on one fault; without flags it is a plain s
   --tools N             list N tools besides `flood` (echo plus N-1 fillers)
 A call of the `flood` tool ({"seconds": S}) starts a flood like --flood S.
   --report FILE         the flood's count, written when the flood ends
+  --pings               the flood is of ping requests instead of notifications
 """
 
 import argparse
@@ -33,7 +34,7 @@ def write(message):
         sys.stdout.flush()
 
 
-def flood(seconds, report):
+def flood(seconds, report, pings=False):
     count = 0
     end = time.monotonic() + seconds if seconds > 0 else None
     line = (
@@ -48,6 +49,11 @@ def flood(seconds, report):
         + "\n"
     )
     batch = line * 64
+    if pings:
+        batch = "".join(
+            json.dumps({"jsonrpc": "2.0", "id": f"p{i}", "method": "ping"}) + "\n"
+            for i in range(64)
+        )
     try:
         while end is None or time.monotonic() < end:
             with out_lock:
@@ -78,6 +84,7 @@ def main():
     parser.add_argument("--stderr-junk", action="store_true")
     parser.add_argument("--tools", type=int, default=1)
     parser.add_argument("--report")
+    parser.add_argument("--pings", action="store_true")
     args = parser.parse_args()
 
     if args.pidfile:
@@ -133,10 +140,12 @@ def main():
                     },
                 }
             )
+        elif method is None:
+            continue  # an answer (to a ping of the ping flood): nothing to do
         elif method == "notifications/initialized":
             if args.flood is not None:
                 threading.Thread(
-                    target=flood, args=(args.flood, args.report), daemon=True
+                    target=flood, args=(args.flood, args.report, args.pings), daemon=True
                 ).start()
         elif method == "tools/list":
             write({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})

@@ -1024,18 +1024,6 @@ impl Connection {
                     )));
                 }
             };
-            let page_tools = match raw.as_ref().and_then(|r| r.get("tools")) {
-                Some(raw_tools) => parse_tools(raw_tools)?,
-                None => typed
-                    .tools
-                    .iter()
-                    .map(|t| {
-                        serde_json::to_value(t)
-                            .and_then(serde_json::from_value::<Tool>)
-                            .map_err(|e| RequestError::Unexpected(e.to_string()))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            };
             listing.bytes += raw
                 .as_ref()
                 .and_then(|r| r.get("tools"))
@@ -1046,6 +1034,21 @@ impl Connection {
                     pages: listing.pages + 1,
                 });
             }
+            // One past what is kept, so a cut is seen; the rest of the page is never built.
+            let room = (self.limits.max_tools + 1).saturating_sub(listing.tools.len());
+            let page_tools = match raw.as_ref().and_then(|r| r.get("tools")) {
+                Some(raw_tools) => parse_tools(raw_tools, room)?,
+                None => typed
+                    .tools
+                    .iter()
+                    .take(room)
+                    .map(|t| {
+                        serde_json::to_value(t)
+                            .and_then(serde_json::from_value::<Tool>)
+                            .map_err(|e| RequestError::Unexpected(e.to_string()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
             listing.tools.extend(page_tools);
             listing.pages += 1;
             if listing.tools.len() >= self.limits.max_tools {
@@ -1332,11 +1335,16 @@ impl Connection {
         }
     }
 
-    /// Ends the connection on roster's behalf (shutdown, or after the server was lost): the
-    /// child process is ended, and requests still in flight fail with
-    /// [`RequestError::ShuttingDown`].
+    /// Ends the connection on roster's behalf (shutdown): the child process is ended, and
+    /// requests still in flight fail with [`RequestError::ShuttingDown`].
     pub fn close(&self) {
         self.closed_by_roster.store(true, Ordering::Release);
+        self.stop.cancel();
+    }
+
+    /// Ends a connection found lost (its process, stream or listen stream gone): the child is
+    /// ended, and a request still in flight fails with [`RequestError::Closed`].
+    pub(crate) fn end_lost(&self) {
         self.stop.cancel();
     }
 }
@@ -1463,18 +1471,25 @@ fn client_request(value: Value) -> Result<ClientRequest, RequestError> {
     serde_json::from_value(value).map_err(|e| RequestError::Unexpected(e.to_string()))
 }
 
-fn parse_tools(raw: &Value) -> Result<Vec<Tool>, RequestError> {
+fn parse_tools(raw: &Value, at_most: usize) -> Result<Vec<Tool>, RequestError> {
     let Some(items) = raw.as_array() else {
         return Err(RequestError::Unexpected(
             "tools/list result has no `tools` array".to_owned(),
         ));
     };
-    let mut tools = Vec::with_capacity(items.len());
+    let mut tools = Vec::with_capacity(items.len().min(at_most));
     for item in items {
+        if tools.len() >= at_most {
+            break;
+        }
         match serde_json::from_value::<Tool>(item.clone()) {
             Ok(tool) => tools.push(tool),
             // One malformed entry should not hide the server's other tools.
-            Err(error) => tracing::warn!(%error, tool = %item, "skipped a malformed tool"),
+            Err(error) => tracing::warn!(
+                %error,
+                tool = %super::wire::log_line(&item.to_string(), 300),
+                "skipped a malformed tool"
+            ),
         }
     }
     Ok(tools)

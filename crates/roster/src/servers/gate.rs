@@ -12,8 +12,10 @@
 //! - Drops are counted, and one `notifications/roster/dropped` entry per [`REPORT_PERIOD`] says
 //!   how many (in the inbox, like any notification of that server, and in the log).
 //!
-//! Responses and server requests are never gated: they answer or ask for something roster is
-//! waiting on, and their number is bounded by roster's own requests.
+//! A server's requests (`ping`, `sampling/createMessage`, …) count against the same bucket:
+//! each costs a handler task and an answer to write, and a server asking more than its rate
+//! is flooding; one over the rate is dropped unanswered and counted. Responses are never
+//! gated: they answer roster's own requests, so their number is roster's to bound.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -242,6 +244,9 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
+            // Every message counts against the task's budget, so a server that writes faster
+            // than roster reads is read in slices and the worker's other tasks get their turn.
+            tokio::task::coop::consume_budget().await;
             if let Some(notification) = self.gate.tick(Instant::now()).and_then(list_changed) {
                 return Some(JsonRpcMessage::notification(notification));
             }
@@ -258,10 +263,14 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
                 message = self.inner.receive() => message?,
                 () = sleep => continue,
             };
-            if let JsonRpcMessage::Notification(n) = &message
-                && self.gate.admit(method_of(&n.notification), Instant::now()) != Admit::Pass
+            let method = match &message {
+                JsonRpcMessage::Notification(n) => Some(method_of(&n.notification)),
+                JsonRpcMessage::Request(_) => Some("requests/*"),
+                _ => None,
+            };
+            if let Some(method) = method
+                && self.gate.admit(method, Instant::now()) != Admit::Pass
             {
-                tokio::task::coop::consume_budget().await;
                 continue;
             }
             return Some(message);

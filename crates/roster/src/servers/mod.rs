@@ -6,8 +6,14 @@
 //!   older), or uses the one `protocol = "legacy" | "modern"` asks for. On a 2026-07-28
 //!   connection it opens `subscriptions/listen` for `toolsListChanged`, on every reconnect.
 //! - Transports: rmcp's streamable HTTP client; roster's own stdio transport (stderr into the
-//!   log, a waiter task that reaps the child, kill on drop) and legacy SSE client (rmcp no
-//!   longer ships one). Both of roster's own transports drop lines that are not JSON-RPC.
+//!   log, cut and escaped; a waiter task that reaps the child; its process group ended with
+//!   SIGTERM, then SIGKILL after `kill_grace`; a parent-death signal on Linux) and legacy SSE
+//!   client (rmcp no longer ships one). Both of roster's own transports drop lines that are not
+//!   JSON-RPC, and answers to nothing roster asked during the handshake.
+//! - [`gate`]: every transport reads a server's notifications through its per-server rate
+//!   (`notification_rate`, `notification_burst`): past it a `list_changed` is coalesced and
+//!   anything else dropped, counted, and reported once a second in the inbox. Reading is paced
+//!   by the task budget, so one server's flood never starves another's calls.
 //! - **Why raw JSON for tools.** rmcp's typed `Tool` drops fields it does not model (e.g.
 //!   2025-11-25 `execution`). On stdio and SSE the raw `result` of `tools/list` and
 //!   `tools/call` is kept by request id and [`roster_core::Tool`] is built from it, unknown

@@ -22,7 +22,7 @@ use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder, FramedRead};
 
 use super::gate::NotificationGate;
-use super::wire::{Outgoing, RawResults, WireTransport, parse_line};
+use super::wire::{Outgoing, RawResults, WireTransport, log_line, parse_line};
 use crate::config::ServerLimits;
 
 /// The longest line read from a server's stdout or stderr (64 MiB); a longer one is dropped as
@@ -379,35 +379,6 @@ pub(crate) fn spawn(
     ))
 }
 
-/// A line of a server's output as roster logs it: at most `max` bytes (cut at a character
-/// boundary, with the number of bytes left out), control characters escaped as `\u{1b}` so a
-/// server cannot move the cursor of, or hide text in, the terminal reading roster's log.
-pub(crate) fn log_line(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    let needs_escape = text.chars().any(|c| c.is_control() && c != '\t');
-    if text.len() <= max && !needs_escape {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut out = String::with_capacity(end + 16);
-    for c in text[..end].chars() {
-        if c.is_control() && c != '\t' {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    if end < text.len() {
-        out.push_str(&format!(
-            "… ({} more bytes; max_log_line is {max})",
-            text.len() - end
-        ));
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,24 +427,6 @@ mod tests {
             32,
         );
         assert_eq!(got, vec![None, Some(serde_json::json!({"ok": true}))]);
-    }
-
-    #[test]
-    fn log_lines_escape_control_characters_and_stop_at_the_bound() {
-        assert_eq!(
-            log_line("plain text\twith a tab", 100),
-            "plain text\twith a tab"
-        );
-        assert_eq!(
-            log_line("red \u{1b}[31malert\u{1b}[0m nul \0 end", 100),
-            "red \\u{1b}[31malert\\u{1b}[0m nul \\u{0} end"
-        );
-        let long = format!("é{}", "z".repeat(100));
-        let cut = log_line(&long, 10);
-        assert!(cut.starts_with("ézzzzzzzz…"), "{cut}");
-        assert!(cut.contains("92 more bytes; max_log_line is 10"), "{cut}");
-        // A cut inside a character backs off to its start.
-        assert!(log_line("ééé", 3).starts_with("é…"));
     }
 
     #[tokio::test]

@@ -858,7 +858,8 @@ async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         };
         tracing::warn!(server = %slot.name, %reason, "server connection lost; restarting");
         lock(&slot.connection).take();
-        connection.close();
+        // Lost, not shut down: a request still in flight fails as closed, not as a shutdown.
+        connection.end_lost();
         let delta = rt.state().registry.remove_server(&slot.name);
         rt.publish(&slot.name, &delta);
         let changed = lock(&rt.offerings).remove(&slot.name);

@@ -207,6 +207,9 @@ impl WireTransport {
     /// returned or done with.
     async fn next_message(&mut self) -> Option<Value> {
         loop {
+            // Every message counts against the task's budget, so a server that writes faster
+            // than roster reads is read in slices and the worker's other tasks get their turn.
+            tokio::task::coop::consume_budget().await;
             if let Some(method) = self.gate.tick(Instant::now()) {
                 return Some(json!({"jsonrpc": "2.0", "method": method}));
             }
@@ -222,12 +225,8 @@ impl WireTransport {
                 () = sleep => continue,
             };
             if let Some(method) = value.get("method").and_then(Value::as_str)
-                && value.get("id").is_none()
                 && self.gate.admit(method, Instant::now()) != Admit::Pass
             {
-                // A flood is read at the pace roster drops it, never faster than the other
-                // tasks on this worker get their turn.
-                tokio::task::coop::consume_budget().await;
                 continue;
             }
             if self.raw.stray_in_handshake(&value) {
@@ -336,16 +335,38 @@ pub(crate) fn parse_line(server: &str, line: &str) -> Option<Value> {
     }
 }
 
+/// A server's message as roster quotes it in a warning: at most 300 bytes, escaped.
 fn truncate(text: &str) -> Cow<'_, str> {
-    const MAX: usize = 300;
-    if text.len() <= MAX {
+    log_line(text, 300)
+}
+
+/// A line of a server's output as roster logs it: at most `max` bytes (cut at a character
+/// boundary, with the number of bytes left out), control characters escaped as `\u{1b}` so a
+/// server cannot move the cursor of, or hide text in, the terminal reading roster's log.
+pub(crate) fn log_line(text: &str, max: usize) -> Cow<'_, str> {
+    let needs_escape = text.chars().any(|c| c.is_control() && c != '\t');
+    if text.len() <= max && !needs_escape {
         return Cow::Borrowed(text);
     }
-    let mut end = MAX;
+    let mut end = text.len().min(max);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    Cow::Owned(format!("{}…", &text[..end]))
+    let mut out = String::with_capacity(end + 16);
+    for c in text[..end].chars() {
+        if c.is_control() && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    if end < text.len() {
+        out.push_str(&format!(
+            "… ({} more bytes past the {max}-byte line limit)",
+            text.len() - end
+        ));
+    }
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -411,6 +432,27 @@ mod tests {
         headers.remove("Bad Name");
         headers.insert("X-Ok".to_owned(), "line\nbreak".to_owned());
         assert_eq!(header_map(&headers).expect_err("invalid value"), "X-Ok");
+    }
+
+    #[test]
+    fn log_lines_escape_control_characters_and_stop_at_the_bound() {
+        assert_eq!(
+            log_line("plain text\twith a tab", 100),
+            "plain text\twith a tab"
+        );
+        assert_eq!(
+            log_line("red \u{1b}[31malert\u{1b}[0m nul \0 end", 100),
+            "red \\u{1b}[31malert\\u{1b}[0m nul \\u{0} end"
+        );
+        let long = format!("é{}", "z".repeat(100));
+        let cut = log_line(&long, 10);
+        assert!(cut.starts_with("ézzzzzzzz…"), "{cut}");
+        assert!(
+            cut.contains("92 more bytes past the 10-byte line limit"),
+            "{cut}"
+        );
+        // A cut inside a character backs off to its start.
+        assert!(log_line("ééé", 3).starts_with("é…"));
     }
 
     #[test]
