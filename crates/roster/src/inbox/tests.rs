@@ -215,6 +215,12 @@ fn each_identity_sees_its_own_and_everyones_and_acks_for_itself() {
     assert!(view.unread("bob").is_empty());
     let alice_sees = view.list("alice", None, 10);
     assert!(alice_sees.iter().all(|e| e.state == EntryState::Unread));
+    assert!(
+        alice_sees
+            .iter()
+            .all(|e| !e.owners.iter().any(|o| o == "bob")),
+        "alice is never told who else a notification belongs to: {alice_sees:?}"
+    );
 }
 
 #[test]
