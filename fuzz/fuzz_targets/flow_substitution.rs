@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     // JSON text is YAML too: the argument string lands in the step as it is.
     let arg = serde_json::to_string(template).expect("a string encodes");
     let skill_md = format!(
-        "---\nname: f\ndescription: fuzz\nkind: flow_template\nparameters:\n  type: object\n  \
+        "---\nname: flow\ndescription: fuzz\nkind: flow_template\nparameters:\n  type: object\n  \
          properties:\n    a: {{}}\n    b: {{}}\n    n: {{type: integer}}\nsteps:\n  - tool: t\n    \
          arguments: {{\"x\": {arg}, \"y\": \"{{a}}\", \"z\": [\"{{b}}\", \"n={{n}}\"]}}\n---\n"
     );

@@ -9,10 +9,11 @@ fuzz_target!(|text: &str| {
     if let Ok(skill) = parse_skill("fuzz/skill", text) {
         assert_eq!(skill.id, "fuzz/skill");
     }
-    // The loader (includes, duplicates) over the same text twice, under two ids.
+    // The loader (includes, resolution) over the same text twice, under two ids whose last
+    // segment is the `name` a seed carries.
     let report = load([
-        SkillSource::new("fuzz/a", text),
-        SkillSource::new("fuzz/b", text),
+        SkillSource::new("fuzz/skill", text),
+        SkillSource::new("other/skill", text),
     ]);
     assert!(report.invalid.len() <= 2);
 });

@@ -13,7 +13,11 @@ fuzz_target!(|data: &[u8]| {
     let whole = sse_events(&[bytes], limit);
     let step = usize::from(split % 13) + 1;
     let chunks: Vec<&[u8]> = bytes.chunks(step).collect();
-    assert_eq!(whole, sse_events(&chunks, limit), "chunking changed the events");
+    assert_eq!(
+        whole,
+        sse_events(&chunks, limit),
+        "chunking changed the events"
+    );
     let blank_lines = bytes.windows(2).filter(|w| w == b"\n\n").count()
         + bytes.windows(4).filter(|w| w == b"\r\n\r\n").count();
     assert!(whole.len() <= blank_lines + 1);

@@ -65,6 +65,34 @@ impl RosterBackend {
         self
     }
 
+    /// [`hold`](Self::hold) for a forwarded `prompts/get` or `resources/read`, by the server
+    /// that offers the prompt or resource.
+    fn hold_forwarded(&self, method: &str, params: &Value) -> Option<HeldRequest> {
+        let attribution = self.attribution.as_ref()?;
+        let key = |k: &str| params.get(k).and_then(Value::as_str);
+        let server = match method {
+            "prompts/get" => {
+                let name = key("name")?;
+                self.roster
+                    .prompts()
+                    .into_iter()
+                    .find(|p| p.exposed_name == name)
+                    .map(|p| p.server)
+            }
+            "resources/read" => {
+                let uri = key("uri")?;
+                self.roster
+                    .resources()
+                    .into_iter()
+                    .find(|(_, r)| r.get("uri").and_then(Value::as_str) == Some(uri))
+                    .map(|(server, _)| server)
+            }
+            _ => None,
+        }?;
+        let who = current_client().unwrap_or_default();
+        Some(attribution.hold(&server, &who))
+    }
+
     /// Marks a call of `exposed` as in flight for the client identity the current work runs
     /// for, until the returned guard is dropped.
     fn hold(&self, exposed: &str) -> Option<HeldRequest> {
@@ -220,6 +248,7 @@ impl Backend for RosterBackend {
     ) -> BoxFuture<'a, Result<Value, ErrorData>> {
         Box::pin(async move {
             let (options, forwarder) = call_options(relay);
+            let _held = self.hold_forwarded(method, &params);
             let outcome = match method {
                 "prompts/get" => {
                     let name = params.get("name").and_then(Value::as_str).unwrap_or("");

@@ -356,6 +356,7 @@ pub struct Entry {
     /// Unread, read or handled, as the identity asking sees it.
     pub state: EntryState,
     /// The client identities it belongs to; empty when it is everyone's (see the module docs).
+    /// An identity's view names only itself here, never another identity.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owners: Vec<String>,
 }
@@ -698,12 +699,14 @@ impl View {
             .max(self.acked_through)
     }
 
-    /// The entry as `who` sees it: read once `who` acknowledged it.
-    fn seen_by(&self, entry: &Entry, acked: Seq) -> Entry {
+    /// The entry as `who` sees it: read once `who` acknowledged it, and naming no other
+    /// identity (owners shrink to `who`, or stay empty for everyone's).
+    fn seen_by(&self, entry: &Entry, who: &str, acked: Seq) -> Entry {
         let mut seen = entry.clone();
         if seen.state == EntryState::Unread && seen.seq <= acked {
             seen.state = EntryState::Read;
         }
+        seen.owners.retain(|o| o == who);
         seen
     }
 
@@ -714,7 +717,7 @@ impl View {
             .rev()
             .filter(|e| e.visible_to(who) && channel.is_none_or(|c| e.channel == c))
             .take(limit)
-            .map(|e| self.seen_by(e, acked))
+            .map(|e| self.seen_by(e, who, acked))
             .collect()
     }
 
@@ -726,7 +729,10 @@ impl View {
     }
 
     fn unread(&self, who: &str) -> Vec<Entry> {
-        self.unread_iter(who).cloned().collect()
+        let acked = self.acked_for(who);
+        self.unread_iter(who)
+            .map(|e| self.seen_by(e, who, acked))
+            .collect()
     }
 
     fn unread_count(&self, who: &str) -> usize {

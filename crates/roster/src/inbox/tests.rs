@@ -215,6 +215,12 @@ fn each_identity_sees_its_own_and_everyones_and_acks_for_itself() {
     assert!(view.unread("bob").is_empty());
     let alice_sees = view.list("alice", None, 10);
     assert!(alice_sees.iter().all(|e| e.state == EntryState::Unread));
+    assert!(
+        alice_sees
+            .iter()
+            .all(|e| !e.owners.iter().any(|o| o == "bob")),
+        "alice is never told who else a notification belongs to: {alice_sees:?}"
+    );
 }
 
 #[test]
@@ -275,4 +281,46 @@ fn a_notification_during_a_request_belongs_to_its_client_and_list_changed_to_eve
     assert_eq!(seqs(inbox.unread_for("alice")), [1, 2, 3, 4]);
     assert!(inbox.unread_for("bob").is_empty());
     assert_eq!(inbox.list_for("bob", None, 10).len(), 3);
+}
+
+#[test]
+fn each_identitys_read_state_is_replayed_across_a_rotation() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = InboxConfig {
+        rotate_bytes: 4096,
+        ..InboxConfig::new(dir.path())
+    };
+    let inbox = Inbox::open(config.clone()).expect("open");
+    for n in 1..=5 {
+        inbox.record("files", "notifications/message", json!({"n": n}), false);
+    }
+    assert_eq!(inbox.ack_for("bob", None).ok(), Some(5));
+    while !dir.path().join(AUDIT_BACKUP_FILE).exists() {
+        inbox.record(
+            "files",
+            "notifications/message",
+            json!({"n": "more"}),
+            false,
+        );
+    }
+    inbox.record(
+        "files",
+        "notifications/message",
+        json!({"n": "after"}),
+        false,
+    );
+    drop(inbox);
+
+    let inbox = Inbox::open(config).expect("reopen");
+    let state_of = |who: &str, seq: Seq| {
+        inbox
+            .list_for(who, None, 10_000)
+            .into_iter()
+            .find(|e| e.seq == seq)
+            .map(|e| e.state)
+    };
+    assert_eq!(state_of("bob", 3), Some(EntryState::Read));
+    assert_eq!(state_of("alice", 3), Some(EntryState::Unread));
+    assert_eq!(state_of(LOCAL_IDENTITY, 3), Some(EntryState::Unread));
+    assert!(inbox.unread_for("bob").iter().all(|e| e.seq > 5));
 }
