@@ -157,6 +157,9 @@ fn load_config(path: &Path) -> anyhow::Result<Config> {
 }
 
 async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
+    // Registered before any server starts: a SIGTERM that came before the handler existed would
+    // end roster without stopping its servers' process groups.
+    let signalled = shutdown_signal();
     let config = load_config(config_path)?;
     let (skills, problems) = Skills::load(&config.skills.paths, config.skills.max_file_size);
     for problem in problems {
@@ -216,7 +219,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
 
     let signal_gateway = gateway.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        signalled.await;
         signal_gateway.shutdown_token().cancel();
     });
 
@@ -240,26 +243,36 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     outcome
 }
 
-async fn wait_for_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// Resolves at SIGINT or SIGTERM. The handlers are installed when this is called, not when
+/// the future is first polled.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut interrupt), Ok(mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
+                (Ok(mut only), Err(_)) | (Err(_), Ok(mut only)) => {
+                    only.recv().await;
+                }
+                (Err(_), Err(_)) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = ctrl_c.await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

@@ -676,6 +676,13 @@ impl Roster {
     pub fn shutdown(&self) {
         self.rt.stop();
     }
+
+    /// [`Roster::shutdown`], then waits until every stdio server's process group has ended:
+    /// SIGTERM at once, SIGKILL after `kill_grace` to what is still there. Call it before the
+    /// runtime ends, so the grace period is honoured and nothing a server started outlives roster.
+    pub async fn shutdown_and_wait(&self) {
+        self.rt.stop_and_wait().await;
+    }
 }
 
 fn lock_offerings(rt: &Runtime) -> std::sync::MutexGuard<'_, crate::servers::offerings::Offerings> {

@@ -272,8 +272,6 @@ fn roster_with(dir: &Path, flags: &[&str]) -> common::HttpRoster {
     )
     .expect("write config");
     let roster = common::start_roster_http(&config);
-    // One answered request: roster installs its signal handler on a task of its own, which
-    // has surely run by then (a SIGTERM before it would kill roster outright).
     healthz(&roster.url);
     roster
 }
@@ -331,6 +329,25 @@ fn a_servers_grandchild_is_gone_after_roster_exits_on_sigterm() {
     wait_exit(&mut roster.child.0);
     wait_gone("the server", server);
     wait_gone("the server's grandchild", grandchild);
+}
+
+#[test]
+fn a_grandchild_that_ignores_sigterm_is_killed_after_the_grace_period_at_exit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let grandchild_pid = dir.path().join("grandchild");
+    let mut roster = roster_with(
+        dir.path(),
+        &[
+            "--grandchild",
+            &grandchild_pid.to_string_lossy(),
+            "--grandchild-ignores-term",
+        ],
+    );
+    let grandchild = read_pid(&grandchild_pid);
+    assert!(!process_gone(grandchild), "the grandchild runs");
+    signal(roster.child.0.id(), "-TERM");
+    wait_exit(&mut roster.child.0);
+    wait_gone("the grandchild that ignores SIGTERM", grandchild);
 }
 
 #[test]

@@ -7,6 +7,7 @@ the SDK never would. Each flag turns on one fault; without flags it is a plain s
   --garbage-first       before answering initialize, write a response and an error with ids
                         nobody sent, a stray request-less result and a non-JSON line
   --grandchild PIDFILE  start `sleep 1000` (same process group) and write its pid to PIDFILE
+  --grandchild-ignores-term  the grandchild ignores SIGTERM (only SIGKILL ends it)
   --ignore-eof          keep running when stdin closes (only a signal ends it)
   --pidfile FILE        write this process's pid to FILE
   --stderr-junk         write a line with ANSI escapes, a NUL and 10 kB to stderr at start
@@ -79,6 +80,7 @@ def main():
     parser.add_argument("--flood", type=float)
     parser.add_argument("--garbage-first", action="store_true")
     parser.add_argument("--grandchild")
+    parser.add_argument("--grandchild-ignores-term", action="store_true")
     parser.add_argument("--ignore-eof", action="store_true")
     parser.add_argument("--pidfile")
     parser.add_argument("--stderr-junk", action="store_true")
@@ -91,7 +93,11 @@ def main():
         with open(args.pidfile, "w") as f:
             f.write(str(os.getpid()))
     if args.grandchild:
-        child = subprocess.Popen(["sleep", "1000"])
+        command = ["sleep", "1000"]
+        if args.grandchild_ignores_term:
+            # An ignored signal stays ignored across exec.
+            command = ["sh", "-c", "trap '' TERM; exec sleep 1000"]
+        child = subprocess.Popen(command)
         with open(args.grandchild, "w") as f:
             f.write(str(child.pid))
     if args.stderr_junk:

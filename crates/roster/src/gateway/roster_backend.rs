@@ -401,8 +401,7 @@ impl Backend for RosterBackend {
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
-        self.roster.shutdown();
-        Box::pin(async {})
+        Box::pin(self.roster.shutdown_and_wait())
     }
 }
 

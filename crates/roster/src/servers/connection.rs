@@ -937,6 +937,15 @@ impl Connection {
         }
     }
 
+    /// For a stdio server, a receiver that turns [`super::stdio::ChildExit::Exited`] once its
+    /// process is gone (and its group signalled); `None` for HTTP and SSE servers.
+    pub fn child_exit(&self) -> Option<watch::Receiver<super::stdio::ChildExit>> {
+        match &self._guard {
+            Guard::Child(child) => Some(child.exit()),
+            _ => None,
+        }
+    }
+
     /// What the handshake agreed on.
     pub fn negotiated(&self) -> &Negotiated {
         &self.negotiated

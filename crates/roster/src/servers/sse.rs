@@ -99,6 +99,12 @@ impl EventParser {
             if std::mem::take(&mut self.skipping) {
                 continue;
             }
+            // The same line is dropped whether it came in one read or in several.
+            if self.buffer.len() > limit {
+                tracing::warn!(limit, "dropped an over-long SSE line");
+                self.buffer.clear();
+                continue;
+            }
             let line = std::mem::take(&mut self.buffer);
             self.line(&String::from_utf8_lossy(&line), out);
         }
@@ -109,7 +115,11 @@ impl EventParser {
         if line.is_empty() {
             if !self.data.is_empty() || self.kind.is_some() {
                 out.push(Event {
-                    kind: self.kind.take().unwrap_or_else(|| "message".to_owned()),
+                    kind: self
+                        .kind
+                        .take()
+                        .filter(|k| !k.is_empty())
+                        .unwrap_or_else(|| "message".to_owned()),
                     data: std::mem::take(&mut self.data).join("\n"),
                 });
             }
@@ -339,5 +349,34 @@ mod tests {
                 data: "ok".into()
             }]
         );
+    }
+
+    #[test]
+    fn an_over_long_line_is_dropped_however_it_is_split() {
+        let stream: &[u8] = b"data: 0123456789
+
+data: ok
+
+";
+        let whole = {
+            let (mut parser, mut out) = (EventParser::default(), Vec::new());
+            parser.feed_capped(stream, &mut out, 8);
+            out
+        };
+        for split in 1..stream.len() {
+            let (mut parser, mut out) = (EventParser::default(), Vec::new());
+            parser.feed_capped(&stream[..split], &mut out, 8);
+            parser.feed_capped(&stream[split..], &mut out, 8);
+            assert_eq!(out, whole, "split at {split}");
+        }
+        assert_eq!(whole.len(), 1);
+        assert_eq!(whole[0].data, "ok");
+    }
+
+    #[test]
+    fn an_empty_event_field_dispatches_a_message() {
+        let (mut parser, mut out) = (EventParser::default(), Vec::new());
+        parser.feed_capped(b"event\ndata: x\n\n", &mut out, 1024);
+        assert_eq!(out[0].kind, "message");
     }
 }

@@ -36,6 +36,7 @@ use super::refresh::{
 };
 use super::relay::LogLevel;
 use super::sink::NotificationSink;
+use super::stdio::ChildExit;
 use super::watches::ResourceWatches;
 use crate::config::{GatewayConfig, ServerConfig};
 
@@ -778,16 +779,33 @@ impl Runtime {
             .collect()
     }
 
-    pub(crate) fn stop(&self) {
+    /// Stops every server; returns, for each stdio server, a receiver that turns `Exited`
+    /// once its process is gone (see [`Runtime::stop_and_wait`]).
+    pub(crate) fn stop(&self) -> Vec<watch::Receiver<ChildExit>> {
         self.shutdown.cancel();
+        let mut exits = Vec::new();
         for slot in self.slots.values() {
             if let Some(hook) = slot.refresh_hook() {
                 hook.cancel();
             }
             if let Some(connection) = lock(&slot.connection).take() {
+                exits.extend(connection.child_exit());
                 connection.close();
             }
         }
+        exits
+    }
+
+    /// [`Runtime::stop`], then waits (at most `kill_grace` and a second) until every stdio
+    /// server's process is gone: the waiter that sends SIGKILL after the grace period, and to
+    /// the group of a server that ended, runs on this runtime, which ends when roster returns.
+    pub(crate) async fn stop_and_wait(&self) {
+        let exits = self.stop();
+        let limit = self.gateway.server_limits.kill_grace + Duration::from_secs(1);
+        let gone = exits.into_iter().map(|mut exit| async move {
+            let _ = exit.wait_for(|e| matches!(e, ChildExit::Exited(_))).await;
+        });
+        let _ = tokio::time::timeout(limit, futures::future::join_all(gone)).await;
     }
 }
 
