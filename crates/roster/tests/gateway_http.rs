@@ -604,6 +604,34 @@ async fn a_body_that_is_not_json_gets_a_parse_error() {
 }
 
 #[tokio::test]
+async fn a_known_method_with_unfit_params_is_invalid_params_and_an_unknown_one_not_found() {
+    let roster = Roster::start("", "", &[]);
+    let session = open_session(&roster.url, None).await;
+    for (body, code, names) in [
+        (request(2, "tools/call", json!({})), -32602, "params.name"),
+        (
+            request(3, "tools/call", json!({"name": 7, "arguments": {}})),
+            -32602,
+            "params.name",
+        ),
+        (
+            request(4, "no/such/method", json!({})),
+            -32601,
+            "no/such/method",
+        ),
+    ] {
+        let response = post(&roster.url, None, Some(&session), &body)
+            .send()
+            .await
+            .expect("POST");
+        let answer: Value = response.json().await.expect("JSON-RPC error");
+        assert_eq!(answer["error"]["code"], code, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(names), "{answer}");
+    }
+}
+
+#[tokio::test]
 async fn the_bearer_scheme_is_case_insensitive() {
     let env = [("ROSTER_TEST_TOKEN_alice", "alice-token")];
     let roster = Roster::start("", &clients(&["alice"]), &env);

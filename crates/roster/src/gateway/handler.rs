@@ -279,7 +279,61 @@ fn unknown_skill_uri(uri: &str) -> ErrorData {
     ErrorData::invalid_params(format!("unknown skill {uri}"), None)
 }
 
+/// Requests of the MCP spec that roster serves: one rmcp could not type had params that do not
+/// fit (see `on_custom_request`).
+const SPEC_REQUESTS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+    "server/discover",
+    "subscriptions/listen",
+    "skills/list",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+];
+
 impl ServerHandler for GatewayHandler {
+    /// rmcp hands over as "custom" every request it could not type: an unknown method, or a
+    /// method of the spec whose params do not fit it (a `tools/call` without a `name`). The
+    /// second is the client's mistake in its params, which JSON-RPC calls -32602, not -32601.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        if SPEC_REQUESTS.contains(&method) {
+            let why = match method {
+                "tools/call" => "`params.name` (the tool's name, a string) is required",
+                "prompts/get" => "`params.name` (the prompt's name, a string) is required",
+                "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+                    "`params.uri` (a string) is required"
+                }
+                _ => "they do not fit the MCP schema of this method",
+            };
+            return Err(ErrorData::invalid_params(
+                format!("invalid params for `{method}`: {why}"),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("unknown method `{method}`"),
+            None,
+        ))
+    }
+
     /// A served tool's definition; rmcp checks a 2026-07-28 `tools/call`'s `Mcp-Param-*`
     /// headers against the `x-mcp-header` annotations of its input schema (SEP-2243).
     /// A call by a server's own tool name (an MCP App's) is checked against the tool it
