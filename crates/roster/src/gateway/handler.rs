@@ -279,6 +279,14 @@ fn unknown_skill_uri(uri: &str) -> ErrorData {
     ErrorData::invalid_params(format!("unknown skill {uri}"), None)
 }
 
+/// Requests 2026-07-28 removed: in that era they are unknown methods (SEP-2575).
+const REMOVED_IN_2026_07_28: &[&str] = &[
+    "initialize",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
 /// Requests of the MCP spec that roster serves: one rmcp could not type had params that do not
 /// fit (see `on_custom_request`).
 const SPEC_REQUESTS: &[&str] = &[
@@ -310,10 +318,11 @@ impl ServerHandler for GatewayHandler {
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
         let method = request.method.as_str();
-        if SPEC_REQUESTS.contains(&method) {
+        let removed = caller::is_modern(&context) && REMOVED_IN_2026_07_28.contains(&method);
+        if SPEC_REQUESTS.contains(&method) && !removed {
             let why = match method {
                 "tools/call" => "`params.name` (the tool's name, a string) is required",
                 "prompts/get" => "`params.name` (the prompt's name, a string) is required",
