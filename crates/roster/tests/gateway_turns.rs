@@ -12,24 +12,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{args, dynamic_server_toml, test_config, text_of};
+use common::{args, dynamic_server_toml, has_tool, listing_count, test_config, text_of};
 use roster::Roster;
 use roster::core::ListingState;
 use serde_json::{Value, json};
 
 const NO_TRAILING_EDGE: &str = "debounce = \"1h\"";
-
-fn has_tool(roster: &Roster, exposed: &str) -> bool {
-    roster.tools().iter().any(|t| t.exposed_name == exposed)
-}
-
-async fn listing_count(roster: &Roster, server: &str) -> u64 {
-    let result = roster
-        .call(&format!("{server}__listing_count"), None)
-        .await
-        .expect("listing_count answers");
-    text_of(&result).parse().expect("a number")
-}
 
 fn status_of(roster: &Roster, server: &str) -> roster::servers::ServerStatus {
     roster

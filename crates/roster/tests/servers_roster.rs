@@ -7,22 +7,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{args, dynamic_server_toml, eventually, test_config, text_of};
+use common::{
+    args, dynamic_server_toml, eventually, has_tool, listing_count, test_config, text_of,
+};
 use roster::servers::{NotificationSink, ServerState};
 use roster::{Roster, RosterOptions};
 use serde_json::{Value, json};
-
-fn has_tool(roster: &Roster, exposed: &str) -> bool {
-    roster.tools().iter().any(|t| t.exposed_name == exposed)
-}
-
-async fn listing_count(roster: &Roster, server: &str) -> u64 {
-    let result = roster
-        .call(&format!("{server}__listing_count"), None)
-        .await
-        .expect("listing_count answers");
-    text_of(&result).parse().expect("a number")
-}
 
 fn refresh_count(roster: &Roster, server: &str) -> u64 {
     roster

@@ -201,6 +201,20 @@ pub fn text_of(result: &serde_json::Value) -> String {
         .to_owned()
 }
 
+/// Whether the roster exposes a tool under `exposed` now.
+pub fn has_tool(roster: &roster::Roster, exposed: &str) -> bool {
+    roster.tools().iter().any(|t| t.exposed_name == exposed)
+}
+
+/// How many listings a `dynamic.py` server named `server` has answered (its `listing_count`).
+pub async fn listing_count(roster: &roster::Roster, server: &str) -> u64 {
+    let result = roster
+        .call(&format!("{server}__listing_count"), None)
+        .await
+        .expect("listing_count answers");
+    text_of(&result).parse().expect("a number")
+}
+
 /// Tool arguments from a JSON object literal.
 pub fn args(value: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
     value.as_object().cloned()
