@@ -219,29 +219,10 @@ fn write_config(dir: &Path, servers: &str, extra: &str) -> PathBuf {
 
 /// Runs a steps script (see `turns.py`) with `python` and returns its report.
 fn run_steps(python: &Path, script: &str, target: &[&str], steps: &Value) -> Value {
-    let output = Command::new(python)
-        .arg(
-            common::workspace_root()
-                .join("tests/python/clients")
-                .join(script),
-        )
-        .args(target)
-        .args(["--steps", &steps.to_string()])
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "{script} printed no report ({e}); stdout: {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    assert!(
-        output.status.success() && report.get("error").is_none(),
-        "{script} failed: {report}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    report
+    let steps = steps.to_string();
+    let mut args = target.to_vec();
+    args.extend(["--steps", &steps]);
+    common::python_client_report_with(python, script, &args)
 }
 
 fn texts(result: &Value) -> Vec<String> {

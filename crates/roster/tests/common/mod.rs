@@ -272,7 +272,16 @@ pub fn serve_http(mut command: std::process::Command) -> (std::process::Child, S
 /// JSON report it prints; panics (showing its stderr) when it printed none or reported an
 /// `error`.
 pub fn python_client_report(script: &str, args: &[&str]) -> serde_json::Value {
-    let output = std::process::Command::new(python())
+    python_client_report_with(&python(), script, args)
+}
+
+/// [`python_client_report`] with another interpreter (e.g. [`python_mcp1`]'s SDK 1.x line).
+pub fn python_client_report_with(
+    python: &std::path::Path,
+    script: &str,
+    args: &[&str],
+) -> serde_json::Value {
+    let output = std::process::Command::new(python)
         .arg(workspace_root().join("tests/python/clients").join(script))
         .args(args)
         .output()
