@@ -5,6 +5,7 @@
 //! `notifications/tools/list_changed`, so a new user can watch roster pick up a change live.
 //! The example skills in `examples/skills/` call these tools as `demo__<tool>`.
 
+use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -52,7 +53,7 @@ impl DemoServer {
     fn state(&self) -> MutexGuard<'_, DemoState> {
         // A poisoned lock only means another call panicked mid-update of plain data; the
         // notebook is still usable, so keep serving rather than failing every later call.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// The tools offered right now, in a stable order.

@@ -18,6 +18,7 @@ pub mod inbox;
 mod roster;
 pub mod servers;
 pub mod store;
+mod sync;
 
 pub use config::Config;
 pub use roster::{CallError, Roster, RosterOptions, Session, StartError, ToolEntry, Turn};

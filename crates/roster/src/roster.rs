@@ -20,8 +20,9 @@
 //! turn comes. [`Roster::call`] does not start a turn by itself: the host decides when its
 //! turns begin.
 
+use crate::sync::lock;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError};
 
 use roster_core::{
     CallRouteError, Delta, NamingError, ScheduleConfigError, Tool, ToolLookup, ToolPresence,
@@ -203,24 +204,14 @@ impl Session {
 
     /// Drains this session's deltas without listing anything.
     pub fn drain(&self) -> Turn {
-        let delta = self
-            .queue
-            .deltas
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain();
+        let delta = lock(&self.queue.deltas).drain();
         let note = delta.as_ref().and_then(Delta::note);
         Turn { delta, note }
     }
 
     /// Whether deltas are waiting for this session's next turn.
     pub fn has_pending(&self) -> bool {
-        !self
-            .queue
-            .deltas
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_empty()
+        !lock(&self.queue.deltas).is_empty()
     }
 
     /// Resolves once per burst of deltas queued for this session since it last resolved (a
@@ -421,18 +412,18 @@ impl Roster {
     /// The servers' prompts under their exposed names (the tools' naming rules), servers in
     /// config order.
     pub fn prompts(&self) -> Vec<PromptEntry> {
-        lock_offerings(&self.rt).prompts()
+        lock(&self.rt.offerings).prompts()
     }
 
     /// The servers' resources as `(server, resource)`, servers in config order; a URI two
     /// servers list belongs to the first.
     pub fn resources(&self) -> Vec<(String, Value)> {
-        lock_offerings(&self.rt).resources()
+        lock(&self.rt.offerings).resources()
     }
 
     /// The servers' resource templates as `(server, template)`, servers in config order.
     pub fn resource_templates(&self) -> Vec<(String, Value)> {
-        lock_offerings(&self.rt).templates()
+        lock(&self.rt.offerings).templates()
     }
 
     /// A watch that changes whenever the prompt set or the resource set changes.
@@ -459,7 +450,7 @@ impl Roster {
         arguments: Option<Map<String, Value>>,
         options: CallOptions,
     ) -> Result<Value, RouteError> {
-        let (server, name) = lock_offerings(&self.rt)
+        let (server, name) = lock(&self.rt.offerings)
             .prompt_route(exposed_name)
             .ok_or_else(|| RouteError::UnknownPrompt(exposed_name.to_owned()))?;
         let mut params = serde_json::json!({ "name": name });
@@ -482,7 +473,7 @@ impl Roster {
         uri: &str,
         options: CallOptions,
     ) -> Result<Value, RouteError> {
-        let server = lock_offerings(&self.rt)
+        let server = lock(&self.rt.offerings)
             .resource_owner(uri)
             .ok_or_else(|| RouteError::UnknownResource(uri.to_owned()))?;
         let params = serde_json::json!({ "uri": uri });
@@ -499,7 +490,7 @@ impl Roster {
         let server = match kind {
             Some("ref/prompt") => {
                 let exposed = reference.get("name").and_then(Value::as_str).unwrap_or("");
-                let (server, name) = lock_offerings(&self.rt)
+                let (server, name) = lock(&self.rt.offerings)
                     .prompt_route(exposed)
                     .ok_or_else(unknown)?;
                 params["ref"]["name"] = Value::String(name);
@@ -507,7 +498,7 @@ impl Roster {
             }
             Some("ref/resource") => {
                 let uri = reference.get("uri").and_then(Value::as_str).unwrap_or("");
-                lock_offerings(&self.rt)
+                lock(&self.rt.offerings)
                     .template_owner(uri)
                     .ok_or_else(unknown)?
             }
@@ -685,22 +676,13 @@ impl Roster {
     }
 }
 
-fn lock_offerings(rt: &Runtime) -> std::sync::MutexGuard<'_, crate::servers::offerings::Offerings> {
-    rt.offerings.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use futures::FutureExt;
 
     fn queue(session: &Session, delta: Delta) {
-        session
-            .queue
-            .deltas
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(delta);
+        lock(&session.queue.deltas).push(delta);
         session.queue.generation.send_modify(|g| *g += 1);
     }
 

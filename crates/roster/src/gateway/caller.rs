@@ -11,8 +11,9 @@
 //! for [`PAUSED_FOR`], at most [`MAX_PAUSED`] at a time; a `requestState` naming none is a
 //! `-32602` error that says so.
 
+use crate::sync::lock;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -132,10 +133,6 @@ impl ClientCaller {
             let _ = task.await;
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Aborts a task when the future awaiting it is dropped (the call was cancelled).

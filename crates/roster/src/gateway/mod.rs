@@ -21,6 +21,7 @@
 //! messages) goes to the client behind that request, in either era; see `caller` and
 //! [`crate::servers::relay`].
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -403,7 +404,7 @@ impl Gateway {
     /// The tools clients are served now; rebuilt only when the servers' tools changed.
     pub(crate) fn served_tools(&self) -> Arc<ServedTools> {
         // Under the lock, so a caller holding an older copy cannot replace a newer one.
-        let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
+        let mut served = lock(&self.served);
         let servers = self.backend.tools();
         if let Some(current) = served.as_ref()
             && Arc::ptr_eq(&current.servers, &servers)
@@ -467,7 +468,7 @@ impl Gateway {
 
     fn stateless_session(&self, who: &ClientIdentity) -> Arc<Session> {
         let key = who.name.clone().unwrap_or_default();
-        let mut sessions = self.stateless.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = lock(&self.stateless);
         sessions
             .entry(key)
             .or_insert_with(|| Session::open(self.backend.as_ref(), &self.shutdown))

@@ -1,5 +1,6 @@
 //! [`Backend`] for the runtime's [`Roster`]: the gateway's view of the live registry.
 
+use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -337,7 +338,7 @@ impl Backend for RosterBackend {
     }
 
     fn tools(&self) -> Arc<Vec<Tool>> {
-        let mut converted = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let mut converted = lock(&self.tools);
         let known = converted.as_ref().map(|(version, _)| *version);
         let (version, changed) = self.roster.tools_since(known);
         if let Some(entries) = changed {

@@ -4,6 +4,7 @@
 //! non-empty delta queued after a turn sends it, later ones wait for the next turn to drain
 //! them all (and their note rides on the next tool result).
 
+use crate::sync::lock;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, watch};
@@ -70,12 +71,12 @@ impl Session {
 
     /// The lowest log level this session's client wants (`None`: no log messages).
     pub(crate) fn log_level(&self) -> Option<LogLevel> {
-        *self.log_level.lock().unwrap_or_else(|e| e.into_inner())
+        *lock(&self.log_level)
     }
 
     /// Records the client's `logging/setLevel`.
     pub(crate) fn set_log_level(&self, level: LogLevel) {
-        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(level);
+        *lock(&self.log_level) = Some(level);
     }
 
     /// A stream that yields once per `list_changed` this session should send.
@@ -84,7 +85,7 @@ impl Session {
     }
 
     fn notes(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
-        self.pending_notes.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.pending_notes)
     }
 }
 

@@ -2,6 +2,7 @@
 //! checked at every call) and the MCP skills extension (SEP-2640: `skills/list`, `skills/get`,
 //! `skill://` resources), filtered by the same visibility.
 
+use crate::sync::{read, write};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
@@ -88,11 +89,11 @@ impl Skills {
 
     /// Reads the catalog.
     pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
-        self.catalog.read().unwrap_or_else(|e| e.into_inner())
+        read(&self.catalog)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Catalog> {
-        self.catalog.write().unwrap_or_else(|e| e.into_inner())
+        write(&self.catalog)
     }
 
     /// The skill id a `skill://<id>/...` URI belongs to, if `subscriptions` may see it.

@@ -15,9 +15,10 @@
 //! `task_ttl` (their `ttlMs`), and at most `max_tasks` run at once: past that, a slow call is
 //! answered in place instead.
 
+use crate::sync::lock;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ErrorData;
@@ -103,7 +104,7 @@ impl Tasks {
     }
 
     fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, TaskManager>> {
-        self.by_owner.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.by_owner)
     }
 
     /// The owner's task store, if it ever had a task.

@@ -10,9 +10,10 @@
 //! roster is subscribed at a server while any session watches the URI (see
 //! [`crate::servers::ResourceWatch`]).
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use rmcp::ErrorData;
 use rmcp::model::SubscriptionFilter;
@@ -31,7 +32,7 @@ pub(crate) struct WatchedResources {
 
 impl WatchedResources {
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, ResourceHold>> {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.held)
     }
 
     /// Subscribes this session to `uri` (again is fine: one subscription per URI).

@@ -1,9 +1,10 @@
 //! Which client identities have requests in flight at which server: what a server sends while
 //! answering belongs to them (see the inbox's module docs).
 
+use crate::sync::lock;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 tokio::task_local! {
     /// The client identity a request's work runs for; set around that work by the gateway so the
@@ -55,9 +56,7 @@ impl Attribution {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, BTreeMap<String, usize>>> {
         // Every change is one counter step, so a panic elsewhere leaves the table usable.
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.in_flight)
     }
 }
 

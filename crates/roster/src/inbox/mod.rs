@@ -50,6 +50,7 @@ mod audit;
 mod record;
 mod render;
 
+use crate::sync::lock;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -925,7 +926,7 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves whole records behind (each write is one
         // write_all), so the state is still fit to use.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner)
     }
 }
 
@@ -1289,7 +1290,7 @@ impl Inbox {
 }
 
 fn housekeep(shared: &Shared, tick: Duration) {
-    let mut stop = shared.stop.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut stop = lock(&shared.stop);
     loop {
         let (guard, _) = shared
             .wake
@@ -1314,11 +1315,7 @@ fn housekeep(shared: &Shared, tick: Duration) {
 
 impl Drop for Inbox {
     fn drop(&mut self) {
-        *self
-            .shared
-            .stop
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = true;
+        *lock(&self.shared.stop) = true;
         self.shared.wake.notify_all();
         if let Some(handle) = self.housekeeper.take() {
             let _ = handle.join();

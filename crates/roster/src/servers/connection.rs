@@ -9,9 +9,10 @@
 //! Notifications are fanned out through [`Notifications`], which outlives connections: a
 //! listener added once keeps hearing the server across restarts.
 
+use crate::sync::{lock, read, write};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -101,43 +102,28 @@ impl Notifications {
         listener: impl Fn(&str, &Value) + Send + Sync + 'static,
     ) -> ListenerId {
         let id = ListenerId(self.next.fetch_add(1, Ordering::Relaxed));
-        self.listeners
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((id, Arc::new(listener)));
+        write(&self.listeners).push((id, Arc::new(listener)));
         id
     }
 
     /// Sets who decides this server's `elicitation/create` requests that no caller can take;
     /// without a confirmer they are declined.
     pub fn set_confirmer(&self, confirmer: Option<Confirmer>) {
-        *self
-            .confirmer
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = confirmer;
+        *write(&self.confirmer) = confirmer;
     }
 
     fn confirmer(&self) -> Option<Confirmer> {
-        self.confirmer
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        read(&self.confirmer).clone()
     }
 
     /// Sets where this server's log messages go when no request is in flight to it (the
     /// gateway hands them to the sessions that asked for log messages).
     pub fn set_log_fallback(&self, fallback: Option<LogFallback>) {
-        *self
-            .log_fallback
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = fallback;
+        *write(&self.log_fallback) = fallback;
     }
 
     fn log_fallback(&self) -> Option<LogFallback> {
-        self.log_fallback
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        read(&self.log_fallback).clone()
     }
 
     /// How many of this server's notifications were dropped over its rate so far (see
@@ -152,10 +138,7 @@ impl Notifications {
 
     /// Removes a listener; unknown ids are ignored.
     pub fn remove_notification_listener(&self, id: ListenerId) {
-        self.listeners
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|(l, _)| *l != id);
+        write(&self.listeners).retain(|(l, _)| *l != id);
     }
 
     /// Delivers one notification to every listener (and a progress notification to the call
@@ -166,7 +149,7 @@ impl Notifications {
         {
             let key = token.to_string();
             let listener = {
-                let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut progress = lock(&self.progress);
                 let listener = progress.listeners.get(&key).cloned();
                 if listener.is_none() {
                     let now = std::time::Instant::now();
@@ -185,10 +168,7 @@ impl Notifications {
             }
         }
         // Clone out of the lock so a listener may add or remove listeners.
-        let listeners: Vec<NotificationListener> = self
-            .listeners
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+        let listeners: Vec<NotificationListener> = read(&self.listeners)
             .iter()
             .map(|(_, l)| l.clone())
             .collect();
@@ -199,7 +179,7 @@ impl Notifications {
 
     fn watch_progress(&self, token: String, listener: ProgressListener) {
         let early: Vec<Value> = {
-            let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut progress = lock(&self.progress);
             progress.listeners.insert(token.clone(), listener.clone());
             let (mine, others): (Vec<_>, Vec<_>) =
                 progress.early.drain(..).partition(|(_, t, _)| *t == token);
@@ -212,11 +192,7 @@ impl Notifications {
     }
 
     fn unwatch_progress(&self, token: &str) {
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .listeners
-            .remove(token);
+        lock(&self.progress).listeners.remove(token);
     }
 }
 

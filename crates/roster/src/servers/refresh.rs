@@ -10,10 +10,11 @@
 //! still stale at the trailing edge, so it is the background re-list for when no turn comes.
 //! The skill refresh uses the hook as it is.
 
+use crate::sync::lock;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use roster_core::{DebounceError, Debouncer};
@@ -55,9 +56,7 @@ struct Inner {
 
 impl Inner {
     fn debouncer(&self) -> std::sync::MutexGuard<'_, Debouncer> {
-        self.debouncer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.debouncer)
     }
 }
 

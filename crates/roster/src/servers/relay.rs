@@ -27,9 +27,10 @@
 //!   (chosen as above) when that caller asked for log messages at that level or above
 //!   ([`CallerRelay::log_level`]); it is recorded in the inbox either way.
 
+use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use rmcp::ErrorData;
@@ -260,7 +261,7 @@ pub(crate) struct InFlightGuard<'a> {
 
 impl InFlight {
     fn calls(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Entry>> {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.calls)
     }
 
     /// Records a request before it is sent, so a server that asks at once finds its caller.

@@ -18,8 +18,9 @@
 //! server in flight at a time; callers that only want a listing when one is due re-check inside
 //! them, so concurrent turns share one listing instead of each taking their own.
 
+use crate::sync::{lock, read, write};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use roster_core::schedule::effective_ttl;
@@ -39,10 +40,6 @@ use super::sink::NotificationSink;
 use super::stdio::ChildExit;
 use super::watches::ResourceWatches;
 use crate::config::{GatewayConfig, ServerConfig};
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Called with `(server, delta)` after every non-empty delta (a reconcile, or a server's tools
 /// removed when it went down), once the delta is queued for the sessions. The skill catalog
@@ -359,10 +356,7 @@ impl Runtime {
     }
 
     pub(crate) fn set_reconcile_hook(&self, hook: Option<ReconcileHook>) {
-        *self
-            .reconcile_hook
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = hook;
+        *write(&self.reconcile_hook) = hook;
     }
 
     /// Wires notifications (inbox, refresh hook) and starts every enabled server's supervisor.
@@ -503,11 +497,7 @@ impl Runtime {
             }
             None => false,
         });
-        let hook = self
-            .reconcile_hook
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let hook = read(&self.reconcile_hook).clone();
         if let Some(hook) = hook {
             hook(server, delta);
         }

@@ -7,6 +7,7 @@
 //! `notifications/resources/updated` a server sends is published as a [`ResourceUpdate`];
 //! the gateway relays each one to the sessions that watch that URI on that server.
 
+use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
@@ -104,10 +105,7 @@ impl ResourceWatches {
         rt: &Runtime,
         uri: &str,
     ) -> Result<(String, Arc<Connection>), RouteError> {
-        let server = rt
-            .offerings
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        let server = lock(&rt.offerings)
             .resource_owner(uri)
             .ok_or_else(|| RouteError::UnknownResource(uri.to_owned()))?;
         let connection = rt

@@ -15,10 +15,11 @@
 //!   could be handled after the call ended. The count of such notifications seen on the wire
 //!   lets a call wait until they are handled ([`RawResults::call_notifications_seen`]).
 
+use crate::sync::lock;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::StreamExt;
@@ -59,7 +60,7 @@ struct RawInner {
 
 impl RawResults {
     fn lock(&self) -> std::sync::MutexGuard<'_, RawInner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner)
     }
 
     /// A fresh bookkeeping for one connection, in its handshake.

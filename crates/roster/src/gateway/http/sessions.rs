@@ -6,6 +6,7 @@
 //! the counts go with it. The owner is recorded by the HTTP front once `initialize` has been
 //! answered with the new `Mcp-Session-Id`; nobody else knows the id before that.
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -73,7 +74,7 @@ impl BoundSessions {
     }
 
     fn owners(&self) -> std::sync::MutexGuard<'_, Owners> {
-        self.owners.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.owners)
     }
 
     /// Whether `id` is a live session of someone other than `client`: such a request must be
