@@ -31,7 +31,7 @@ use roster_core::{
 use serde_json::{Map, Value};
 
 use crate::config::{Config, TaskSupport};
-use crate::servers::supervisor::{ReconcileHook, Relisting, Runtime, SessionQueue};
+use crate::servers::runtime::{ReconcileHook, Relisting, Runtime, SessionQueue};
 use crate::servers::watches::ResourceWatches;
 use crate::servers::{
     CallOptions, LogLevel, LogSink, NotificationSink, Notifications, OfferingsGeneration,

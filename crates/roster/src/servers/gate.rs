@@ -27,7 +27,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 
-use super::connection::Notifications;
+use super::notifications::Notifications;
 
 /// How often at most a drop report is made while a server is over its rate.
 pub const REPORT_PERIOD: Duration = Duration::from_secs(1);

@@ -36,22 +36,30 @@
 //!   server's tools, then reconnects with the core schedule's backoff; tools return after the
 //!   new connection is listed; repeated failures park the server in `crash-loop`.
 
+mod call;
+mod client_side;
 mod connection;
+mod error;
 pub mod gate;
+mod notifications;
 pub(crate) mod offerings;
 mod refresh;
 pub mod relay;
+pub(crate) mod runtime;
 mod sink;
 pub(crate) mod sse;
+mod status;
 pub(crate) mod stdio;
-pub(crate) mod supervisor;
+mod supervisor;
 pub(crate) mod watches;
 mod wire;
 
-pub use connection::{
-    CallOptions, Confirmer, ConnectError, Connection, ELICITATION_WAIT, InputRound, ListenerId,
-    LogFallback, Negotiated, NotificationListener, Notifications, ProgressListener, RequestError,
-    ServerWatch, ToolListing,
+pub use call::{CallOptions, InputRound};
+pub use client_side::ELICITATION_WAIT;
+pub use connection::{Connection, Negotiated, ToolListing};
+pub use error::{ConnectError, RequestError};
+pub use notifications::{
+    Confirmer, ListenerId, LogFallback, NotificationListener, Notifications, ProgressListener,
 };
 pub use offerings::{PromptEntry, RouteError};
 pub use refresh::{
@@ -59,11 +67,10 @@ pub use refresh::{
     TOOLS_LIST_CHANGED,
 };
 pub use relay::{CallerRelay, InputRequiredOnly, LogLevel};
+pub use runtime::{OfferingsGeneration, ReconcileHook, RelistError, ServerLog};
 pub use sink::{ConfirmFuture, LogSink, NotificationSink};
 pub use sse::{SseError, SseGuard};
+pub use status::{ServerState, ServerStatus};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
-pub use supervisor::{
-    OfferingsGeneration, ReconcileHook, RelistError, ServerLog, ServerState, ServerStatus,
-};
-pub use watches::{RESOURCES_UPDATED, ResourceUpdate, ResourceWatch};
+pub use watches::{RESOURCES_UPDATED, ResourceUpdate, ResourceWatch, ServerWatch};
 pub use wire::WireError;

@@ -21,7 +21,7 @@ use roster_core::{DebounceError, Debouncer};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{ListenerId, Notifications};
+use super::notifications::{ListenerId, Notifications};
 
 /// The method that triggers a re-list.
 pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";

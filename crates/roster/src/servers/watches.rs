@@ -11,11 +11,15 @@ use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
+use rmcp::model::SubscriptionFilter;
+use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use super::connection::{Connection, ServerWatch};
+use super::connection::Connection;
+use super::error::RequestError;
+use super::notifications::relay_listen;
 use super::offerings::RouteError;
-use super::supervisor::{Runtime, Slot};
+use super::runtime::{Runtime, Slot};
 
 /// The notification a server sends when a subscribed resource changed.
 pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
@@ -212,5 +216,81 @@ impl Drop for ResourceWatch {
         };
         let uri = std::mem::take(&mut self.uri);
         runtime.spawn(async move { rt.resource_watches.release(&uri).await });
+    }
+}
+
+/// A subscription to one resource's updates on one connection: a `resources/subscribe` sent
+/// (initialize era), or a `subscriptions/listen` stream for that URI (2026-07-28), closed when
+/// this is dropped or handed to [`Connection::unwatch_resource`].
+#[derive(Debug)]
+pub enum ServerWatch {
+    /// `resources/subscribe` was answered; `resources/unsubscribe` ends it.
+    Subscribed,
+    /// A listen stream relays the URI's updates into [`Notifications`] until this is dropped.
+    Listening(#[allow(dead_code)] tokio_util::sync::DropGuard),
+}
+
+impl Connection {
+    /// Whether the server declared `resources.subscribe` (on 2026-07-28: that its listen
+    /// streams take resource subscriptions).
+    pub fn advertises_subscribe(&self) -> bool {
+        self.capabilities
+            .pointer("/resources/subscribe")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// Subscribes to `uri`'s `notifications/resources/updated`, which then reach this server's
+    /// [`Notifications`] like any other notification. Fails when the server refuses or does
+    /// not acknowledge the URI within `list_timeout`.
+    pub async fn watch_resource(&self, uri: &str) -> Result<ServerWatch, RequestError> {
+        if self.negotiated.legacy {
+            self.request("resources/subscribe", json!({ "uri": uri }))
+                .await?;
+            return Ok(ServerWatch::Subscribed);
+        }
+        let filter = SubscriptionFilter::builder()
+            .resource_subscription(uri)
+            .build();
+        let subscription = tokio::time::timeout(self.list_timeout, self.peer.listen(filter))
+            .await
+            .map_err(|_| RequestError::Timeout(self.list_timeout))??;
+        let accepted = subscription
+            .acknowledged()
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| uris.iter().any(|u| u == uri));
+        if !accepted {
+            return Err(RequestError::Unexpected(format!(
+                "the server did not accept a subscription to {uri}"
+            )));
+        }
+        // Cancelling `stop` drops the subscription, which cancels the listen request.
+        let stop = self.stop.child_token();
+        let (server, uri) = (self.server.clone(), uri.to_owned());
+        relay_listen(
+            subscription,
+            self.notifications.clone(),
+            stop.clone(),
+            move |end| {
+                // Heard again after the next reconnect, which subscribes anew.
+                tracing::warn!(%server, %uri, ?end, "the resource's listen stream ended");
+            },
+        );
+        Ok(ServerWatch::Listening(stop.drop_guard()))
+    }
+
+    /// Ends a subscription [`Connection::watch_resource`] made (`resources/unsubscribe`, or
+    /// the listen stream cancelled). A failure is logged: the server is past caring.
+    pub async fn unwatch_resource(&self, uri: &str, watch: ServerWatch) {
+        match watch {
+            ServerWatch::Subscribed => {
+                let params = json!({ "uri": uri });
+                if let Err(error) = self.request("resources/unsubscribe", params).await {
+                    tracing::debug!(server = %self.server, uri, %error, "resources/unsubscribe failed");
+                }
+            }
+            ServerWatch::Listening(guard) => drop(guard),
+        }
     }
 }

@@ -1,0 +1,284 @@
+//! Requests made on behalf of a client's caller (`tools/call`, `prompts/get`,
+//! `resources/read`): progress, timeout, cancellation, and the rounds of an `input_required`
+//! result answered for a caller that does not take them itself.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rmcp::model::{CancelledNotificationParam, RequestId, RequestMetaObject};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::client_side::Unanswered;
+use super::connection::{Connection, client_request};
+use super::error::RequestError;
+use super::notifications::ProgressListener;
+use super::relay::{self, CallerRelay, InFlightGuard};
+
+/// How a `tools/call` is run.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Give up (and send `notifications/cancelled`) after this long; `None` = wait forever.
+    pub timeout: Option<Duration>,
+    /// Cancelling this token cancels the call (and sends `notifications/cancelled`).
+    pub cancel: Option<CancellationToken>,
+    /// Receives the server's `notifications/progress` for this call.
+    pub progress: Option<ProgressListener>,
+    /// The client behind the call: the server's requests and log messages during it go there
+    /// (see [`super::relay`]). `None`: only the inbox answers (elicitation).
+    pub caller: Option<Arc<dyn CallerRelay>>,
+    /// Answers to the server's `input_required` result of the previous round (SEP-2322).
+    pub input: Option<InputRound>,
+}
+
+/// What a retried request carries after the server answered `input_required` (SEP-2322): the
+/// responses to its `inputRequests`, and its `requestState` echoed back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputRound {
+    /// `inputResponses`: one answer per `inputRequests` key.
+    pub responses: Map<String, Value>,
+    /// `requestState` as the server sent it, if it sent one.
+    pub state: Option<String>,
+}
+
+impl InputRound {
+    /// Puts the answers into a request's params, replacing an earlier round's.
+    pub fn apply(&self, params: &mut Value) {
+        let Some(params) = params.as_object_mut() else {
+            return;
+        };
+        params.insert(
+            "inputResponses".into(),
+            Value::Object(self.responses.clone()),
+        );
+        match &self.state {
+            Some(state) => params.insert("requestState".into(), Value::String(state.clone())),
+            None => params.remove("requestState"),
+        };
+    }
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("cancel", &self.cancel.is_some())
+            .field("progress", &self.progress.is_some())
+            .field("caller", &self.caller.is_some())
+            .field("input", &self.input)
+            .finish()
+    }
+}
+
+impl Connection {
+    /// Calls a tool by the server's own name; returns the raw `CallToolResult` JSON (or, for
+    /// a caller that takes them, an `input_required` result).
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        options: CallOptions,
+    ) -> Result<Value, RequestError> {
+        let mut params = json!({"name": tool});
+        if let Some(arguments) = arguments {
+            params["arguments"] = Value::Object(arguments);
+        }
+        self.interactive("tools/call", params, options).await
+    }
+
+    /// Sends a request the server may answer with `input_required` (`tools/call`,
+    /// `prompts/get`, `resources/read`) on behalf of `options.caller`, and returns the final
+    /// result JSON. A caller that takes `input_required` results gets them untouched; for any
+    /// other roster answers the input requests (the caller, or the inbox for an elicitation)
+    /// and retries, at most [`relay::MAX_INPUT_ROUNDS`] times. `options.timeout` bounds each
+    /// wait for the server.
+    pub async fn interactive(
+        &self,
+        method: &str,
+        mut params: Value,
+        options: CallOptions,
+    ) -> Result<Value, RequestError> {
+        if let Some(input) = &options.input {
+            input.apply(&mut params);
+        }
+        let caller = options.caller.clone();
+        let in_flight = self.shared.in_flight.enter(caller.clone());
+        let cancel = options.cancel.clone().unwrap_or_default();
+        for _ in 0..=relay::MAX_INPUT_ROUNDS {
+            let answer = self.round(method, &params, &options, &in_flight).await?;
+            let passes_through = caller.as_ref().is_some_and(|c| c.takes_input_required());
+            if !relay::is_input_required(&answer) || passes_through {
+                return Ok(answer);
+            }
+            self.fulfil(&answer, caller.as_ref(), &cancel)
+                .await?
+                .apply(&mut params);
+        }
+        Err(RequestError::Unexpected(format!(
+            "{method} still asked for input after {} rounds",
+            relay::MAX_INPUT_ROUNDS
+        )))
+    }
+
+    /// One request and its answer, with progress, timeout and cancellation.
+    async fn round(
+        &self,
+        method: &str,
+        params: &Value,
+        options: &CallOptions,
+        in_flight: &InFlightGuard<'_>,
+    ) -> Result<Value, RequestError> {
+        let request = client_request(json!({"method": method, "params": params}))?;
+        let mut request_options = rmcp::service::PeerRequestOptions::no_options();
+        if !self.negotiated.legacy {
+            request_options = request_options.with_meta(self.request_meta(options));
+        }
+        let handle = self
+            .peer
+            .send_cancellable_request(request, request_options)
+            .await?;
+        let id = handle.id.clone();
+        in_flight.sent_as(id.clone());
+        let token = serde_json::to_value(&handle.progress_token.0)
+            .map(|t| t.to_string())
+            .unwrap_or_default();
+        if let Some(progress) = options.progress.clone() {
+            // Early progress for this token is replayed; the wait below keeps the order.
+            self.notifications.watch_progress(token.clone(), progress);
+        }
+        let cancel = options.cancel.clone().unwrap_or_default();
+        let timeout = async {
+            match options.timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            answer = handle.await_response() => answer.map_err(RequestError::from),
+            _ = timeout => {
+                self.send_cancelled(&id, "timed out").await;
+                Err(RequestError::Timeout(options.timeout.unwrap_or_default()))
+            }
+            _ = cancel.cancelled() => {
+                self.send_cancelled(&id, "cancelled by the client").await;
+                Err(RequestError::Cancelled)
+            }
+            // Answered now rather than when the transport is torn down, and in words: the
+            // caller's client gets an error naming the shutdown, not a silent end.
+            () = self.stop.cancelled() => Err(if self.closed_by_roster.load(Ordering::Acquire) {
+                RequestError::ShuttingDown(self.server.to_string())
+            } else {
+                RequestError::Closed
+            }),
+        };
+        self.handled_call_notifications().await;
+        self.notifications.unwatch_progress(&token);
+        let raw = self.raw.take(&id);
+        let typed = outcome?;
+        match raw {
+            Some(raw) => Ok(raw),
+            // An answer rmcp reads as another type (say an empty `{}`) is still the result.
+            None => {
+                serde_json::to_value(typed).map_err(|e| RequestError::Unexpected(e.to_string()))
+            }
+        }
+    }
+
+    /// Waits until the log messages and progress updates that arrived before a call's answer
+    /// are handled, so they reach the call's caller before its result. Over streamable HTTP
+    /// (rmcp's transport, uncounted) it only lets the handlers already spawned run first.
+    async fn handled_call_notifications(&self) {
+        // Handlers are quick; the bound only keeps a miscount from stalling a call.
+        const AT_MOST: Duration = Duration::from_millis(500);
+        let seen = self.raw.call_notifications_seen();
+        let mut handled = self.shared.call_notifications_handled.subscribe();
+        if seen == 0 {
+            tokio::task::yield_now().await;
+            return;
+        }
+        let _ = tokio::time::timeout(AT_MOST, handled.wait_for(|h| *h >= seen)).await;
+    }
+
+    /// The `_meta` a 2026-07-28 server gets with a caller's request: the client capabilities
+    /// roster can relay for this caller, and the log level it asked for.
+    fn request_meta(&self, options: &CallOptions) -> RequestMetaObject {
+        let caller = options.caller.as_ref();
+        let mut meta = json!({
+            "io.modelcontextprotocol/clientCapabilities": self.shared.declared_for(caller),
+        });
+        if let Some(level) = caller.and_then(|c| c.log_level()) {
+            meta["io.modelcontextprotocol/logLevel"] = json!(level);
+        }
+        serde_json::from_value(meta).unwrap_or_default()
+    }
+
+    /// Answers every input request of an `input_required` result for a caller that does not
+    /// take them itself.
+    async fn fulfil(
+        &self,
+        answer: &Value,
+        caller: Option<&Arc<dyn CallerRelay>>,
+        cancel: &CancellationToken,
+    ) -> Result<InputRound, RequestError> {
+        let mut responses = Map::new();
+        let requests = answer.get("inputRequests").and_then(Value::as_object);
+        for (key, request) in requests.into_iter().flatten() {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+            let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+            let error = match self
+                .shared
+                .answer(caller.cloned(), method, params, cancel)
+                .await
+            {
+                Ok(result) => {
+                    responses.insert(key.clone(), result);
+                    continue;
+                }
+                Err(Unanswered::Refused(reason)) => relay::missing_capability(method, &reason),
+                Err(Unanswered::Failed(error)) => error,
+            };
+            return Err(RequestError::Input {
+                method: method.to_owned(),
+                code: error.code.0,
+                message: error.message.into_owned(),
+                data: error.data,
+            });
+        }
+        Ok(InputRound {
+            responses,
+            state: answer
+                .get("requestState")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+
+    async fn send_cancelled(&self, id: &RequestId, reason: &str) {
+        let params = CancelledNotificationParam::new(Some(id.clone()), Some(reason.to_owned()));
+        if let Err(error) = self.peer.notify_cancelled(params).await {
+            tracing::debug!(server = %self.server, %error, "cannot send notifications/cancelled");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_replaces_the_answers_of_the_round_before() {
+        let mut params = json!({"name": "t", "requestState": "old", "inputResponses": {"x": 1}});
+        let mut responses = Map::new();
+        responses.insert("k".into(), json!({"action": "accept"}));
+        InputRound {
+            responses,
+            state: None,
+        }
+        .apply(&mut params);
+        assert_eq!(
+            params,
+            json!({"name": "t", "inputResponses": {"k": {"action": "accept"}}})
+        );
+    }
+}

@@ -1,0 +1,688 @@
+//! The runtime behind [`crate::Roster`]: the registry and schedule, one slot per server, the
+//! shared listing path for tools and offerings, delta fan-out to sessions, log levels and
+//! status. Each enabled server's connection is kept by its task in [`super::supervisor`].
+//!
+//! A server's `list_changed` (tools, prompts or resources) is recorded on the connection's
+//! reader: it marks the server stale in the core [`Schedule`] (a short lock, nothing dialled)
+//! and nudges the server's [`RefreshHook`]. The next turn lists every stale server before it
+//! answers; the hook's trailing edge lists a server only if it is still stale then, so the
+//! debounce governs just the background re-list when no turn comes.
+//!
+//! Locks: `state` (registry + schedule) and the per-slot `std` mutexes are never held across an
+//! `.await`. `Slot::listing` and `Slot::offerings_listing` (tokio mutexes) make one listing per
+//! server in flight at a time; callers that only want a listing when one is due re-check inside
+//! them, so concurrent turns share one listing instead of each taking their own.
+
+use crate::sync::{lock, read, write};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use roster_core::schedule::effective_ttl;
+use roster_core::{
+    Delta, DeltaQueue, Listing, ListingState, ListingTicket, Schedule, ToolRegistry,
+};
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::connection::Connection;
+use super::notifications::Notifications;
+use super::offerings::{Changed, Offerings};
+use super::refresh::{
+    PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RefreshHook, TOOLS_LIST_CHANGED,
+};
+use super::relay::LogLevel;
+use super::sink::NotificationSink;
+use super::status::{ServerState, ServerStatus};
+use super::stdio::ChildExit;
+use super::watches::ResourceWatches;
+use crate::config::{GatewayConfig, ServerConfig};
+
+/// Called with `(server, delta)` after every non-empty delta (a reconcile, or a server's tools
+/// removed when it went down), once the delta is queued for the sessions. The skill catalog
+/// plugs `SkillRegistry::refresh_all` in here, reading tools through
+/// [`crate::Roster::tool_lookup`]. No roster lock is held while it runs.
+pub type ReconcileHook = Arc<dyn Fn(&str, &Delta) + Send + Sync>;
+
+#[derive(Debug)]
+pub(super) struct Live {
+    pub(super) state: ServerState,
+    pub(super) protocol_version: Option<String>,
+    pub(super) restarts: u64,
+    pub(super) last_error: Option<String>,
+}
+
+/// Everything roster keeps about one configured server.
+pub(crate) struct Slot {
+    pub(crate) name: String,
+    pub(crate) config: ServerConfig,
+    pub(crate) notifications: Arc<Notifications>,
+    pub(super) connection: Mutex<Option<Arc<Connection>>>,
+    pub(super) live: Mutex<Live>,
+    listing: tokio::sync::Mutex<()>,
+    offerings_listing: tokio::sync::Mutex<()>,
+    refresh: Mutex<Option<RefreshHook>>,
+    pub(super) first_attempt: watch::Sender<bool>,
+}
+
+impl Slot {
+    pub(crate) fn connection(&self) -> Option<Arc<Connection>> {
+        lock(&self.connection).clone()
+    }
+
+    pub(super) fn set_state(&self, state: ServerState) {
+        lock(&self.live).state = state;
+    }
+
+    pub(crate) fn refresh_hook(&self) -> Option<RefreshHook> {
+        lock(&self.refresh).clone()
+    }
+}
+
+/// When [`Runtime::relist`] and [`Runtime::list_offerings`] list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relisting {
+    /// Always (a fresh connection, [`crate::Roster::relist`]).
+    Always,
+    /// Only if the schedule says the server is due and no listing that answers what the turn
+    /// knew at its start finished since (a turn: concurrent turns share one listing).
+    IfDue {
+        /// When the turn started.
+        turn_started: Instant,
+        /// The server's tools changes the turn knew of at its start.
+        tools: ListingTicket,
+        /// The server's offerings changes the turn knew of at its start.
+        offerings: ListingTicket,
+    },
+    /// Only if a `list_changed` is still unanswered (the debounce's trailing edge: a turn may
+    /// have listed the server already).
+    IfStale,
+}
+
+/// Why a re-list did not happen.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RelistError {
+    /// The server has no live connection (it is starting, restarting or disabled).
+    #[error("server `{0}` is not connected")]
+    NotConnected(String),
+    /// `tools/list` failed; the server is retried at the next turn its backoff allows.
+    #[error("listing server `{server}` failed: {error}")]
+    Failed {
+        /// The server.
+        server: String,
+        /// What failed.
+        error: String,
+    },
+    /// No server of that name is configured.
+    #[error("no server named `{0}` is configured")]
+    Unknown(String),
+}
+
+/// How often the client-visible prompts and resources have changed; a watcher compares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OfferingsGeneration {
+    /// Changes of the prompt set.
+    pub prompts: u64,
+    /// Changes of the resource or resource template set.
+    pub resources: u64,
+}
+
+/// One session's queue of deltas and a counter of deltas queued, to wait on.
+pub(crate) struct SessionQueue {
+    pub(crate) deltas: Mutex<DeltaQueue>,
+    pub(crate) generation: watch::Sender<u64>,
+}
+
+impl Default for SessionQueue {
+    fn default() -> Self {
+        SessionQueue {
+            deltas: Mutex::new(DeltaQueue::new()),
+            generation: watch::channel(0).0,
+        }
+    }
+}
+
+pub(crate) struct State {
+    pub(crate) registry: ToolRegistry,
+    pub(crate) schedule: Schedule,
+}
+
+pub(crate) struct Runtime {
+    pub(crate) gateway: GatewayConfig,
+    pub(crate) state: Mutex<State>,
+    pub(crate) slots: BTreeMap<String, Arc<Slot>>,
+    pub(crate) offerings: Mutex<Offerings>,
+    /// Bumped per kind when the client-visible prompts or resources change.
+    pub(crate) offerings_changed: watch::Sender<OfferingsGeneration>,
+    /// Resources subscribed at the servers for client sessions.
+    pub(crate) resource_watches: ResourceWatches,
+    sessions: Mutex<Vec<Weak<SessionQueue>>>,
+    sink: Arc<dyn NotificationSink>,
+    reconcile_hook: RwLock<Option<ReconcileHook>>,
+    /// The most verbose log level any client asked for; sent to every initialize-era server
+    /// that advertises `logging`, at each connection.
+    pub(crate) log_level: Mutex<Option<LogLevel>>,
+    /// Log messages servers sent while no request was in flight to them.
+    pub(crate) server_logs: broadcast::Sender<ServerLog>,
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// A server's log message sent outside any request (`notifications/message` params).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerLog {
+    /// The server's configured name.
+    pub server: String,
+    /// The notification's params (`level`, `logger`, `data`).
+    pub params: serde_json::Value,
+}
+
+impl Runtime {
+    pub(crate) fn new(
+        gateway: GatewayConfig,
+        servers: &BTreeMap<String, ServerConfig>,
+        order: &[String],
+        sink: Arc<dyn NotificationSink>,
+        reconcile_hook: Option<ReconcileHook>,
+    ) -> Arc<Runtime> {
+        // Config order first; any server the order misses (a hand-built Config) by name.
+        let mut ordered: Vec<&String> = order.iter().filter(|n| servers.contains_key(*n)).collect();
+        ordered.extend(servers.keys().filter(|n| !order.contains(n)));
+        ordered.dedup();
+        let enabled: Vec<String> = ordered
+            .into_iter()
+            .filter(|name| servers.get(*name).is_some_and(|c| c.enabled))
+            .cloned()
+            .collect();
+        let registry = ToolRegistry::new(enabled.clone(), gateway.naming_config());
+        let offerings = Offerings::new(enabled.clone(), gateway.naming_config());
+        let schedule = Schedule::new(enabled, gateway.schedule_config());
+        let slots = servers
+            .iter()
+            .map(|(name, config)| {
+                let (first_attempt, _) = watch::channel(!config.enabled);
+                let slot = Slot {
+                    name: name.clone(),
+                    config: config.clone(),
+                    notifications: Notifications::new(),
+                    connection: Mutex::new(None),
+                    live: Mutex::new(Live {
+                        state: if config.enabled {
+                            ServerState::Connecting
+                        } else {
+                            ServerState::Disabled
+                        },
+                        protocol_version: None,
+                        restarts: 0,
+                        last_error: None,
+                    }),
+                    listing: tokio::sync::Mutex::new(()),
+                    offerings_listing: tokio::sync::Mutex::new(()),
+                    refresh: Mutex::new(None),
+                    first_attempt,
+                };
+                (name.clone(), Arc::new(slot))
+            })
+            .collect();
+        Arc::new(Runtime {
+            gateway,
+            state: Mutex::new(State { registry, schedule }),
+            slots,
+            offerings: Mutex::new(offerings),
+            offerings_changed: watch::channel(OfferingsGeneration::default()).0,
+            resource_watches: ResourceWatches::default(),
+            sessions: Mutex::new(Vec::new()),
+            sink,
+            reconcile_hook: RwLock::new(reconcile_hook),
+            log_level: Mutex::new(None),
+            server_logs: broadcast::channel(64).0,
+            shutdown: CancellationToken::new(),
+        })
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    pub(crate) fn set_reconcile_hook(&self, hook: Option<ReconcileHook>) {
+        *write(&self.reconcile_hook) = hook;
+    }
+
+    /// Wires notifications (inbox, refresh hook) and starts every enabled server's supervisor.
+    pub(crate) fn launch(self: &Arc<Self>) -> Result<(), super::refresh::RefreshHookError> {
+        let dynamic = self.gateway.dynamic_tools;
+        for slot in self.slots.values().filter(|s| s.config.enabled) {
+            if self.sink.can_confirm() {
+                let sink = self.sink.clone();
+                let channel = slot.name.clone();
+                slot.notifications
+                    .set_confirmer(Some(Arc::new(move |request| {
+                        sink.confirm(&channel, request)
+                    })));
+            }
+            let logs = self.server_logs.clone();
+            let channel = slot.name.clone();
+            slot.notifications
+                .set_log_fallback(Some(Arc::new(move |params| {
+                    // Nobody listening is fine: the inbox has the message.
+                    let _ = logs.send(ServerLog {
+                        server: channel.clone(),
+                        params: params.clone(),
+                    });
+                })));
+            let sink = self.sink.clone();
+            let channel = slot.name.clone();
+            slot.notifications
+                .add_notification_listener(move |method, params| {
+                    let list_changed = [
+                        TOOLS_LIST_CHANGED,
+                        PROMPTS_LIST_CHANGED,
+                        RESOURCES_LIST_CHANGED,
+                    ];
+                    let handled = (list_changed.contains(&method) && dynamic)
+                        || method == "notifications/progress";
+                    sink.record(&channel, method, params.clone(), handled);
+                });
+            self.resource_watches.relay_updates_of(slot);
+            if dynamic {
+                let weak_rt = Arc::downgrade(self);
+                let weak_slot = Arc::downgrade(slot);
+                let hook = RefreshHook::with_window(
+                    self.gateway.debounce,
+                    Arc::new(move || {
+                        let (rt, slot) = (weak_rt.upgrade(), weak_slot.upgrade());
+                        Box::pin(async move {
+                            if let (Some(rt), Some(slot)) = (rt, slot) {
+                                let _ = rt.relist(&slot, Relisting::IfStale).await;
+                                rt.list_offerings(&slot, Relisting::IfStale).await;
+                            }
+                        })
+                    }),
+                )?;
+                let weak_rt = Arc::downgrade(self);
+                let (name, nudge) = (slot.name.clone(), hook.clone());
+                slot.notifications
+                    .add_notification_listener(move |method, _| {
+                        let tools = method == TOOLS_LIST_CHANGED;
+                        if !tools
+                            && method != PROMPTS_LIST_CHANGED
+                            && method != RESOURCES_LIST_CHANGED
+                        {
+                            return;
+                        }
+                        // On the reader: record and return; the listing is the next turn's
+                        // (or the trailing edge's) to take.
+                        if let Some(rt) = weak_rt.upgrade() {
+                            rt.mark_stale(&name, tools);
+                        }
+                        nudge.schedule();
+                    });
+                *lock(&slot.refresh) = Some(hook);
+            }
+            tokio::spawn(super::supervisor::supervise(self.clone(), slot.clone()));
+        }
+        Ok(())
+    }
+
+    /// Waits until every enabled server finished its first connection attempt, or `limit`.
+    pub(crate) async fn wait_first_attempts(&self, limit: Duration) {
+        let waits = self.slots.values().map(|slot| {
+            let mut rx = slot.first_attempt.subscribe();
+            async move {
+                let _ = rx.wait_for(|done| *done).await;
+            }
+        });
+        let _ = tokio::time::timeout(limit, futures::future::join_all(waits)).await;
+    }
+
+    /// Lowers the log level servers are asked for to `level` when that is more verbose than
+    /// what any client asked before; returns whether it changed.
+    pub(crate) fn lower_log_level(&self, level: LogLevel) -> bool {
+        let mut current = lock(&self.log_level);
+        if current.is_some_and(|c| c <= level) {
+            return false;
+        }
+        *current = Some(level);
+        true
+    }
+
+    /// A `list_changed` from `server`: its tools (or else its prompts and resources) are
+    /// stale from now on. Takes only the state lock; safe on a connection's reader.
+    fn mark_stale(&self, server: &str, tools: bool) {
+        let mut state = self.state();
+        if let Some(schedule) = state.schedule.server_mut(server) {
+            if tools {
+                schedule.mark_stale();
+            } else {
+                schedule.mark_offerings_stale();
+            }
+        }
+    }
+
+    pub(crate) fn new_session(&self) -> Arc<SessionQueue> {
+        let queue = Arc::new(SessionQueue::default());
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|s| s.strong_count() > 0);
+        sessions.push(Arc::downgrade(&queue));
+        queue
+    }
+
+    pub(super) fn publish(&self, server: &str, delta: &Delta) {
+        if delta.is_empty() {
+            return;
+        }
+        tracing::info!(
+            server,
+            added = delta.added.len(),
+            changed = delta.changed.len(),
+            removed = delta.removed.len(),
+            "tools changed"
+        );
+        lock(&self.sessions).retain(|weak| match weak.upgrade() {
+            Some(queue) => {
+                lock(&queue.deltas).push(delta.clone());
+                queue.generation.send_modify(|g| *g += 1);
+                true
+            }
+            None => false,
+        });
+        let hook = read(&self.reconcile_hook).clone();
+        if let Some(hook) = hook {
+            hook(server, delta);
+        }
+    }
+
+    /// Lists the prompts, resources and resource templates a server advertises and publishes
+    /// what changed. A kind whose listing fails keeps what it had. One at a time per server;
+    /// `when` as for [`Runtime::relist`].
+    pub(crate) async fn list_offerings(&self, slot: &Slot, when: Relisting) {
+        let _one_at_a_time = slot.offerings_listing.lock().await;
+        let ticket = {
+            let state = self.state();
+            let Some(schedule) = state.schedule.server(&slot.name) else {
+                return;
+            };
+            let skip = match when {
+                Relisting::Always => false,
+                Relisting::IfDue { offerings, .. } => schedule.offerings_answer(offerings),
+                Relisting::IfStale => !schedule.offerings_stale(),
+            };
+            if skip {
+                return;
+            }
+            schedule.offerings_ticket()
+        };
+        let Some(connection) = slot.connection() else {
+            return;
+        };
+        let mut offerings = lock(&self.offerings)
+            .by_server(&slot.name)
+            .cloned()
+            .unwrap_or_default();
+        let kinds: [(&str, &str, &str, &mut Vec<serde_json::Value>); 3] = [
+            ("prompts", "prompts/list", "prompts", &mut offerings.prompts),
+            (
+                "resources",
+                "resources/list",
+                "resources",
+                &mut offerings.resources,
+            ),
+            (
+                "resources",
+                "resources/templates/list",
+                "resourceTemplates",
+                &mut offerings.templates,
+            ),
+        ];
+        for (capability, method, field, items) in kinds {
+            if !connection.advertises(capability) {
+                items.clear();
+                continue;
+            }
+            match connection.list_all(method, field).await {
+                Ok(listed) => *items = listed,
+                Err(error) => tracing::warn!(server = %slot.name, method, %error, "listing failed"),
+            }
+        }
+        let changed = {
+            let mut all = lock(&self.offerings);
+            // As for tools: a listing that finished as the server died brings nothing back.
+            let current = slot
+                .connection()
+                .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed());
+            if !current {
+                return;
+            }
+            all.set(&slot.name, offerings)
+        };
+        if let Some(schedule) = self.state().schedule.server_mut(&slot.name) {
+            schedule.offerings_listed(ticket);
+        }
+        self.publish_offerings(changed);
+    }
+
+    pub(super) fn publish_offerings(&self, changed: Changed) {
+        if changed.prompts || changed.resources {
+            self.offerings_changed.send_modify(|g| {
+                g.prompts += u64::from(changed.prompts);
+                g.resources += u64::from(changed.resources);
+            });
+        }
+    }
+
+    /// Takes one server's listing and reconciles it. One listing per server at a time.
+    pub(crate) async fn relist(&self, slot: &Slot, when: Relisting) -> Result<Delta, RelistError> {
+        let _one_at_a_time = slot.listing.lock().await;
+        let ticket = {
+            let state = self.state();
+            // Only enabled servers are scheduled; a disabled one is never connected.
+            let Some(schedule) = state.schedule.server(&slot.name) else {
+                return Err(RelistError::NotConnected(slot.name.clone()));
+            };
+            let skip = match when {
+                Relisting::Always => false,
+                Relisting::IfDue {
+                    turn_started,
+                    tools,
+                    ..
+                } => {
+                    // A listing that finished while this turn waited for the lock is this
+                    // turn's listing too (even when a ttlMs of 0 makes the server due again at
+                    // once), provided it started after every change the turn knew of.
+                    let fresh = schedule.answers(tools)
+                        && schedule.last_listed().is_some_and(|at| at >= turn_started);
+                    fresh || !schedule.needs_listing(Instant::now())
+                }
+                Relisting::IfStale => !matches!(schedule.state(), ListingState::Stale { .. }),
+            };
+            if skip {
+                return Ok(Delta::default());
+            }
+            // Taken before the request goes out: a list_changed read after this is not
+            // answered by this listing, and leaves the server stale.
+            schedule.listing_ticket()
+        };
+        let Some(connection) = slot.connection() else {
+            return Err(RelistError::NotConnected(slot.name.clone()));
+        };
+        match connection.list_tools().await {
+            Ok(listing) => {
+                // Fingerprints are computed here, outside the lock; the copies the reconcile
+                // does not keep are freed after the lock is released.
+                let tools: Listing = listing
+                    .tools
+                    .into_iter()
+                    .filter(|t| slot.config.tools.permits(&t.name))
+                    .collect();
+                let (delta, superseded) = {
+                    let mut state = self.state();
+                    // Checked under the state lock: the death path takes the connection before
+                    // it removes the server's tools under this lock, so a listing that
+                    // completed as the server died can never bring a dead server's tools back.
+                    let current = slot
+                        .connection()
+                        .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed());
+                    if !current {
+                        return Err(RelistError::NotConnected(slot.name.clone()));
+                    }
+                    if let Some(schedule) = state.schedule.server_mut(&slot.name) {
+                        let announces = connection.negotiated().advertises_list_changed;
+                        let ttl = effective_ttl(listing.ttl, announces);
+                        schedule.listed_with(ticket, Instant::now(), ttl);
+                    }
+                    state.registry.reconcile_listing(&slot.name, tools)
+                };
+                drop(superseded);
+                self.publish(&slot.name, &delta);
+                Ok(delta)
+            }
+            Err(error) => {
+                let closed = matches!(error, super::RequestError::Closed) || connection.is_closed();
+                let error = error.to_string();
+                if closed {
+                    // The server died under the listing: the supervisor records that crash
+                    // once; counting it here too would reach crash-loop twice as fast.
+                    tracing::info!(server = %slot.name, %error, "listing ended with the connection");
+                    return Err(RelistError::NotConnected(slot.name.clone()));
+                }
+                tracing::warn!(server = %slot.name, %error, "listing failed");
+                self.record_failure(slot, &error);
+                // The connection itself is fine; keep showing it as connected.
+                if slot.connection().is_some_and(|c| !c.is_closed()) {
+                    slot.set_state(ServerState::Connected);
+                }
+                Err(RelistError::Failed {
+                    server: slot.name.clone(),
+                    error,
+                })
+            }
+        }
+    }
+
+    pub(super) fn record_failure(&self, slot: &Slot, error: &str) {
+        let crash_loop = {
+            let mut state = self.state();
+            match state.schedule.server_mut(&slot.name) {
+                Some(schedule) => {
+                    schedule.failed(Instant::now(), error);
+                    matches!(schedule.state(), ListingState::CrashLoop { .. })
+                }
+                None => false,
+            }
+        };
+        let mut live = lock(&slot.live);
+        live.last_error = Some(error.to_owned());
+        live.state = if crash_loop {
+            ServerState::CrashLoop
+        } else {
+            ServerState::Disconnected
+        };
+    }
+
+    /// Re-lists every connected server that is due (stale, expired, failed and past its
+    /// backoff) or whose prompts or resources are stale, concurrently, waiting at most
+    /// `turn_wait`: a slower listing goes on in the background and its delta reaches the
+    /// session at a later turn.
+    pub(crate) async fn list_due(self: &Arc<Self>) {
+        let turn_started = Instant::now();
+        let due: Vec<(Arc<Slot>, bool, Relisting)> = {
+            let state = self.state();
+            state
+                .schedule
+                .iter()
+                .filter_map(|(name, schedule)| {
+                    let tools = schedule.needs_listing(turn_started);
+                    if !tools && !schedule.offerings_stale() {
+                        return None;
+                    }
+                    let when = Relisting::IfDue {
+                        turn_started,
+                        tools: schedule.listing_ticket(),
+                        offerings: schedule.offerings_ticket(),
+                    };
+                    Some((self.slots.get(name)?.clone(), tools, when))
+                })
+                .collect()
+        };
+        let listings: Vec<_> = due
+            .into_iter()
+            .filter(|(slot, ..)| slot.connection().is_some())
+            .map(|(slot, tools, when)| {
+                let rt = self.clone();
+                tokio::spawn(async move {
+                    if tools {
+                        let _ = rt.relist(&slot, when).await;
+                    }
+                    rt.list_offerings(&slot, when).await;
+                })
+            })
+            .collect();
+        if listings.is_empty() {
+            return;
+        }
+        let all = futures::future::join_all(listings);
+        if tokio::time::timeout(self.gateway.turn_wait, all)
+            .await
+            .is_err()
+        {
+            tracing::info!("a listing outlasted the turn wait; it finishes in the background");
+        }
+    }
+
+    pub(crate) fn status(&self) -> Vec<ServerStatus> {
+        let state = self.state();
+        let counts: BTreeMap<&str, usize> = state.registry.tool_counts().into_iter().collect();
+        self.slots
+            .values()
+            .map(|slot| {
+                let live = lock(&slot.live);
+                let listing = state.schedule.server(&slot.name).map(|s| s.state().clone());
+                let connection = slot.connection();
+                let mut server_state = live.state;
+                if matches!(listing, Some(ListingState::CrashLoop { .. })) && connection.is_none() {
+                    server_state = ServerState::CrashLoop;
+                }
+                ServerStatus {
+                    name: slot.name.clone(),
+                    state: server_state,
+                    listing,
+                    tools: counts.get(slot.name.as_str()).copied().unwrap_or(0),
+                    protocol_version: live.protocol_version.clone(),
+                    restarts: live.restarts,
+                    last_error: live.last_error.clone(),
+                    pid: connection.and_then(|c| c.pid()),
+                    refresh_count: slot.refresh_hook().map_or(0, |h| h.refresh_count()),
+                    refresh_pending: slot.refresh_hook().is_some_and(|h| h.is_pending()),
+                }
+            })
+            .collect()
+    }
+
+    /// Stops every server; returns, for each stdio server, a receiver that turns `Exited`
+    /// once its process is gone (see [`Runtime::stop_and_wait`]).
+    pub(crate) fn stop(&self) -> Vec<watch::Receiver<ChildExit>> {
+        self.shutdown.cancel();
+        let mut exits = Vec::new();
+        for slot in self.slots.values() {
+            if let Some(hook) = slot.refresh_hook() {
+                hook.cancel();
+            }
+            if let Some(connection) = lock(&slot.connection).take() {
+                exits.extend(connection.child_exit());
+                connection.close();
+            }
+        }
+        exits
+    }
+
+    /// [`Runtime::stop`], then waits (at most `kill_grace` and a second) until every stdio
+    /// server's process is gone: the waiter that sends SIGKILL after the grace period, and to
+    /// the group of a server that ended, runs on this runtime, which ends when roster returns.
+    pub(crate) async fn stop_and_wait(&self) {
+        let exits = self.stop();
+        let limit = self.gateway.server_limits.kill_grace + Duration::from_secs(1);
+        let gone = exits.into_iter().map(|mut exit| async move {
+            let _ = exit.wait_for(|e| matches!(e, ChildExit::Exited(_))).await;
+        });
+        let _ = tokio::time::timeout(limit, futures::future::join_all(gone)).await;
+    }
+}
