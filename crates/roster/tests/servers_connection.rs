@@ -47,8 +47,8 @@ async fn exercise(config: ServerConfig, expect_legacy: bool) {
     let notifications = Notifications::new();
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = seen.clone();
-    notifications.add_notification_listener(move |method, _| {
-        sink.lock().expect("lock").push(method.to_owned());
+    notifications.add_notification_listener(move |event| {
+        sink.lock().expect("lock").push(event.method().to_owned());
     });
     let conn = Connection::connect("dyn", &config, notifications)
         .await

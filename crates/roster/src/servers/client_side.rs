@@ -1,5 +1,5 @@
 //! roster's side of the rmcp client: what roster answers when a server sends a request, and
-//! how each server notification reaches the listener hub.
+//! how each server notification reaches the listener hub (as one [`ServerEvent`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::event::ServerEvent;
 use super::notifications::Notifications;
 use super::relay::{self, CallerRelay, InFlight, LogLevel};
 use crate::inbox::{ConfirmDecision, ConfirmRequest};
@@ -22,8 +23,8 @@ use crate::inbox::{ConfirmDecision, ConfirmRequest};
 /// How long a server's `elicitation/create` waits for a person before it is declined.
 pub const ELICITATION_WAIT: Duration = Duration::from_secs(300);
 /// roster's side of the rmcp client: answers the requests a server sends (relaying them to the
-/// caller in flight, see [`super::relay`]) and turns every notification into
-/// `(method, params)` for [`Notifications`].
+/// caller in flight, see [`super::relay`]) and turns every notification into a
+/// [`ServerEvent`] for [`Notifications`].
 pub(super) struct ClientSide {
     pub(super) shared: Arc<ClientShared>,
 }
@@ -100,23 +101,17 @@ impl Service<RoleClient> for ClientSide {
         notification: ServerNotification,
         _context: NotificationContext<RoleClient>,
     ) -> Result<(), ErrorData> {
-        match serde_json::to_value(&notification) {
-            Ok(value) => {
-                let params = value.get("params").cloned().unwrap_or(Value::Null);
-                let method = method_of(&value);
-                if method == relay::LOG_MESSAGE {
-                    self.shared.relay_log(&params);
-                }
-                self.shared
-                    .notifications
-                    .dispatch_notification(method, &params);
-                if super::wire::CALL_NOTIFICATIONS.contains(&method) {
-                    self.shared
-                        .call_notifications_handled
-                        .send_modify(|handled| *handled += 1);
-                }
-            }
-            Err(error) => tracing::warn!(%error, "cannot read a server notification"),
+        let Some(event) = ServerEvent::from_notification(&notification) else {
+            return Ok(());
+        };
+        if let ServerEvent::Log { params } = &event {
+            self.shared.relay_log(params);
+        }
+        self.shared.notifications.dispatch(&event);
+        if event.belongs_to_call() {
+            self.shared
+                .call_notifications_handled
+                .send_modify(|handled| *handled += 1);
         }
         Ok(())
     }
@@ -274,7 +269,7 @@ fn confirm_content(schema: Option<&Value>) -> Option<Value> {
     Some(Value::Object(content))
 }
 
-pub(super) fn method_of(value: &Value) -> &str {
+fn method_of(value: &Value) -> &str {
     value.get("method").and_then(Value::as_str).unwrap_or("?")
 }
 

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client_side::{ClientShared, ClientSide};
 use super::error::{ConnectError, RequestError};
+use super::event::ServerEvent;
 use super::gate::{GatedTransport, NotificationGate, NotificationRate};
 use super::notifications::{ListenerId, Notifications, relay_listen};
 use super::relay::{InFlight, LogLevel};
@@ -339,7 +340,7 @@ impl Connection {
     /// Adds a listener for every notification of this server (it survives reconnects).
     pub fn add_notification_listener(
         &self,
-        listener: impl Fn(&str, &Value) + Send + Sync + 'static,
+        listener: impl Fn(&ServerEvent) + Send + Sync + 'static,
     ) -> ListenerId {
         self.notifications.add_notification_listener(listener)
     }

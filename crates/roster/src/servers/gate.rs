@@ -27,6 +27,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 
+use super::event::ListKind;
 use super::notifications::Notifications;
 
 /// How often at most a drop report is made while a server is over its rate.
@@ -38,9 +39,9 @@ pub const DROPPED: &str = "notifications/roster/dropped";
 
 /// The notifications that are coalesced instead of dropped.
 const COALESCED: [&str; 3] = [
-    super::refresh::TOOLS_LIST_CHANGED,
-    super::refresh::PROMPTS_LIST_CHANGED,
-    super::refresh::RESOURCES_LIST_CHANGED,
+    ListKind::ALL[0].method(),
+    ListKind::ALL[1].method(),
+    ListKind::ALL[2].method(),
 ];
 
 /// How many notifications per second a server may send (`rate`), and at once (`burst`).
@@ -291,9 +292,9 @@ mod tests {
         let notifications = Notifications::new();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
-        notifications.add_notification_listener(move |method, params| {
-            if method == DROPPED {
-                sink.lock().expect("lock").push(params.clone());
+        notifications.add_notification_listener(move |event| {
+            if event.method() == DROPPED {
+                sink.lock().expect("lock").push(event.params().clone());
             }
         });
         let rate = NotificationRate { per_second, burst };
@@ -335,12 +336,12 @@ mod tests {
         let (mut gate, seen) = gate(2, 1);
         let start = gate.refilled;
         assert_eq!(
-            gate.admit(super::super::refresh::TOOLS_LIST_CHANGED, start),
+            gate.admit(super::super::event::TOOLS_LIST_CHANGED, start),
             Admit::Pass
         );
         for _ in 0..100 {
             assert_eq!(
-                gate.admit(super::super::refresh::TOOLS_LIST_CHANGED, start),
+                gate.admit(super::super::event::TOOLS_LIST_CHANGED, start),
                 Admit::Coalesced
             );
         }
@@ -349,7 +350,7 @@ mod tests {
         assert_eq!(gate.tick(start), None, "not before the bucket refills");
         assert_eq!(
             gate.tick(wake),
-            Some(super::super::refresh::TOOLS_LIST_CHANGED)
+            Some(super::super::event::TOOLS_LIST_CHANGED)
         );
         assert_eq!(
             gate.tick(wake + Duration::from_secs(5)),

@@ -40,6 +40,7 @@ mod call;
 mod client_side;
 mod connection;
 mod error;
+mod event;
 pub mod gate;
 mod notifications;
 pub(crate) mod offerings;
@@ -58,19 +59,20 @@ pub use call::{CallOptions, InputRound};
 pub use client_side::ELICITATION_WAIT;
 pub use connection::{Connection, Negotiated, ToolListing};
 pub use error::{ConnectError, RequestError};
+pub use event::{
+    ListKind, PROGRESS, PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RESOURCES_UPDATED,
+    ServerEvent, TOOLS_LIST_CHANGED,
+};
 pub use notifications::{
     Confirmer, ListenerId, LogFallback, NotificationListener, Notifications, ProgressListener,
 };
 pub use offerings::{PromptEntry, RouteError};
-pub use refresh::{
-    PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RefreshHook, RefreshHookError, Relist,
-    TOOLS_LIST_CHANGED,
-};
+pub use refresh::{RefreshHook, RefreshHookError, Relist};
 pub use relay::{CallerRelay, InputRequiredOnly, LogLevel};
 pub use runtime::{OfferingsGeneration, ReconcileHook, RelistError, ServerLog};
 pub use sink::{ConfirmFuture, LogSink, NotificationSink};
 pub use sse::{SseError, SseGuard};
 pub use status::{ServerState, ServerStatus};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
-pub use watches::{RESOURCES_UPDATED, ResourceUpdate, ResourceWatch, ServerWatch};
+pub use watches::{ResourceUpdate, ResourceWatch, ServerWatch};
 pub use wire::WireError;

@@ -1,4 +1,5 @@
-//! The listener hub: every notification a server sends, fanned out to roster's listeners.
+//! The listener hub: every notification a server sends, as a [`ServerEvent`], fanned out to
+//! roster's listeners.
 //!
 //! [`Notifications`] belongs to a server, not to a connection: a listener added once keeps
 //! hearing the server across restarts. Progress goes to the call that asked for it, early
@@ -10,17 +11,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use rmcp::model::ServerNotification;
 use rmcp::service::{Subscription, SubscriptionEnd};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::client_side::method_of;
+use super::event::ServerEvent;
 use crate::inbox::ConfirmRequest;
 
-/// A notification listener: called with the method and params of every notification the
-/// server sends. It runs on the connection's reader, so it must not wait for the server.
-pub type NotificationListener = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+/// A notification listener: called with every notification the server sends. It runs on the
+/// connection's reader, so it must not wait for the server.
+pub type NotificationListener = Arc<dyn Fn(&ServerEvent) + Send + Sync>;
 
 /// Receives `notifications/progress` for one call: `(progress params)`.
 pub type ProgressListener = Arc<dyn Fn(&Value) + Send + Sync>;
@@ -76,7 +76,7 @@ impl Notifications {
     /// Adds a listener for every notification of this server.
     pub fn add_notification_listener(
         &self,
-        listener: impl Fn(&str, &Value) + Send + Sync + 'static,
+        listener: impl Fn(&ServerEvent) + Send + Sync + 'static,
     ) -> ListenerId {
         let id = ListenerId(self.next.fetch_add(1, Ordering::Relaxed));
         write(&self.listeners).push((id, Arc::new(listener)));
@@ -118,16 +118,22 @@ impl Notifications {
         write(&self.listeners).retain(|(l, _)| *l != id);
     }
 
-    /// Delivers one notification to every listener (and a progress notification to the call
-    /// that asked for it). Used by the transports; public so tests can inject notifications.
+    /// Delivers a notification of `method` with `params` as if the server had sent it (roster's
+    /// own reports; tests inject notifications this way).
     pub fn dispatch_notification(&self, method: &str, params: &Value) {
-        if method == "notifications/progress"
-            && let Some(token) = params.get("progressToken")
+        self.dispatch(&ServerEvent::new(method, params.clone()));
+    }
+
+    /// Delivers one event to every listener (and progress to the call that asked for it).
+    pub fn dispatch(&self, event: &ServerEvent) {
+        if let ServerEvent::Progress {
+            token: Some(key),
+            params,
+        } = event
         {
-            let key = token.to_string();
             let listener = {
                 let mut progress = lock(&self.progress);
-                let listener = progress.listeners.get(&key).cloned();
+                let listener = progress.listeners.get(key).cloned();
                 if listener.is_none() {
                     let now = std::time::Instant::now();
                     progress
@@ -136,7 +142,7 @@ impl Notifications {
                     if progress.early.len() >= EARLY_PROGRESS_KEPT {
                         progress.early.pop_front();
                     }
-                    progress.early.push_back((now, key, params.clone()));
+                    progress.early.push_back((now, key.clone(), params.clone()));
                 }
                 listener
             };
@@ -150,7 +156,7 @@ impl Notifications {
             .map(|(_, l)| l.clone())
             .collect();
         for listener in listeners {
-            listener(method, params);
+            listener(event);
         }
     }
 
@@ -173,16 +179,6 @@ impl Notifications {
     }
 }
 
-fn dispatch_typed(notifications: &Notifications, notification: &ServerNotification) {
-    match serde_json::to_value(notification) {
-        Ok(value) => {
-            let params = value.get("params").cloned().unwrap_or(Value::Null);
-            notifications.dispatch_notification(method_of(&value), &params);
-        }
-        Err(error) => tracing::warn!(%error, "cannot read a server notification"),
-    }
-}
-
 /// Feeds a `subscriptions/listen` stream's notifications into `fanout` until `stop` is
 /// cancelled (the subscription is dropped, which cancels it) or the stream ends (`ended` is
 /// told how).
@@ -196,7 +192,11 @@ pub(super) fn relay_listen(
         loop {
             tokio::select! {
                 next = subscription.next() => match next {
-                    Ok(Some(notification)) => dispatch_typed(&fanout, &notification),
+                    Ok(Some(notification)) => {
+                        if let Some(event) = ServerEvent::from_notification(&notification) {
+                            fanout.dispatch(&event);
+                        }
+                    }
                     Ok(None) | Err(_) => {
                         ended(subscription.end());
                         return;

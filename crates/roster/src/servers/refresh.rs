@@ -21,16 +21,8 @@ use roster_core::{DebounceError, Debouncer};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::event::ServerEvent;
 use super::notifications::{ListenerId, Notifications};
-
-/// The method that triggers a re-list.
-pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-
-/// A server's prompts changed: re-listed by the same hook.
-pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-
-/// A server's resources changed: re-listed by the same hook.
-pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
 
 /// What the hook runs on the trailing edge: re-list that one server.
 pub type Relist = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
@@ -113,18 +105,12 @@ impl RefreshHook {
         Ok(RefreshHook { inner })
     }
 
-    /// Listens to a server's notifications: each `tools/list_changed` (and prompts' or
-    /// resources' `list_changed`) schedules a re-list.
+    /// Listens to a server's notifications: each `list_changed` (tools, prompts or resources)
+    /// schedules a re-list.
     pub fn subscribe(&self, notifications: &Notifications) -> ListenerId {
         let hook = self.clone();
-        notifications.add_notification_listener(move |method, _| {
-            if [
-                TOOLS_LIST_CHANGED,
-                PROMPTS_LIST_CHANGED,
-                RESOURCES_LIST_CHANGED,
-            ]
-            .contains(&method)
-            {
+        notifications.add_notification_listener(move |event| {
+            if let ServerEvent::ListChanged { .. } = event {
                 hook.schedule();
             }
         })
@@ -248,7 +234,10 @@ mod tests {
                 let n = notifications.clone();
                 tokio::task::spawn_blocking(move || {
                     for _ in 0..50 {
-                        n.dispatch_notification(TOOLS_LIST_CHANGED, &serde_json::Value::Null);
+                        n.dispatch_notification(
+                            crate::servers::TOOLS_LIST_CHANGED,
+                            &serde_json::Value::Null,
+                        );
                         n.dispatch_notification("notifications/message", &serde_json::Value::Null);
                     }
                 })

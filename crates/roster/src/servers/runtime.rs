@@ -14,7 +14,7 @@
 //! them, so concurrent turns share one listing instead of each taking their own.
 
 use crate::sync::{lock, read, write};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -26,11 +26,10 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::Connection;
+use super::event::{ListKind, ServerEvent};
 use super::notifications::Notifications;
 use super::offerings::{Changed, Offerings};
-use super::refresh::{
-    PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RefreshHook, TOOLS_LIST_CHANGED,
-};
+use super::refresh::RefreshHook;
 use super::relay::LogLevel;
 use super::sink::NotificationSink;
 use super::status::{ServerState, ServerStatus};
@@ -61,6 +60,9 @@ pub(crate) struct Slot {
     pub(super) live: Mutex<Live>,
     listing: tokio::sync::Mutex<()>,
     offerings_listing: tokio::sync::Mutex<()>,
+    /// The offerings whose `list_changed` came since the last offerings listing began: the
+    /// next one lists only those. Taken and marked under the `state` lock, with the ticket.
+    stale_offerings: Mutex<BTreeSet<ListKind>>,
     refresh: Mutex<Option<RefreshHook>>,
     pub(super) first_attempt: watch::Sender<bool>,
 }
@@ -217,6 +219,7 @@ impl Runtime {
                     }),
                     listing: tokio::sync::Mutex::new(()),
                     offerings_listing: tokio::sync::Mutex::new(()),
+                    stale_offerings: Mutex::new(BTreeSet::new()),
                     refresh: Mutex::new(None),
                     first_attempt,
                 };
@@ -271,17 +274,14 @@ impl Runtime {
                 })));
             let sink = self.sink.clone();
             let channel = slot.name.clone();
-            slot.notifications
-                .add_notification_listener(move |method, params| {
-                    let list_changed = [
-                        TOOLS_LIST_CHANGED,
-                        PROMPTS_LIST_CHANGED,
-                        RESOURCES_LIST_CHANGED,
-                    ];
-                    let handled = (list_changed.contains(&method) && dynamic)
-                        || method == "notifications/progress";
-                    sink.record(&channel, method, params.clone(), handled);
-                });
+            slot.notifications.add_notification_listener(move |event| {
+                let handled = match event {
+                    ServerEvent::ListChanged { .. } => dynamic,
+                    ServerEvent::Progress { .. } => true,
+                    _ => false,
+                };
+                sink.record(&channel, event.method(), event.params().clone(), handled);
+            });
             self.resource_watches.relay_updates_of(slot);
             if dynamic {
                 let weak_rt = Arc::downgrade(self);
@@ -300,22 +300,17 @@ impl Runtime {
                 )?;
                 let weak_rt = Arc::downgrade(self);
                 let (name, nudge) = (slot.name.clone(), hook.clone());
-                slot.notifications
-                    .add_notification_listener(move |method, _| {
-                        let tools = method == TOOLS_LIST_CHANGED;
-                        if !tools
-                            && method != PROMPTS_LIST_CHANGED
-                            && method != RESOURCES_LIST_CHANGED
-                        {
-                            return;
-                        }
-                        // On the reader: record and return; the listing is the next turn's
-                        // (or the trailing edge's) to take.
-                        if let Some(rt) = weak_rt.upgrade() {
-                            rt.mark_stale(&name, tools);
-                        }
-                        nudge.schedule();
-                    });
+                slot.notifications.add_notification_listener(move |event| {
+                    let ServerEvent::ListChanged { list, .. } = event else {
+                        return;
+                    };
+                    // On the reader: record and return; the listing is the next turn's
+                    // (or the trailing edge's) to take.
+                    if let Some(rt) = weak_rt.upgrade() {
+                        rt.mark_stale(&name, *list);
+                    }
+                    nudge.schedule();
+                });
                 *lock(&slot.refresh) = Some(hook);
             }
             tokio::spawn(super::supervisor::supervise(self.clone(), slot.clone()));
@@ -345,15 +340,20 @@ impl Runtime {
         true
     }
 
-    /// A `list_changed` from `server`: its tools (or else its prompts and resources) are
-    /// stale from now on. Takes only the state lock; safe on a connection's reader.
-    fn mark_stale(&self, server: &str, tools: bool) {
+    /// A `list_changed` from `server`: that list of it is stale from now on. Takes only short
+    /// locks; safe on a connection's reader.
+    fn mark_stale(&self, server: &str, list: ListKind) {
         let mut state = self.state();
-        if let Some(schedule) = state.schedule.server_mut(server) {
-            if tools {
-                schedule.mark_stale();
-            } else {
+        let Some(schedule) = state.schedule.server_mut(server) else {
+            return;
+        };
+        match list {
+            ListKind::Tools => schedule.mark_stale(),
+            ListKind::Prompts | ListKind::Resources => {
                 schedule.mark_offerings_stale();
+                if let Some(slot) = self.slots.get(server) {
+                    lock(&slot.stale_offerings).insert(list);
+                }
             }
         }
     }
@@ -392,11 +392,13 @@ impl Runtime {
     }
 
     /// Lists the prompts, resources and resource templates a server advertises and publishes
-    /// what changed. A kind whose listing fails keeps what it had. One at a time per server;
-    /// `when` as for [`Runtime::relist`].
+    /// what changed: after a `list_changed`, only the lists it named (resources and templates
+    /// go together); on a new connection, or stale for no named list, all of them. A kind
+    /// whose listing fails keeps what it had. One at a time per server; `when` as for
+    /// [`Runtime::relist`].
     pub(crate) async fn list_offerings(&self, slot: &Slot, when: Relisting) {
         let _one_at_a_time = slot.offerings_listing.lock().await;
-        let ticket = {
+        let (ticket, lists) = {
             let state = self.state();
             let Some(schedule) = state.schedule.server(&slot.name) else {
                 return;
@@ -409,7 +411,13 @@ impl Runtime {
             if skip {
                 return;
             }
-            schedule.offerings_ticket()
+            let named = std::mem::take(&mut *lock(&slot.stale_offerings));
+            let lists = if when == Relisting::Always || named.is_empty() {
+                BTreeSet::from([ListKind::Prompts, ListKind::Resources])
+            } else {
+                named
+            };
+            (schedule.offerings_ticket(), lists)
         };
         let Some(connection) = slot.connection() else {
             return;
@@ -418,22 +426,33 @@ impl Runtime {
             .by_server(&slot.name)
             .cloned()
             .unwrap_or_default();
-        let kinds: [(&str, &str, &str, &mut Vec<serde_json::Value>); 3] = [
-            ("prompts", "prompts/list", "prompts", &mut offerings.prompts),
+        let kinds: [(ListKind, &str, &str, &str, &mut Vec<serde_json::Value>); 3] = [
             (
+                ListKind::Prompts,
+                "prompts",
+                "prompts/list",
+                "prompts",
+                &mut offerings.prompts,
+            ),
+            (
+                ListKind::Resources,
                 "resources",
                 "resources/list",
                 "resources",
                 &mut offerings.resources,
             ),
             (
+                ListKind::Resources,
                 "resources",
                 "resources/templates/list",
                 "resourceTemplates",
                 &mut offerings.templates,
             ),
         ];
-        for (capability, method, field, items) in kinds {
+        for (list, capability, method, field, items) in kinds {
+            if !lists.contains(&list) {
+                continue;
+            }
             if !connection.advertises(capability) {
                 items.clear();
                 continue;

@@ -17,12 +17,10 @@ use tokio::sync::broadcast;
 
 use super::connection::Connection;
 use super::error::RequestError;
+use super::event::ServerEvent;
 use super::notifications::relay_listen;
 use super::offerings::RouteError;
 use super::runtime::{Runtime, Slot};
-
-/// The notification a server sends when a subscribed resource changed.
-pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 
 /// How many updates wait for a slow relay before it skips ahead.
 const UPDATES_KEPT: usize = 256;
@@ -66,19 +64,15 @@ impl ResourceWatches {
     pub(crate) fn relay_updates_of(&self, slot: &Slot) {
         let updates = self.updates.clone();
         let server = slot.name.clone();
-        slot.notifications
-            .add_notification_listener(move |method, params| {
-                if method != RESOURCES_UPDATED {
-                    return;
-                }
-                if let Some(uri) = params.get("uri").and_then(serde_json::Value::as_str) {
-                    // Nobody listening is fine: no session watches anything right now.
-                    let _ = updates.send(ResourceUpdate {
-                        server: server.clone(),
-                        uri: uri.to_owned(),
-                    });
-                }
-            });
+        slot.notifications.add_notification_listener(move |event| {
+            if let ServerEvent::ResourceUpdated { uri, .. } = event {
+                // Nobody listening is fine: no session watches anything right now.
+                let _ = updates.send(ResourceUpdate {
+                    server: server.clone(),
+                    uri: uri.clone(),
+                });
+            }
+        });
     }
 
     /// Every server's resource updates from now on.

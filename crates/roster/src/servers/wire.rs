@@ -31,14 +31,11 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use super::event::CALL_NOTIFICATIONS;
 use super::gate::{Admit, NotificationGate};
 
 /// Methods whose raw result a connection wants to read itself.
 const RAW_METHODS: [&str; 2] = ["tools/list", "tools/call"];
-
-/// Notifications that belong to the call in flight (counted, see the module docs).
-pub(crate) const CALL_NOTIFICATIONS: [&str; 2] =
-    ["notifications/message", "notifications/progress"];
 
 /// Raw `result` objects of watched requests, by the request id's JSON text.
 #[derive(Debug, Default, Clone)]
