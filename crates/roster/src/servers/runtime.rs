@@ -412,12 +412,7 @@ impl Runtime {
                 return;
             }
             let named = std::mem::take(&mut *lock(&slot.stale_offerings));
-            let lists = if when == Relisting::Always || named.is_empty() {
-                BTreeSet::from([ListKind::Prompts, ListKind::Resources])
-            } else {
-                named
-            };
-            (schedule.offerings_ticket(), lists)
+            (schedule.offerings_ticket(), offerings_to_list(when, named))
         };
         let Some(connection) = slot.connection() else {
             return;
@@ -703,5 +698,64 @@ impl Runtime {
             let _ = exit.wait_for(|e| matches!(e, ChildExit::Exited(_))).await;
         });
         let _ = tokio::time::timeout(limit, futures::future::join_all(gone)).await;
+    }
+}
+
+/// The offerings lists a listing takes: those a `list_changed` named since the last one, or
+/// all of them for a new connection (or when stale for no named list).
+fn offerings_to_list(when: Relisting, named: BTreeSet<ListKind>) -> BTreeSet<ListKind> {
+    if when == Relisting::Always || named.is_empty() {
+        BTreeSet::from([ListKind::Prompts, ListKind::Resources])
+    } else {
+        named
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::servers::LogSink;
+
+    #[test]
+    fn a_list_changed_names_only_its_own_list() {
+        let mut config = Config::with_servers(Default::default());
+        config
+            .servers
+            .insert("s".into(), ServerConfig::stdio("true", Vec::new()));
+        let rt = Runtime::new(
+            config.gateway,
+            &config.servers,
+            &["s".to_owned()],
+            Arc::new(LogSink),
+            None,
+        );
+        let slot = rt.slots.get("s").expect("slot").clone();
+        rt.mark_stale("s", ListKind::Tools);
+        assert!(lock(&slot.stale_offerings).is_empty());
+        assert!(
+            !rt.state()
+                .schedule
+                .server("s")
+                .expect("s")
+                .offerings_stale()
+        );
+        rt.mark_stale("s", ListKind::Prompts);
+        assert!(
+            rt.state()
+                .schedule
+                .server("s")
+                .expect("s")
+                .offerings_stale()
+        );
+        let named = std::mem::take(&mut *lock(&slot.stale_offerings));
+        assert_eq!(named, BTreeSet::from([ListKind::Prompts]));
+        assert_eq!(
+            offerings_to_list(Relisting::IfStale, named.clone()),
+            BTreeSet::from([ListKind::Prompts])
+        );
+        let all = BTreeSet::from([ListKind::Prompts, ListKind::Resources]);
+        assert_eq!(offerings_to_list(Relisting::Always, named), all);
+        assert_eq!(offerings_to_list(Relisting::IfStale, BTreeSet::new()), all);
     }
 }
