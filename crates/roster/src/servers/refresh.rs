@@ -15,10 +15,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use roster_core::{DebounceError, Debouncer};
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::event::ServerEvent;
@@ -121,7 +122,7 @@ impl RefreshHook {
         if self.is_cancelled() {
             return;
         }
-        self.inner.debouncer().on_notification(now());
+        self.inner.debouncer().on_notification(now().into_std());
         self.inner.wake.notify_one();
     }
 
@@ -150,20 +151,21 @@ impl RefreshHook {
     }
 }
 
-/// Now on tokio's clock (the system clock, unless a test paused it), so the debouncer's
-/// instants and the task's sleeps agree.
+/// Now on tokio's clock (the system clock, unless a test paused it). The hook keeps time on
+/// tokio's clock so its sleeps and a paused test agree; the core debouncer takes plain
+/// instants, converted where they are handed over.
 fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
+    Instant::now()
 }
 
 async fn run(inner: Arc<Inner>, relist: Relist) {
     loop {
-        let deadline = inner.debouncer().deadline();
+        let deadline = inner.debouncer().deadline().map(Instant::from_std);
         let woken = async {
             match deadline {
                 Some(at) => {
                     tokio::select! {
-                        _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {}
+                        _ = tokio::time::sleep_until(at) => {}
                         _ = inner.wake.notified() => {}
                     }
                 }
@@ -174,7 +176,7 @@ async fn run(inner: Arc<Inner>, relist: Relist) {
             _ = woken => {}
             _ = inner.stop.cancelled() => return,
         }
-        let fire = inner.debouncer().poll(now());
+        let fire = inner.debouncer().poll(now().into_std());
         if let Some(fire) = fire {
             tracing::debug!(
                 notifications = fire.notifications,
@@ -246,6 +248,14 @@ mod tests {
         for t in threads {
             t.await.expect("thread");
         }
+        assert!(hook.is_pending());
+        // Paused time stood still while the threads ran: the trailing edge is one window on.
+        tokio::time::advance(window - Duration::from_millis(1)).await;
+        assert_eq!(
+            count.load(Ordering::SeqCst),
+            0,
+            "not before the trailing edge"
+        );
         assert!(hook.is_pending());
         tokio::time::sleep(window * 5).await;
         assert_eq!(count.load(Ordering::SeqCst), 1);
