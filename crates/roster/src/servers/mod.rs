@@ -19,8 +19,10 @@
 //!   `tools/call` is kept by request id and [`roster_core::Tool`] is built from it, unknown
 //!   fields included. On streamable HTTP rmcp decodes inside its transport, so the tool is
 //!   rebuilt from rmcp's typed value and fields rmcp does not know are lost there.
-//! - [`Notifications`]: every notification as `(method, params)`, per server, surviving
-//!   restarts. [`NotificationSink`] is where the inbox records each one.
+//! - [`ServerEvent`]: each notification a server sends, read once at the connection edge
+//!   (`event`); listeners match on its kind, and it gives back its method and params as sent.
+//!   [`Notifications`] (`notifications`, the listener hub) fans it out per server, surviving
+//!   restarts; [`NotificationSink`] is where the inbox records each one.
 //! - [`relay`]: a server's requests (`sampling/createMessage`, `elicitation/create`,
 //!   `roots/list`), its `input_required` results (2026-07-28) and its log messages go to the
 //!   caller of the request in flight ([`CallerRelay`]). An elicitation nobody can take becomes
@@ -28,13 +30,16 @@
 //!   schema's defaults (booleans without one `true`), a no or expiry declines.
 //! - [`RefreshHook`]: `list_changed` → debounced re-list of that one server, on its own task
 //!   (the background one: the server is marked stale at once, and the next turn lists it).
-//! - Resource subscriptions ([`ResourceWatch`]): one subscription per URI at the server that
+//!   Each kind re-lists only its own list: tools, prompts, or resources with their templates.
+//! - Resource watches ([`ResourceWatch`], `watches`): one watch per URI at the server that
 //!   owns it while any client session watches it (`resources/subscribe`, or on a 2026-07-28
 //!   connection a `subscriptions/listen` stream per URI), made again on every reconnect; the
 //!   server's `notifications/resources/updated` are published as [`ResourceUpdate`]s.
-//! - Supervision (inside [`crate::Roster`]): exit, drop or an unanswered ping removes the
-//!   server's tools, then reconnects with the core schedule's backoff; tools return after the
-//!   new connection is listed; repeated failures park the server in `crash-loop`.
+//! - The runtime behind [`crate::Roster`] (`runtime`: registry, schedule, listings, delta
+//!   fan-out, status) and supervision (`supervisor`): exit, drop or an unanswered ping
+//!   removes the server's tools, then reconnects with the core schedule's backoff; tools
+//!   return after the new connection is listed; repeated failures park the server in
+//!   `crash-loop`.
 
 mod call;
 mod client_side;
@@ -74,5 +79,5 @@ pub use sink::{ConfirmFuture, LogSink, NotificationSink};
 pub use sse::{SseError, SseGuard};
 pub use status::{ServerState, ServerStatus};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
-pub use watches::{ResourceUpdate, ResourceWatch, ServerWatch};
+pub use watches::{ResourceUpdate, ResourceWatch};
 pub use wire::WireError;

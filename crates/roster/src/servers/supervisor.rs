@@ -74,7 +74,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         // Tools return only once the new connection has answered a listing.
         let _ = rt.relist(&slot, Relisting::Always).await;
         rt.list_offerings(&slot, Relisting::Always).await;
-        rt.resource_watches.resubscribe(&slot, &connection).await;
+        rt.resource_watches.watch_again(&slot, &connection).await;
         slot.first_attempt.send_replace(true);
 
         let Some(reason) = watch(&rt, &slot, &connection).await else {

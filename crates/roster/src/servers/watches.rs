@@ -1,11 +1,14 @@
-//! Resource subscriptions at the servers, shared by every client session.
+//! Resource watches: a client session's interest in a server resource's updates, made once at
+//! the server however many sessions share it.
 //!
-//! A client session that subscribes to a resource holds a [`ResourceWatch`]; the first watch
-//! of a URI subscribes at the server that owns it (the server whose listing holds the URI, or
-//! whose template matches it), the last one dropped unsubscribes there. A server's
-//! subscriptions are made again on each new connection. Every
-//! `notifications/resources/updated` a server sends is published as a [`ResourceUpdate`];
-//! the gateway relays each one to the sessions that watch that URI on that server.
+//! A client session that subscribes to a resource (`resources/subscribe`) holds a
+//! [`ResourceWatch`]; [`ResourceWatches`] watches a URI at the server that owns it (the server
+//! whose listing holds the URI, or whose template matches it) on its first watch and stops on
+//! its last. On a connection a watch is a [`ConnectionWatch`]: `resources/subscribe` in the
+//! initialize era, a `subscriptions/listen` stream for the URI on 2026-07-28; a server's
+//! watches are made again on each new connection. Every `notifications/resources/updated` a
+//! server sends is published as a [`ResourceUpdate`]; the gateway relays each one to the
+//! sessions that watch that URI on that server.
 
 use crate::sync::lock;
 use std::collections::BTreeMap;
@@ -34,16 +37,16 @@ pub struct ResourceUpdate {
     pub uri: String,
 }
 
-/// One resource subscribed at its server, for as long as any session watches it.
+/// One resource watched at its server, for as long as any session watches it.
 struct Watched {
     server: String,
     holders: usize,
-    /// The subscription on the connection it was made on; `None` while the server is down
-    /// (or refused it on reconnect).
-    on_server: Option<(Weak<Connection>, ServerWatch)>,
+    /// The watch on the connection it was made on; `None` while the server is down (or
+    /// refused it on reconnect).
+    on_server: Option<(Weak<Connection>, ConnectionWatch)>,
 }
 
-/// Every resource subscribed at the servers, with how many watches hold it.
+/// Every resource watched at the servers, with how many sessions' watches hold it.
 pub(crate) struct ResourceWatches {
     table: tokio::sync::Mutex<BTreeMap<String, Watched>>,
     updates: broadcast::Sender<ResourceUpdate>,
@@ -80,8 +83,8 @@ impl ResourceWatches {
         self.updates.subscribe()
     }
 
-    /// Makes the subscriptions of `slot`'s server again on its new connection.
-    pub(crate) async fn resubscribe(&self, slot: &Slot, connection: &Arc<Connection>) {
+    /// Makes the watches of `slot`'s server again on its new connection.
+    pub(crate) async fn watch_again(&self, slot: &Slot, connection: &Arc<Connection>) {
         let mut table = self.table.lock().await;
         for (uri, watched) in table.iter_mut().filter(|(_, w)| w.server == slot.name) {
             watched.on_server = None;
@@ -98,7 +101,8 @@ impl ResourceWatches {
         }
     }
 
-    /// The server that owns `uri`, if it is connected and takes subscriptions.
+    /// The server that owns `uri`, if it is connected and takes watches
+    /// (`resources.subscribe`).
     pub(crate) fn watchable_at(
         rt: &Runtime,
         uri: &str,
@@ -120,7 +124,7 @@ impl ResourceWatches {
         Ok((server, connection))
     }
 
-    /// Watches `uri`: subscribes at its server unless some session already does.
+    /// Watches `uri`: at its server, unless some session already watches it.
     pub(crate) async fn watch(rt: &Arc<Runtime>, uri: &str) -> Result<ResourceWatch, RouteError> {
         let watches = &rt.resource_watches;
         let mut table = watches.table.lock().await;
@@ -156,10 +160,10 @@ impl ResourceWatches {
         })
     }
 
-    /// Drops one watch of `uri`; the last one unsubscribes at the server.
+    /// Drops one watch of `uri`; the last one ends the watch at the server.
     async fn release(&self, uri: &str) {
-        // Held across the unsubscribe, so a new watch of the same URI cannot subscribe
-        // before this one's unsubscribe reached the server.
+        // Held across the unwatch, so a new watch of the same URI cannot reach the server
+        // before this one's end did.
         let mut table = self.table.lock().await;
         let Some(watched) = table.get_mut(uri) else {
             return;
@@ -180,7 +184,7 @@ impl ResourceWatches {
 }
 
 /// A client session's interest in one server resource's updates: while any watch of a URI
-/// lives, roster is subscribed to it at its server. Dropping it releases the interest.
+/// lives, roster watches it at its server. Dropping it releases the interest.
 #[derive(Debug)]
 pub struct ResourceWatch {
     rt: Weak<Runtime>,
@@ -213,11 +217,11 @@ impl Drop for ResourceWatch {
     }
 }
 
-/// A subscription to one resource's updates on one connection: a `resources/subscribe` sent
-/// (initialize era), or a `subscriptions/listen` stream for that URI (2026-07-28), closed when
-/// this is dropped or handed to [`Connection::unwatch_resource`].
+/// A watch of one resource on one connection: a `resources/subscribe` sent (initialize era),
+/// or a `subscriptions/listen` stream for that URI (2026-07-28), ended when this is dropped
+/// or handed to [`Connection::unwatch_resource`].
 #[derive(Debug)]
-pub enum ServerWatch {
+pub(crate) enum ConnectionWatch {
     /// `resources/subscribe` was answered; `resources/unsubscribe` ends it.
     Subscribed,
     /// A listen stream relays the URI's updates into [`Notifications`] until this is dropped.
@@ -234,14 +238,14 @@ impl Connection {
             .unwrap_or(false)
     }
 
-    /// Subscribes to `uri`'s `notifications/resources/updated`, which then reach this server's
+    /// Watches `uri`: its `notifications/resources/updated` then reach this server's
     /// [`Notifications`] like any other notification. Fails when the server refuses or does
     /// not acknowledge the URI within `list_timeout`.
-    pub async fn watch_resource(&self, uri: &str) -> Result<ServerWatch, RequestError> {
+    async fn watch_resource(&self, uri: &str) -> Result<ConnectionWatch, RequestError> {
         if self.negotiated.legacy {
             self.request("resources/subscribe", json!({ "uri": uri }))
                 .await?;
-            return Ok(ServerWatch::Subscribed);
+            return Ok(ConnectionWatch::Subscribed);
         }
         let filter = SubscriptionFilter::builder()
             .resource_subscription(uri)
@@ -267,24 +271,24 @@ impl Connection {
             self.notifications.clone(),
             stop.clone(),
             move |end| {
-                // Heard again after the next reconnect, which subscribes anew.
+                // Heard again after the next reconnect, which watches anew.
                 tracing::warn!(%server, %uri, ?end, "the resource's listen stream ended");
             },
         );
-        Ok(ServerWatch::Listening(stop.drop_guard()))
+        Ok(ConnectionWatch::Listening(stop.drop_guard()))
     }
 
-    /// Ends a subscription [`Connection::watch_resource`] made (`resources/unsubscribe`, or
-    /// the listen stream cancelled). A failure is logged: the server is past caring.
-    pub async fn unwatch_resource(&self, uri: &str, watch: ServerWatch) {
+    /// Ends a watch [`Connection::watch_resource`] made (`resources/unsubscribe`, or the
+    /// listen stream cancelled). A failure is logged: the server is past caring.
+    async fn unwatch_resource(&self, uri: &str, watch: ConnectionWatch) {
         match watch {
-            ServerWatch::Subscribed => {
+            ConnectionWatch::Subscribed => {
                 let params = json!({ "uri": uri });
                 if let Err(error) = self.request("resources/unsubscribe", params).await {
                     tracing::debug!(server = %self.server, uri, %error, "resources/unsubscribe failed");
                 }
             }
-            ServerWatch::Listening(guard) => drop(guard),
+            ConnectionWatch::Listening(guard) => drop(guard),
         }
     }
 }
