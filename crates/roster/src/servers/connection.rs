@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rmcp::model::{ClientRequest, ProtocolVersion, ServerResult, SubscriptionFilter};
-use rmcp::service::RunningService;
+use rmcp::service::{RequestHandle, RunningService};
 use rmcp::{ClientLifecycleMode, RoleClient};
 use roster_core::Tool;
 use serde_json::{Value, json};
@@ -363,14 +363,7 @@ impl Connection {
 
     /// Pings the server; a missing answer within `timeout` is an error.
     pub async fn ping(&self, timeout: Duration) -> Result<(), RequestError> {
-        let request = client_request(json!({"method": "ping"}))?;
-        let handle = self
-            .peer
-            .send_cancellable_request(
-                request,
-                rmcp::service::PeerRequestOptions::with_timeout(timeout),
-            )
-            .await?;
+        let handle = self.send(json!({"method": "ping"}), timeout).await?;
         handle.await_response().await?;
         Ok(())
     }
@@ -394,14 +387,8 @@ impl Connection {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let request = client_request(json!({"method": "tools/list", "params": params}))?;
-            let handle = self
-                .peer
-                .send_cancellable_request(
-                    request,
-                    rmcp::service::PeerRequestOptions::with_timeout(self.list_timeout),
-                )
-                .await?;
+            let request = json!({"method": "tools/list", "params": params});
+            let handle = self.send(request, self.list_timeout).await?;
             let id = handle.id.clone();
             let answer = handle.await_response().await;
             let raw = self.raw.take(&id);
@@ -476,6 +463,18 @@ impl Connection {
         }
     }
 
+    /// Sends one request (`{"method", "params"}`) that must be answered within `timeout`
+    /// (past it rmcp sends `notifications/cancelled`).
+    async fn send(
+        &self,
+        request: Value,
+        timeout: Duration,
+    ) -> Result<RequestHandle<RoleClient>, RequestError> {
+        let request = client_request(request)?;
+        let options = rmcp::service::PeerRequestOptions::with_timeout(timeout);
+        Ok(self.peer.send_cancellable_request(request, options).await?)
+    }
+
     /// Whether the server advertised `capability` (`prompts`, `resources`, `completions`).
     pub fn advertises(&self, capability: &str) -> bool {
         self.capabilities
@@ -497,14 +496,8 @@ impl Connection {
     /// Sends one request (`prompts/get`, `resources/read`, …) and returns its result as JSON;
     /// each must come within the server's `list_timeout`.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RequestError> {
-        let request = client_request(json!({"method": method, "params": params}))?;
-        let handle = self
-            .peer
-            .send_cancellable_request(
-                request,
-                rmcp::service::PeerRequestOptions::with_timeout(self.list_timeout),
-            )
-            .await?;
+        let request = json!({"method": method, "params": params});
+        let handle = self.send(request, self.list_timeout).await?;
         let result = handle.await_response().await?;
         serde_json::to_value(result).map_err(|e| RequestError::Unexpected(e.to_string()))
     }

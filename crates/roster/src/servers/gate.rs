@@ -141,6 +141,17 @@ impl NotificationGate {
         }
     }
 
+    /// Resolves at [`NotificationGate::wake_at`]; never while the gate is idle.
+    pub(crate) fn until_wake(&self) -> impl Future<Output = ()> + Send + use<> {
+        let wake = self.wake_at();
+        async move {
+            match wake {
+                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                None => std::future::pending().await,
+            }
+        }
+    }
+
     /// Makes a due drop report, and returns a coalesced `list_changed` method when the rate
     /// allows one now.
     pub(crate) fn tick(&mut self, now: Instant) -> Option<&'static str> {
@@ -251,13 +262,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
             if let Some(notification) = self.gate.tick(Instant::now()).and_then(list_changed) {
                 return Some(JsonRpcMessage::notification(notification));
             }
-            let wake = self.gate.wake_at();
-            let sleep = async {
-                match wake {
-                    Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let sleep = self.gate.until_wake();
             // rmcp's transport hands out whole messages from a channel: dropping its receive
             // for the timer loses nothing.
             let message = tokio::select! {

@@ -211,13 +211,7 @@ impl WireTransport {
             if let Some(method) = self.gate.tick(Instant::now()) {
                 return Some(json!({"jsonrpc": "2.0", "method": method}));
             }
-            let wake = self.gate.wake_at();
-            let sleep = async {
-                match wake {
-                    Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let sleep = self.gate.until_wake();
             let value = tokio::select! {
                 value = self.incoming.next() => value?,
                 () = sleep => continue,
