@@ -92,17 +92,6 @@ pub const DEFAULT_MAX_IDENTITIES: usize = 64;
 /// are configured, and the person at `roster inbox`.
 pub const LOCAL_IDENTITY: &str = "";
 
-/// The state directory when neither config nor `ROSTER_STATE_DIR` names one:
-/// `$XDG_STATE_HOME/roster`, else `$HOME/.local/state/roster`. `None` when neither variable is set.
-pub fn default_state_dir() -> Option<PathBuf> {
-    if let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(state).join("roster"));
-    }
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(|home| PathBuf::from(home).join(".local/state/roster"))
-}
-
 /// Creates the state directory `dir` (and missing parents) owner-only, or leaves an existing
 /// one exactly as it is: roster never changes the mode of a directory it did not create
 /// (`state_dir = "."` must not lock anyone out of their working directory).
@@ -180,7 +169,7 @@ impl FromStr for FsyncPolicy {
             "interval" => Ok(FsyncPolicy::default()),
             other => other
                 .strip_prefix("interval:")
-                .and_then(|d| humantime::parse_duration(d.trim()).ok())
+                .and_then(|d| crate::config::parse_duration(d).ok())
                 .filter(|d| !d.is_zero())
                 .map(FsyncPolicy::Interval)
                 .ok_or_else(|| ParseFsyncPolicyError(s.to_owned())),
