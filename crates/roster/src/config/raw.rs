@@ -456,12 +456,7 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
             &mut g.max_sessions_per_client,
         ),
     ] {
-        if let Some(n) = value {
-            if n == 0 {
-                return Err(ctx.invalid(key, "a number above 0"));
-            }
-            *slot = n;
-        }
+        above_zero(ctx, key, value, slot)?;
     }
     for (key, value, slot) in [
         (
@@ -640,31 +635,27 @@ pub(super) fn build_server_keyed(
 
 fn build_server_limits(ctx: &Ctx<'_>, raw: &RawGateway) -> Result<ServerLimits, ConfigError> {
     let mut limits = ServerLimits::default();
-    let above_zero = |key: &str, value: Option<usize>, into: &mut usize| {
-        match value {
-            Some(0) => return Err(ctx.invalid(format!("gateway.{key}"), "a number above 0")),
-            Some(n) => *into = n,
-            None => {}
-        }
-        Ok(())
-    };
-    let mut rate = limits.notification_rate as usize;
     above_zero(
-        "notification_rate",
-        raw.notification_rate.map(|n| n as usize),
-        &mut rate,
+        ctx,
+        "gateway.notification_rate",
+        raw.notification_rate,
+        &mut limits.notification_rate,
     )?;
-    let mut burst = limits.notification_burst as usize;
     above_zero(
-        "notification_burst",
-        raw.notification_burst.map(|n| n as usize),
-        &mut burst,
+        ctx,
+        "gateway.notification_burst",
+        raw.notification_burst,
+        &mut limits.notification_burst,
     )?;
-    limits.notification_rate = u32::try_from(rate).unwrap_or(u32::MAX);
-    limits.notification_burst = u32::try_from(burst).unwrap_or(u32::MAX);
-    above_zero("max_tools", raw.max_tools, &mut limits.max_tools)?;
     above_zero(
-        "max_listing_bytes",
+        ctx,
+        "gateway.max_tools",
+        raw.max_tools,
+        &mut limits.max_tools,
+    )?;
+    above_zero(
+        ctx,
+        "gateway.max_listing_bytes",
         raw.max_listing_bytes,
         &mut limits.max_listing_bytes,
     )?;
@@ -678,4 +669,21 @@ fn build_server_limits(ctx: &Ctx<'_>, raw: &RawGateway) -> Result<ServerLimits, 
         limits.kill_grace = ctx.duration("gateway.kill_grace", grace)?;
     }
     Ok(limits)
+}
+
+/// `value`, when the file sets it, into `into`; zero is refused, naming `key`.
+fn above_zero<T: Copy + Default + PartialEq>(
+    ctx: &Ctx<'_>,
+    key: &str,
+    value: Option<T>,
+    into: &mut T,
+) -> Result<(), ConfigError> {
+    match value {
+        Some(n) if n == T::default() => Err(ctx.invalid(key, "a number above 0")),
+        Some(n) => {
+            *into = n;
+            Ok(())
+        }
+        None => Ok(()),
+    }
 }

@@ -9,6 +9,11 @@ fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Op
     }
 }
 
+/// `text` read as the file at `path`, with only `pairs` in the environment.
+fn parse_with(text: &str, path: &str, pairs: &'static [(&'static str, &'static str)]) -> Config {
+    Config::from_toml(text, Path::new(path), &env_of(pairs)).expect("valid")
+}
+
 fn parse(text: &str) -> Result<Config, ConfigError> {
     let env = env_of(&[("TOKEN", "s3cret"), ("HOME", "/home/u")]);
     Config::from_toml(text, Path::new("/etc/roster/roster.toml"), &env)
@@ -381,25 +386,21 @@ fn command_and_url_together_is_an_error() {
 
 #[test]
 fn dynamic_tools_env_switch_wins() {
-    let env = env_of(&[("ROSTER_DYNAMIC_TOOLS", "0")]);
-    let config = Config::from_toml(
+    let config = parse_with(
         "[gateway]\ndynamic_tools = true\n",
-        Path::new("r.toml"),
-        &env,
-    )
-    .expect("valid");
+        "r.toml",
+        &[("ROSTER_DYNAMIC_TOOLS", "0")],
+    );
     assert!(!config.gateway.dynamic_tools);
 }
 
 #[test]
 fn state_dir_env_wins() {
-    let env = env_of(&[("ROSTER_STATE_DIR", "/var/roster")]);
-    let config = Config::from_toml(
+    let config = parse_with(
         "[gateway]\nstate_dir = \"here\"\n",
-        Path::new("/c/r.toml"),
-        &env,
-    )
-    .expect("valid");
+        "/c/r.toml",
+        &[("ROSTER_STATE_DIR", "/var/roster")],
+    );
     assert_eq!(config.gateway.state_dir, PathBuf::from("/var/roster"));
     let config = parse("[gateway]\nstate_dir = \"here\"\n").expect("valid");
     assert_eq!(config.gateway.state_dir, PathBuf::from("/etc/roster/here"));
@@ -497,4 +498,21 @@ fn redacted_urls_keep_the_server_but_not_its_secrets() {
         "error sending request for url (https://example.com/mcp?***): refused."
     );
     assert_eq!(redact_urls("no url here"), "no url here");
+}
+
+#[test]
+fn durations_read_humantime_forms_and_bare_seconds() {
+    for (text, expected) in [
+        ("500ms", Duration::from_millis(500)),
+        ("2min", Duration::from_secs(120)),
+        ("1h 30m", Duration::from_secs(5400)),
+        ("30", Duration::from_secs(30)),
+        ("1.5", Duration::from_millis(1500)),
+    ] {
+        assert_eq!(parse_duration(text), Ok(expected), "{text}");
+    }
+    for (text, why) in [("-5ms", "negative"), ("1 fortnight", "fortnight"), ("", "")] {
+        let err = parse_duration(text).expect_err(text);
+        assert!(err.contains(why), "{text}: {err}");
+    }
 }
