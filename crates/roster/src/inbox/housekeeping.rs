@@ -32,6 +32,8 @@ pub(super) fn start(shared: &Arc<Shared>, tick: Duration) -> Option<JoinHandle<(
         .ok()
 }
 
+/// The thread's loop: every `tick`, expire what is due and sync a quiet trail, until the inbox
+/// is dropped.
 fn housekeep(shared: &Shared, tick: Duration) {
     let mut stop = lock(&shared.stop);
     loop {
