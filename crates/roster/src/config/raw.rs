@@ -168,7 +168,8 @@ fn parse_size(raw: &RawSize) -> Option<u64> {
     number.checked_mul(unit)
 }
 
-/// A duration as written: `"500ms"`, `"30s"`, `"2m"`, `"1h"`, or a number of seconds.
+/// A duration as written: text [`parse_duration`] reads (`"500ms"`, `"30s"`, `"2m"`, `"1h"`),
+/// or a number of seconds.
 #[derive(Deserialize, Clone)]
 #[serde(untagged)]
 pub(super) enum RawDuration {
@@ -181,7 +182,7 @@ pub(super) enum RawDuration {
 pub(super) struct Ctx<'a> {
     path: PathBuf,
     base: PathBuf,
-    pub(super) env: EnvLookup<'a>,
+    env: EnvLookup<'a>,
 }
 
 impl<'a> Ctx<'a> {
