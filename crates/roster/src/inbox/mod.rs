@@ -79,7 +79,7 @@ pub use render::{
 pub use replay::InboxSnapshot;
 
 use audit::AuditFile;
-use record::{AuditRecord, RecordedState};
+use record::{AuditRecord, RecordedEntry, RecordedState};
 use replay::replay;
 use ring::View;
 
@@ -424,29 +424,21 @@ impl Inbox {
             inner.attribution.owners(channel)
         };
         let seq = inner.view.next_seq;
-        let (recorded, state) = if handled {
-            (RecordedState::Handled, EntryState::Handled)
-        } else {
-            (RecordedState::Unread, EntryState::Unread)
-        };
-        let entry = Entry {
+        let recorded = RecordedEntry {
             seq,
             at: now_rfc3339(),
             channel: channel.to_owned(),
             method: method.to_owned(),
             params,
-            state,
+            state: if handled {
+                RecordedState::Handled
+            } else {
+                RecordedState::Unread
+            },
             owners,
         };
-        inner.append(&AuditRecord::Entry {
-            seq,
-            at: entry.at.clone(),
-            channel: entry.channel.clone(),
-            method: entry.method.clone(),
-            params: entry.params.clone(),
-            state: recorded,
-            owners: entry.owners.clone(),
-        });
+        let entry = Entry::from(recorded.clone());
+        inner.append(&AuditRecord::Entry(recorded));
         // Only now: a rotation during the append writes a checkpoint whose next_seq must be
         // this entry's seq, which follows it in the fresh file.
         inner.view.next_seq = seq + 1;

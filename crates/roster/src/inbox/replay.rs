@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use super::audit::{audit_path, backup_path, read_file};
 use super::confirm::PendingSlot;
-use super::record::{AuditRecord, RecordedState};
+use super::record::AuditRecord;
 use super::ring::View;
 use super::{ConfirmEntry, ConfirmId, Entry, EntryState, Inbox, InboxError, LOCAL_IDENTITY, Seq};
 
@@ -14,34 +14,14 @@ impl View {
     /// Replays one audit record.
     pub(super) fn apply(&mut self, record: AuditRecord) {
         match record {
-            AuditRecord::Entry {
-                seq,
-                at,
-                channel,
-                method,
-                params,
-                state,
-                owners,
-            } => {
+            AuditRecord::Entry(recorded) => {
                 // Entries are written in seq order; one at or below a seq already seen is a
                 // stale copy (or purged) and must not appear twice.
-                if seq < self.next_seq || seq <= self.purged_through {
+                if recorded.seq < self.next_seq || recorded.seq <= self.purged_through {
                     return;
                 }
-                self.see_seq(seq);
-                let state = match state {
-                    RecordedState::Handled => EntryState::Handled,
-                    RecordedState::Unread => EntryState::Unread,
-                };
-                self.push_entry(Entry {
-                    seq,
-                    at,
-                    channel,
-                    method,
-                    params,
-                    state,
-                    owners,
-                });
+                self.see_seq(recorded.seq);
+                self.push_entry(recorded.into());
             }
             AuditRecord::Ack { up_to, who, .. } => match who {
                 Some(who) => {

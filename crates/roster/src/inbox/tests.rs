@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 /// A notification of `files` as the trail records it, owned by `owners` (none: everyone's).
 fn record_of(seq: Seq, state: RecordedState, owners: &[&str]) -> AuditRecord {
-    AuditRecord::Entry {
+    AuditRecord::Entry(RecordedEntry {
         seq,
         at: now_rfc3339(),
         channel: "files".into(),
@@ -12,7 +12,7 @@ fn record_of(seq: Seq, state: RecordedState, owners: &[&str]) -> AuditRecord {
         params: json!({"seq": seq}),
         state,
         owners: owners.iter().map(|o| (*o).to_owned()).collect(),
-    }
+    })
 }
 
 fn entry_record(seq: Seq, state: RecordedState) -> AuditRecord {
@@ -148,7 +148,7 @@ fn confirms_and_decisions_replay_outside_the_ring() {
 
 #[test]
 fn records_are_single_lines_of_json() {
-    let record = AuditRecord::Entry {
+    let record = AuditRecord::Entry(RecordedEntry {
         seq: 7,
         at: now_rfc3339(),
         channel: "a\nb".into(),
@@ -156,7 +156,7 @@ fn records_are_single_lines_of_json() {
         params: json!({"text": "line one\nline two"}),
         state: RecordedState::Handled,
         owners: vec!["alice".into()],
-    };
+    });
     let line = record.to_line().expect("a record encodes");
     assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
     assert_eq!(line.last(), Some(&b'\n'));
@@ -321,4 +321,23 @@ fn each_identitys_read_state_is_replayed_across_a_rotation() {
     assert_eq!(state_of("alice", 3), Some(EntryState::Unread));
     assert_eq!(state_of(LOCAL_IDENTITY, 3), Some(EntryState::Unread));
     assert!(inbox.unread_for("bob").iter().all(|e| e.seq > 5));
+}
+
+#[test]
+fn an_entry_line_keeps_its_format() {
+    let record = AuditRecord::Entry(RecordedEntry {
+        seq: 7,
+        at: "2026-01-01T00:00:00.000Z".into(),
+        channel: "c".into(),
+        method: "m".into(),
+        params: Value::Null,
+        state: RecordedState::Unread,
+        owners: Vec::new(),
+    });
+    let line = String::from_utf8(record.to_line().expect("encodes")).expect("utf-8");
+    assert_eq!(
+        line,
+        "{\"kind\":\"entry\",\"seq\":7,\"at\":\"2026-01-01T00:00:00.000Z\",\"channel\":\"c\",\
+         \"method\":\"m\",\"params\":null,\"state\":\"unread\"}\n"
+    );
 }
