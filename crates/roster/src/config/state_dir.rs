@@ -28,8 +28,8 @@ pub(super) fn resolve(env: EnvLookup<'_>, configured: Option<PathBuf>) -> PathBu
 }
 
 /// The state directory a command works on: `given` (its `--state-dir`) when there is one, else
-/// the one the configuration at `config_path` names by the rule of [`resolve`]. No file there
-/// means the defaults; a file that is there but wrong is an error, since guessing would point
+/// `$ROSTER_STATE_DIR`, else the `[gateway] state_dir` of the configuration at `config_path`,
+/// else `$XDG_STATE_HOME/roster`, else `~/.local/state/roster`. No file there means the defaults; a file that is there but wrong is an error, since guessing would point
 /// at the wrong gateway or at none.
 pub fn state_dir_for(given: Option<PathBuf>, config_path: &Path) -> Result<PathBuf, ConfigError> {
     if let Some(dir) = given {

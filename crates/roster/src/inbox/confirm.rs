@@ -179,7 +179,7 @@ impl Inner {
 
 impl Inbox {
     /// Keeps a request from `channel` that only a person may decide. It never shows in
-    /// [`list`](Self::list), [`unread`](Self::unread) or [`render`]; the returned handle gets
+    /// [`list`](Self::list), [`unread`](Self::unread) or [`render`](super::render); the returned handle gets
     /// the decision from [`confirm`](Self::confirm), or `Expired` after `request.ttl`.
     pub fn record_pending_confirm(&self, channel: &str, request: ConfirmRequest) -> PendingConfirm {
         let (waiter, decision) = oneshot::channel();
