@@ -10,6 +10,7 @@
 pub mod catalog;
 pub mod debounce;
 pub mod delta;
+pub mod fingerprint;
 pub mod flow;
 pub mod naming;
 pub mod registry;

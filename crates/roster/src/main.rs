@@ -77,7 +77,7 @@ fn main() -> anyhow::Result<ExitCode> {
         Some(Command::Skills(command)) => {
             let max_file_size = match Config::load(&cli.config) {
                 Ok(config) => config.skills.max_file_size,
-                Err(e) if is_missing(&e) => roster::store::DEFAULT_MAX_SKILL_FILE_SIZE,
+                Err(e) if e.is_missing_file() => roster::store::DEFAULT_MAX_SKILL_FILE_SIZE,
                 Err(e) => {
                     return Err(anyhow::Error::from(e).context(
                         "the configuration has an error, so roster cannot tell the skill file size limit",
@@ -87,7 +87,7 @@ fn main() -> anyhow::Result<ExitCode> {
             return roster::cli::skills::run(command, max_file_size);
         }
         Some(Command::Inbox(args)) => {
-            inbox::run(args)?;
+            inbox::run(args, &cli.config)?;
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Completions(args)) => {
@@ -96,7 +96,7 @@ fn main() -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Complete(args)) => {
-            completions::complete(args)?;
+            completions::complete(args, &cli.config)?;
             return Ok(ExitCode::SUCCESS);
         }
         _ => {}
@@ -138,17 +138,10 @@ fn init_logging() {
         .init();
 }
 
-/// Whether `error` says only that there is no file at all (as opposed to a file roster cannot
-/// use, which must be reported as what it is).
-fn is_missing(error: &roster::config::ConfigError) -> bool {
-    matches!(error, roster::config::ConfigError::Io { source, .. }
-        if source.kind() == std::io::ErrorKind::NotFound)
-}
-
 fn load_config(path: &Path) -> anyhow::Result<Config> {
     match Config::load(path) {
         Ok(config) => Ok(config),
-        Err(e) if is_missing(&e) => Err(anyhow::Error::from(e).context(format!(
+        Err(e) if e.is_missing_file() => Err(anyhow::Error::from(e).context(format!(
             "cannot start without a configuration (looked at {}; pass --config or set ROSTER_CONFIG)",
             path.display()
         ))),
@@ -281,18 +274,11 @@ async fn admin_command(
     command: AdminCommand,
     args: AdminArgs,
 ) -> anyhow::Result<()> {
-    let state_dir = match Config::load(config_path) {
-        Ok(config) => config.gateway.state_dir,
-        // Without a file the defaults (ROSTER_STATE_DIR, XDG_STATE_HOME) still say where a
-        // gateway started with defaults keeps its socket.
-        Err(e) if is_missing(&e) => Config::with_servers(Default::default()).gateway.state_dir,
-        // A file that is there but wrong would point at the wrong gateway, or at none.
-        Err(e) => {
-            return Err(anyhow::Error::from(e).context(
-                "the configuration has an error, so roster cannot tell which gateway to ask",
-            ));
-        }
-    };
+    // A file that is there but wrong would point at the wrong gateway, or at none.
+    let state_dir = roster::config::state_dir_for(None, config_path).map_err(|e| {
+        anyhow::Error::from(e)
+            .context("the configuration has an error, so roster cannot tell which gateway to ask")
+    })?;
     let answer = admin::request(&admin::socket_path(&state_dir), command).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);

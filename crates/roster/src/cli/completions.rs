@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum, ValueHint};
 use clap_complete::Shell;
@@ -74,9 +74,9 @@ pub fn run(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<
 /// Prints the candidates for `args.what`, from the running gateway's live inbox when one
 /// answers, else from the audit trail (the backend `roster inbox` uses). Silent (and
 /// successful) when there is no inbox yet: a completion must never print an error into the
-/// user's command line.
-pub fn complete(args: CompleteArgs) -> anyhow::Result<()> {
-    let Ok(dir) = resolve_state_dir(args.state_dir) else {
+/// user's command line. The state directory is found as `roster inbox` finds it.
+pub fn complete(args: CompleteArgs, config_path: &Path) -> anyhow::Result<()> {
+    let Ok(dir) = resolve_state_dir(args.state_dir, config_path) else {
         return Ok(());
     };
     let Ok(backend) = backend_for(&dir) else {

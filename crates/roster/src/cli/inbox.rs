@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::gateway::admin::{self, InboxRequest};
 use crate::inbox::{
     ClearReport, ConfirmDecision, ConfirmEntry, ConfirmId, DEFAULT_CAPACITY, DEFAULT_LIST_LIMIT,
-    Entry, FsyncPolicy, Inbox, InboxConfig, Seq, default_state_dir, render,
+    Entry, FsyncPolicy, Inbox, InboxConfig, Seq, render,
 };
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand, ValueEnum, ValueHint};
@@ -20,8 +20,8 @@ use clap::{Args, Subcommand, ValueEnum, ValueHint};
 /// Options shared by every `roster inbox` command.
 #[derive(Debug, Args)]
 pub struct InboxArgs {
-    /// roster's state directory, where the audit trail lives
-    /// [default: $XDG_STATE_HOME/roster, else ~/.local/state/roster]
+    /// roster's state directory, where the audit trail lives [default: the configuration's
+    /// `[gateway] state_dir`, else $XDG_STATE_HOME/roster, else ~/.local/state/roster]
     #[arg(long, env = "ROSTER_STATE_DIR", global = true, value_hint = ValueHint::DirPath)]
     pub state_dir: Option<PathBuf>,
 
@@ -254,14 +254,13 @@ impl InboxBackend for AdminBackend {
     }
 }
 
-/// The state directory from `--state-dir` / `ROSTER_STATE_DIR`, else the XDG default.
-pub fn resolve_state_dir(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    match given {
-        Some(dir) => Ok(dir),
-        None => default_state_dir().context(
-            "no state directory: pass --state-dir, or set ROSTER_STATE_DIR, XDG_STATE_HOME or HOME",
-        ),
-    }
+/// The state directory a command works on: `--state-dir` (or `ROSTER_STATE_DIR`), else what
+/// the configuration at `config_path` says, by the rule `roster serve` and `roster status` use.
+pub fn resolve_state_dir(given: Option<PathBuf>, config_path: &Path) -> anyhow::Result<PathBuf> {
+    crate::config::state_dir_for(given, config_path).context(
+        "the configuration has an error, so roster cannot tell which state directory to use \
+         (pass --state-dir to name one)",
+    )
 }
 
 /// The backend for `dir`: the running gateway's, when one answers on the admin socket there;
@@ -274,9 +273,9 @@ pub fn backend_for(dir: &Path) -> anyhow::Result<Box<dyn InboxBackend>> {
     Ok(Box::new(DirectBackend::new(dir)))
 }
 
-/// Runs one `roster inbox` command.
-pub fn run(args: InboxArgs) -> anyhow::Result<()> {
-    let dir = resolve_state_dir(args.state_dir)?;
+/// Runs one `roster inbox` command; `config_path` is the configuration `--config` names.
+pub fn run(args: InboxArgs, config_path: &Path) -> anyhow::Result<()> {
+    let dir = resolve_state_dir(args.state_dir, config_path)?;
     let backend = backend_for(&dir)?;
     let mut out = std::io::stdout().lock();
     match args.command {

@@ -10,24 +10,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ConfirmDecision, Seq};
+use super::{ConfirmDecision, Entry, EntryState, Seq};
 
 /// One line of the audit trail.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum AuditRecord {
     /// A notification a server pushed.
-    Entry {
-        seq: Seq,
-        at: String,
-        channel: String,
-        method: String,
-        params: Value,
-        state: RecordedState,
-        /// The client identities it belongs to (see the inbox's module docs); none: everyone's.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        owners: Vec<String>,
-    },
+    Entry(RecordedEntry),
     /// Everything up to and including `up_to` was read by `who` (a client identity, `""` the
     /// local default). Without `who` (lines written before read state was per identity, and
     /// `clear`) it was read by everyone.
@@ -63,6 +53,37 @@ pub(crate) enum AuditRecord {
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         acked_by: BTreeMap<String, Seq>,
     },
+}
+
+/// A notification as its line records it: an [`Entry`] with the state it was recorded in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RecordedEntry {
+    pub(crate) seq: Seq,
+    pub(crate) at: String,
+    pub(crate) channel: String,
+    pub(crate) method: String,
+    pub(crate) params: Value,
+    pub(crate) state: RecordedState,
+    /// The client identities it belongs to (see the inbox's module docs); none: everyone's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) owners: Vec<String>,
+}
+
+impl From<RecordedEntry> for Entry {
+    fn from(recorded: RecordedEntry) -> Self {
+        Entry {
+            seq: recorded.seq,
+            at: recorded.at,
+            channel: recorded.channel,
+            method: recorded.method,
+            params: recorded.params,
+            state: match recorded.state {
+                RecordedState::Handled => EntryState::Handled,
+                RecordedState::Unread => EntryState::Unread,
+            },
+            owners: recorded.owners,
+        }
+    }
 }
 
 /// The state an entry was recorded with; `read` is derived from acknowledgements on replay.

@@ -1,16 +1,31 @@
 use super::*;
 use serde_json::json;
+use std::collections::BTreeMap;
 
-fn entry_record(seq: Seq, state: RecordedState) -> AuditRecord {
-    AuditRecord::Entry {
+/// A notification of `files` as the trail records it, owned by `owners` (none: everyone's).
+fn record_of(seq: Seq, state: RecordedState, owners: &[&str]) -> AuditRecord {
+    AuditRecord::Entry(RecordedEntry {
         seq,
         at: now_rfc3339(),
         channel: "files".into(),
         method: "notifications/message".into(),
         params: json!({"seq": seq}),
         state,
-        owners: Vec::new(),
+        owners: owners.iter().map(|o| (*o).to_owned()).collect(),
+    })
+}
+
+fn entry_record(seq: Seq, state: RecordedState) -> AuditRecord {
+    record_of(seq, state, &[])
+}
+
+/// A view of `capacity` that replayed unread entries `seqs`.
+fn replayed(capacity: usize, seqs: std::ops::RangeInclusive<Seq>) -> View {
+    let mut view = View::new(capacity, DEFAULT_MAX_IDENTITIES);
+    for seq in seqs {
+        view.apply(entry_record(seq, RecordedState::Unread));
     }
+    view
 }
 
 #[test]
@@ -36,10 +51,7 @@ fn fsync_policy_parses_its_words() {
 
 #[test]
 fn acks_recorded_after_entries_mark_them_read_on_replay() {
-    let mut view = View::new(10, DEFAULT_MAX_IDENTITIES);
-    for seq in 1..=4 {
-        view.apply(entry_record(seq, RecordedState::Unread));
-    }
+    let mut view = replayed(10, 1..=4);
     view.apply(AuditRecord::Ack {
         at: now_rfc3339(),
         up_to: 2,
@@ -76,10 +88,7 @@ fn handled_entries_stay_handled_whatever_is_acked() {
 
 #[test]
 fn replay_keeps_only_the_last_capacity_entries() {
-    let mut view = View::new(3, DEFAULT_MAX_IDENTITIES);
-    for seq in 1..=10 {
-        view.apply(entry_record(seq, RecordedState::Unread));
-    }
+    let view = replayed(3, 1..=10);
     let seqs: Vec<Seq> = view.ring.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, [8, 9, 10]);
     assert_eq!(view.next_seq, 11);
@@ -87,10 +96,7 @@ fn replay_keeps_only_the_last_capacity_entries() {
 
 #[test]
 fn a_purge_checkpoint_drops_what_came_before_even_from_a_surviving_backup() {
-    let mut view = View::new(10, DEFAULT_MAX_IDENTITIES);
-    for seq in 1..=3 {
-        view.apply(entry_record(seq, RecordedState::Unread));
-    }
+    let mut view = replayed(10, 1..=3);
     view.apply(AuditRecord::Checkpoint {
         at: now_rfc3339(),
         next_seq: 4,
@@ -142,7 +148,7 @@ fn confirms_and_decisions_replay_outside_the_ring() {
 
 #[test]
 fn records_are_single_lines_of_json() {
-    let record = AuditRecord::Entry {
+    let record = AuditRecord::Entry(RecordedEntry {
         seq: 7,
         at: now_rfc3339(),
         channel: "a\nb".into(),
@@ -150,7 +156,7 @@ fn records_are_single_lines_of_json() {
         params: json!({"text": "line one\nline two"}),
         state: RecordedState::Handled,
         owners: vec!["alice".into()],
-    };
+    });
     let line = record.to_line().expect("a record encodes");
     assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
     assert_eq!(line.last(), Some(&b'\n'));
@@ -188,15 +194,7 @@ fn the_inbox_can_be_shared_between_threads() {
 }
 
 fn owned_record(seq: Seq, owners: &[&str]) -> AuditRecord {
-    AuditRecord::Entry {
-        seq,
-        at: now_rfc3339(),
-        channel: "files".into(),
-        method: "notifications/message".into(),
-        params: json!({"seq": seq}),
-        state: RecordedState::Unread,
-        owners: owners.iter().map(|o| (*o).to_owned()).collect(),
-    }
+    record_of(seq, RecordedState::Unread, owners)
 }
 
 #[test]
@@ -323,4 +321,23 @@ fn each_identitys_read_state_is_replayed_across_a_rotation() {
     assert_eq!(state_of("alice", 3), Some(EntryState::Unread));
     assert_eq!(state_of(LOCAL_IDENTITY, 3), Some(EntryState::Unread));
     assert!(inbox.unread_for("bob").iter().all(|e| e.seq > 5));
+}
+
+#[test]
+fn an_entry_line_keeps_its_format() {
+    let record = AuditRecord::Entry(RecordedEntry {
+        seq: 7,
+        at: "2026-01-01T00:00:00.000Z".into(),
+        channel: "c".into(),
+        method: "m".into(),
+        params: Value::Null,
+        state: RecordedState::Unread,
+        owners: Vec::new(),
+    });
+    let line = String::from_utf8(record.to_line().expect("encodes")).expect("utf-8");
+    assert_eq!(
+        line,
+        "{\"kind\":\"entry\",\"seq\":7,\"at\":\"2026-01-01T00:00:00.000Z\",\"channel\":\"c\",\
+         \"method\":\"m\",\"params\":null,\"state\":\"unread\"}\n"
+    );
 }

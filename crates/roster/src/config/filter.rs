@@ -1,0 +1,116 @@
+//! `tools.allow`/`tools.deny` and `tasks.required`/`tasks.forbidden`: glob patterns on a server's own
+//! tool names, compiled once when the configuration is read.
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+/// `tools.allow` / `tools.deny`: glob patterns on a server's own tool names.
+///
+/// Applied to every listing, so a tool renamed by its server is judged by its new name.
+#[derive(Debug, Clone, Default)]
+pub struct ToolFilter {
+    allow: Vec<String>,
+    deny: Vec<String>,
+    allow_set: Option<GlobSet>,
+    deny_set: Option<GlobSet>,
+}
+
+impl ToolFilter {
+    /// A filter from allow and deny patterns; an empty allow list allows everything.
+    pub fn new(allow: Vec<String>, deny: Vec<String>) -> Result<Self, globset::Error> {
+        Ok(ToolFilter {
+            allow_set: glob_set(&allow)?,
+            deny_set: glob_set(&deny)?,
+            allow,
+            deny,
+        })
+    }
+
+    /// Whether a tool with this (server-side) name is taken.
+    pub fn permits(&self, tool_name: &str) -> bool {
+        let allowed = self
+            .allow_set
+            .as_ref()
+            .is_none_or(|set| set.is_match(tool_name));
+        let denied = self
+            .deny_set
+            .as_ref()
+            .is_some_and(|set| set.is_match(tool_name));
+        allowed && !denied
+    }
+
+    /// The allow patterns as written.
+    pub fn allow(&self) -> &[String] {
+        &self.allow
+    }
+
+    /// The deny patterns as written.
+    pub fn deny(&self) -> &[String] {
+        &self.deny
+    }
+}
+
+/// One set of glob patterns (`None` for none).
+fn glob_set(patterns: &[String]) -> Result<Option<GlobSet>, globset::Error> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        builder.add(Glob::new(pattern)?);
+    }
+    builder.build().map(Some)
+}
+
+/// Whether a tool call may, must or must not run as a task (SEP-2663; the 2025-11-25
+/// `execution.taskSupport` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never a task.
+    Forbidden,
+    /// A task when the client opted in and the call is slow.
+    Optional,
+    /// Only as a task: a client that did not opt in is refused.
+    Required,
+}
+
+impl TaskSupport {
+    /// The `execution.taskSupport` value (`forbidden`, `optional`, `required`).
+    pub fn parse(value: &str) -> Option<TaskSupport> {
+        match value {
+            "forbidden" => Some(TaskSupport::Forbidden),
+            "optional" => Some(TaskSupport::Optional),
+            "required" => Some(TaskSupport::Required),
+            _ => None,
+        }
+    }
+}
+
+/// `tasks.required` / `tasks.forbidden`: glob patterns on a server's own tool names that say
+/// how its tools run as tasks, over what the server's tools declare.
+#[derive(Debug, Clone, Default)]
+pub struct TaskPolicy {
+    required: Option<GlobSet>,
+    forbidden: Option<GlobSet>,
+}
+
+impl TaskPolicy {
+    /// A policy from the two pattern lists (`forbidden` wins where both match).
+    pub fn new(required: &[String], forbidden: &[String]) -> Result<Self, globset::Error> {
+        Ok(TaskPolicy {
+            required: glob_set(required)?,
+            forbidden: glob_set(forbidden)?,
+        })
+    }
+
+    /// What the configuration says of the tool, if anything.
+    pub fn of(&self, tool_name: &str) -> Option<TaskSupport> {
+        let matches = |set: &Option<GlobSet>| set.as_ref().is_some_and(|s| s.is_match(tool_name));
+        if matches(&self.forbidden) {
+            Some(TaskSupport::Forbidden)
+        } else if matches(&self.required) {
+            Some(TaskSupport::Required)
+        } else {
+            None
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! roster's configuration: `roster.toml`, or the `mcpServers` JSON of Claude Desktop, Cursor
+//! and VS Code read as it is (any `.json` file given to [`Config::load`]).
+//!
+//! Parsing happens in two steps: serde reads the file into `Raw*` structs (TOML with
+//! `deny_unknown_fields`, so a misspelt key is an error, not a silently ignored line), then
+//! [`Config`] is built from them, checking what serde cannot (one of `command`/`url`, URL
+//! syntax, durations, `${VAR}` expansion). Every error names the file, the key and what was
+//! expected.
+//!
+//! ```toml
+//! [gateway]
+//! naming = "always"            # always | conditional | never
+//! separator = "__"
+//! refresh_interval = "1h"      # a listing is held this long (or the server's shorter ttlMs)
+//! debounce = "500ms"           # list_changed trailing edge; negative is an error
+//! dynamic_tools = true         # ROSTER_DYNAMIC_TOOLS=0 turns re-listing on list_changed off
+//! subscriptions = ["eng"]      # default subscriptions of stdio clients
+//! state_dir = "state"          # default: $ROSTER_STATE_DIR, else $XDG_STATE_HOME/roster
+//! admin_max_line = 65536       # longest request line the admin socket reads (bytes)
+//! call_timeout = "60s"         # per tools/call; notifications/cancelled on expiry
+//! connect_timeout = "30s"      # spawn/open + handshake
+//! list_timeout = "30s"         # per tools/list page
+//! turn_wait = "10s"            # a turn waits this long for its listings
+//! ping_interval = "30s"        # legacy-era health ping; "0s" = off
+//! backoff_initial = "1s"       # restart / re-list backoff after a failure
+//! backoff_max = "5m"           # also the retry period of a crash loop
+//! stable_period = "60s"        # up this long = failures forgotten
+//! crash_loop_after = 5         # failures without a stable period → crash-loop
+//! startup_wait = "10s"         # Roster::start waits this long for first connections
+//! listen = "127.0.0.1:8931"    # the gateway's serving keys, kept here for it:
+//! delta_notes = true           #   listen, delta_notes, allowed_hosts, allowed_origins,
+//! page_size = 200              #   page_size
+//! task_after = "500ms"         # a call of a client that opted in to tasks (SEP-2663) that
+//!                              #   outlasts this becomes a task
+//! task_ttl = "1h"              # a task is kept this long (its ttlMs)
+//! max_tasks = 1000             # tasks running at once; past it calls are answered in place
+//! max_connections = 1024       # HTTP connections held at once; past it one is answered 503
+//! header_read_timeout = "10s"  # a client has this long to send a request's headers
+//! body_read_timeout = "30s"    # ... and this long to send its body (else 408)
+//! max_sessions = 1000          # initialize-era HTTP sessions at once (else 503 naming it)
+//! max_sessions_per_client = 100  # ... per [[clients]] identity
+//! session_idle_timeout = "15m" # a session with no traffic this long is closed
+//! admin_token_env = "ROSTER_ADMIN_TOKEN"  # bearer token for the full /healthz (unset: none)
+//! notification_rate = 100      # per server: notifications a second; more are dropped (a
+//! notification_burst = 200     #   list_changed coalesced), one inbox entry a second says how many
+//! max_tools = 10000            # per server: a listing past it keeps the first 10000 (warned)
+//! max_listing_bytes = 33554432 # per server: a listing's pages summed (32 MiB); past it, it fails
+//! max_log_line = 4096          # bytes of a server's stderr line in roster's log (control chars escaped)
+//! kill_grace = "5s"            # SIGTERM to a stdio server's process group, SIGKILL after this
+//!
+//! [skills]
+//! paths = ["skills"]           # relative to this file
+//! max_file_size = "1MiB"       # one limit for every skill file: loader, `skills check`,
+//!                              #   get_skill and skill:// resources (bytes, or "512KiB", "2MiB")
+//!
+//! [servers.fs]                 # a stdio server
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+//! env = { TOKEN = "${FS_TOKEN}" }   # ${VAR} from the environment; a missing one is an error
+//! cwd = "work"
+//! enabled = true
+//! protocol = "auto"            # auto | legacy (initialize only) | modern (server/discover only)
+//! tools.allow = ["read_*"]     # globs on the server's own tool names, applied to every listing
+//! tools.deny = ["*_secret"]
+//! tasks.required = ["build_*"]  # run only as tasks (a client without tasks gets -32021)
+//! tasks.forbidden = ["quick_*"] # never run as tasks; other tools as the server says
+//!                               #   (execution.taskSupport), else as tasks when slow
+//! # call_timeout, connect_timeout, list_timeout, ping_interval override [gateway] per server
+//!
+//! [servers.web]                # an HTTP server
+//! url = "https://example.com/mcp?key=${WEB_KEY}"   # ${VAR} here too
+//! transport = "streamable-http"   # or "sse" (legacy HTTP+SSE)
+//! headers = { Authorization = "Bearer ${WEB_TOKEN}" }
+//!
+//! [[clients]]                  # who may connect to the gateway over HTTP
+//! name = "ide"
+//! token_env = "IDE_TOKEN"      # or token_sha256 = "…"
+//! subscriptions = ["eng"]
+//! delta_notes = false          # this client's tool results carry no change note (default: [gateway])
+//! ```
+
+mod duration;
+mod env;
+mod filter;
+mod mcp_json;
+mod raw;
+mod redact;
+mod state_dir;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use duration::parse_duration;
+pub use env::EnvLookup;
+pub use filter::{TaskPolicy, TaskSupport, ToolFilter};
+pub use redact::{redact_url, redact_url_in, redact_urls};
+pub use state_dir::state_dir_for;
+
+use env::process_env;
+
+/// A configuration file that could not be read or does not say what roster needs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML/JSON or has a key roster does not know.
+    #[error("{path}: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (it names the key and the line).
+        message: String,
+    },
+    /// A key holds a value roster cannot use.
+    #[error("{path}: `{key}`: expected {expected}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key, e.g. `servers.github.url`.
+        key: String,
+        /// What the key must hold.
+        expected: String,
+    },
+    /// `${VAR}` names an environment variable that is not set.
+    #[error("{path}: `{key}` refers to ${{{var}}}, but the environment variable {var} is not set")]
+    MissingVariable {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key holding the reference.
+        key: String,
+        /// The variable's name.
+        var: String,
+    },
+}
+
+impl ConfigError {
+    /// Whether this says only that there is no file at all (as opposed to a file roster cannot
+    /// use, which must be reported as what it is).
+    pub fn is_missing_file(&self) -> bool {
+        matches!(self, ConfigError::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it was read from (`None` when built in code).
+    pub source: Option<PathBuf>,
+    /// The configured servers by name, disabled ones included.
+    pub servers: BTreeMap<String, ServerConfig>,
+    /// The servers' names in the order the file lists them (for JSON files: name order). The
+    /// first server in this order keeps a bare tool name under `naming = "never"`.
+    pub server_order: Vec<String>,
+    /// The `[gateway]` table.
+    pub gateway: GatewayConfig,
+    /// The `[skills]` table.
+    pub skills: SkillsConfig,
+    /// The `[[clients]]` entries: who may connect over HTTP, with which subscriptions.
+    pub clients: Vec<ClientConfig>,
+}
+
+/// One `[[clients]]` entry. The token is named, never written: `token_env` (a variable read at
+/// start) or `token_sha256` (the token's hex SHA-256).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// A name for logs and for the client's session.
+    pub name: String,
+    /// Environment variable holding the bearer token.
+    pub token_env: Option<String>,
+    /// Hex SHA-256 of the bearer token.
+    pub token_sha256: Option<String>,
+    /// Subscriptions this client holds.
+    pub subscriptions: Vec<String>,
+    /// Whether this client's tool results carry the change note; `None` follows
+    /// `[gateway] delta_notes`.
+    pub delta_notes: Option<bool>,
+}
+
+/// One `[servers.NAME]` table.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// How roster reaches the server.
+    pub transport: TransportConfig,
+    /// `false` keeps the server configured but unstarted.
+    pub enabled: bool,
+    /// Which of the server's tools roster takes, by the server's own names.
+    pub tools: ToolFilter,
+    /// Which of the server's tools run as tasks (SEP-2663), by the server's own names.
+    pub tasks: TaskPolicy,
+    /// How long a `tools/call` may take before roster cancels it.
+    pub call_timeout: Duration,
+    /// How long connecting (spawn or open, then the handshake) may take.
+    pub connect_timeout: Duration,
+    /// How long one `tools/list` page may take before the listing counts as failed.
+    pub list_timeout: Duration,
+    /// How often a legacy-era connection is pinged; `None` turns pings off.
+    pub ping_interval: Option<Duration>,
+    /// Which protocol lifecycle to use (`protocol = "auto" | "legacy" | "modern"`).
+    pub era: Era,
+    /// What this server may cost roster (from `[gateway]`).
+    pub limits: ServerLimits,
+}
+
+/// Which MCP lifecycle roster uses with a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Era {
+    /// Try `server/discover` (2026-07-28); fall back to `initialize` when the server is older.
+    #[default]
+    Auto,
+    /// Only `initialize` (2025-11-25 and older).
+    Legacy,
+    /// Only `server/discover` (2026-07-28).
+    Modern,
+}
+
+/// How roster reaches a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportConfig {
+    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables, `${VAR}` already expanded.
+        env: BTreeMap<String, String>,
+        /// Working directory (relative paths are resolved against the config file's folder).
+        cwd: Option<PathBuf>,
+    },
+    /// A URL speaking MCP streamable HTTP.
+    StreamableHttp {
+        /// The MCP endpoint.
+        url: String,
+        /// Extra request headers, `${VAR}` already expanded.
+        headers: BTreeMap<String, String>,
+    },
+    /// A URL speaking the legacy HTTP+SSE transport (`GET` the SSE stream, `POST` messages).
+    Sse {
+        /// The SSE endpoint.
+        url: String,
+        /// Extra request headers, `${VAR}` already expanded.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+pub use roster_core::NamingMode;
+use roster_core::{BackoffConfig, NamingConfig, ScheduleConfig};
+
+/// The `[gateway]` table.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// How exposed names are built.
+    pub naming: NamingMode,
+    /// Between server name and tool name in an exposed name.
+    pub separator: String,
+    /// How long a listing is trusted (a server's shorter `ttlMs` wins).
+    pub refresh_interval: Duration,
+    /// Trailing-edge window for `notifications/tools/list_changed`.
+    pub debounce: Duration,
+    /// Re-list on `list_changed` (`ROSTER_DYNAMIC_TOOLS=0` turns it off).
+    pub dynamic_tools: bool,
+    /// Subscriptions for stdio clients.
+    pub subscriptions: Vec<String>,
+    /// Audit trail, catalog database, admin socket.
+    pub state_dir: PathBuf,
+    /// The longest request line the admin socket reads, in bytes.
+    pub admin_max_line: usize,
+    /// Default per-call timeout for `tools/call`.
+    pub call_timeout: Duration,
+    /// Default bound on connecting to a server (spawn/open plus handshake).
+    pub connect_timeout: Duration,
+    /// Default bound on one `tools/list` page.
+    pub list_timeout: Duration,
+    /// How long a turn waits for its listings; slower ones finish in the background and their
+    /// deltas reach the next turn.
+    pub turn_wait: Duration,
+    /// Default ping interval for legacy-era connections; `None` = off.
+    pub ping_interval: Option<Duration>,
+    /// First restart / re-list delay after a failure.
+    pub backoff_initial: Duration,
+    /// Longest restart / re-list delay; also the retry period of a crash loop.
+    pub backoff_max: Duration,
+    /// A server that stayed up this long is stable again.
+    pub stable_period: Duration,
+    /// Failures without a stable period that make a crash loop.
+    pub crash_loop_after: u32,
+    /// How long `Roster::start` waits for the servers' first connection attempts
+    /// (`0s` = not at all).
+    pub startup_wait: Duration,
+    /// Address for `roster serve --http` when none is given on the command line.
+    pub listen: String,
+    /// Whether a tool result after a change carries a note naming what changed.
+    pub delta_notes: bool,
+    /// Extra `Host` values accepted over HTTP besides loopback.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted over HTTP.
+    pub allowed_origins: Vec<String>,
+    /// Page size for the gateway's `tools/list` and other list results.
+    pub page_size: usize,
+    /// A call of a client that opted in to tasks becomes a task once it outlasts this.
+    pub task_after: Duration,
+    /// How long a task is kept (its `ttlMs`).
+    pub task_ttl: Duration,
+    /// How many tasks may run at once.
+    pub max_tasks: usize,
+    /// HTTP connections held open at once; past it a new one is answered 503 and closed.
+    pub max_connections: usize,
+    /// How long an HTTP client may take to send a request's headers.
+    pub header_read_timeout: Duration,
+    /// How long an HTTP client may take to send a request's body.
+    pub body_read_timeout: Duration,
+    /// Initialize-era HTTP sessions held at once.
+    pub max_sessions: usize,
+    /// Initialize-era HTTP sessions held at once by one `[[clients]]` identity.
+    pub max_sessions_per_client: usize,
+    /// An HTTP session with no traffic this long is closed and its memory freed.
+    pub session_idle_timeout: Duration,
+    /// The environment variable holding the admin bearer token that unlocks the full
+    /// `/healthz`; `None`: `/healthz` only ever says whether roster is up.
+    pub admin_token_env: Option<String>,
+    /// What one server may cost roster (every server gets these).
+    pub server_limits: ServerLimits,
+}
+
+impl GatewayConfig {
+    /// The naming rules for the tool registry.
+    pub fn naming_config(&self) -> NamingConfig {
+        NamingConfig {
+            mode: self.naming,
+            separator: self.separator.clone(),
+        }
+    }
+
+    /// The listing schedule settings.
+    pub fn schedule_config(&self) -> ScheduleConfig {
+        ScheduleConfig {
+            refresh_interval: self.refresh_interval,
+            backoff: BackoffConfig {
+                initial: self.backoff_initial,
+                max: self.backoff_max,
+                ..BackoffConfig::default()
+            },
+            stable_period: self.stable_period,
+            crash_loop_after: self.crash_loop_after,
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// The defaults, with `state_dir` from the given environment.
+    pub fn defaults(env: EnvLookup<'_>) -> Self {
+        GatewayConfig {
+            naming: NamingMode::Always,
+            separator: "__".to_owned(),
+            refresh_interval: Duration::from_secs(3600),
+            debounce: Duration::from_millis(500),
+            dynamic_tools: env("ROSTER_DYNAMIC_TOOLS").as_deref() != Some("0"),
+            subscriptions: Vec::new(),
+            state_dir: state_dir::resolve(env, None),
+            admin_max_line: crate::gateway::admin::DEFAULT_MAX_LINE,
+            call_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(30),
+            list_timeout: Duration::from_secs(30),
+            turn_wait: Duration::from_secs(10),
+            ping_interval: Some(Duration::from_secs(30)),
+            backoff_initial: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(300),
+            stable_period: Duration::from_secs(60),
+            crash_loop_after: 5,
+            startup_wait: Duration::from_secs(10),
+            listen: "127.0.0.1:8931".to_owned(),
+            delta_notes: true,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            page_size: 200,
+            task_after: Duration::from_millis(500),
+            task_ttl: Duration::from_secs(3600),
+            max_tasks: 1000,
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            max_sessions: 1000,
+            max_sessions_per_client: 100,
+            session_idle_timeout: Duration::from_secs(15 * 60),
+            admin_token_env: None,
+            server_limits: ServerLimits::default(),
+        }
+    }
+}
+
+/// The `[skills]` table.
+#[derive(Debug, Clone)]
+pub struct SkillsConfig {
+    /// Skill roots, resolved against the config file's folder.
+    pub paths: Vec<PathBuf>,
+    /// The largest skill file served or checked, in bytes: `SKILL.md` and every other file of
+    /// a skill directory.
+    pub max_file_size: u64,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        SkillsConfig {
+            paths: Vec::new(),
+            max_file_size: crate::store::DEFAULT_MAX_SKILL_FILE_SIZE,
+        }
+    }
+}
+
+/// What one server may cost roster: its notification rate, the size of its listing, how much
+/// of its output reaches the log, and how long its process group gets to end. Past a bound
+/// roster keeps working and says which bound was hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerLimits {
+    /// Notifications a second a server may send; more are dropped (a `list_changed`
+    /// coalesced) and counted (`notification_rate`).
+    pub notification_rate: u32,
+    /// Notifications a server may send at once after a quiet spell (`notification_burst`).
+    pub notification_burst: u32,
+    /// Tools kept from one listing; the rest are left out with a warning (`max_tools`).
+    pub max_tools: usize,
+    /// Bytes of one listing, its pages summed; a larger listing fails (`max_listing_bytes`).
+    pub max_listing_bytes: usize,
+    /// Bytes of one line of a server's stderr in roster's log; longer lines are cut
+    /// (`max_log_line`).
+    pub max_log_line: usize,
+    /// How long a stdio server's process group has between SIGTERM and SIGKILL (`kill_grace`).
+    pub kill_grace: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            notification_rate: 100,
+            notification_burst: 200,
+            max_tools: 10_000,
+            max_listing_bytes: 32 * 1024 * 1024,
+            max_log_line: 4096,
+            kill_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// A stdio server with default settings.
+    pub fn stdio(command: impl Into<String>, args: Vec<String>) -> Self {
+        ServerConfig {
+            transport: TransportConfig::Stdio {
+                command: command.into(),
+                args,
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            enabled: true,
+            tools: ToolFilter::default(),
+            tasks: TaskPolicy::default(),
+            call_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(30),
+            list_timeout: Duration::from_secs(30),
+            ping_interval: Some(Duration::from_secs(30)),
+            era: Era::Auto,
+            limits: ServerLimits::default(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads a config file: `.json` as `mcpServers` JSON, anything else as `roster.toml`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        {
+            Self::from_mcp_servers_json(&text, path, &process_env)
+        } else {
+            Self::from_toml(&text, path, &process_env)
+        }
+    }
+
+    /// A configuration built in code: the given servers and default gateway settings.
+    pub fn with_servers(servers: BTreeMap<String, ServerConfig>) -> Self {
+        Config {
+            source: None,
+            server_order: servers.keys().cloned().collect(),
+            servers,
+            gateway: GatewayConfig::defaults(&process_env),
+            skills: SkillsConfig::default(),
+            clients: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,264 @@
+//! Confirms: server requests only a person may decide. They live apart from the ring (`list`,
+//! `unread` and `render` never see them), are answered by [`Inbox::confirm`], or `Expired` once
+//! their deadline passes or their server stops waiting.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::record::AuditRecord;
+use super::{EntryState, Inbox, InboxError, Inner, Seq, now_rfc3339, rfc3339};
+
+/// The id of a pending confirm (it shares the inbox's seq numbering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ConfirmId(pub Seq);
+
+impl fmt::Display for ConfirmId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl FromStr for ConfirmId {
+    type Err = std::num::ParseIntError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.trim().trim_start_matches('#').parse().map(ConfirmId)
+    }
+}
+
+/// The answer a pending confirm gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmDecision {
+    /// A person said yes.
+    Confirmed,
+    /// A person said no, or cleared the inbox while it was pending.
+    Declined,
+    /// Nobody decided before the deadline (or roster restarted first).
+    Expired,
+}
+
+impl ConfirmDecision {
+    /// The entry state this decision leaves the confirm in.
+    pub fn state(self) -> EntryState {
+        match self {
+            ConfirmDecision::Confirmed => EntryState::Confirmed,
+            ConfirmDecision::Declined => EntryState::Declined,
+            ConfirmDecision::Expired => EntryState::Expired,
+        }
+    }
+}
+
+impl fmt::Display for ConfirmDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.state().fmt(f)
+    }
+}
+
+/// A server request that needs a person's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfirmRequest {
+    /// The request's method, e.g. `elicitation/create`.
+    pub method: String,
+    /// What the person needs to decide (the request's params, or a summary of them).
+    pub params: Value,
+    /// How long the request waits before it is answered [`ConfirmDecision::Expired`].
+    pub ttl: Duration,
+}
+
+/// A confirm as the person deciding it sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmEntry {
+    /// The id `roster inbox confirm` takes.
+    pub id: ConfirmId,
+    /// When the request arrived, RFC 3339 in UTC.
+    pub at: String,
+    /// The server that asked.
+    pub channel: String,
+    /// The request's method.
+    pub method: String,
+    /// What is to be decided.
+    pub params: Value,
+    /// Pending, confirmed, declined or expired.
+    pub state: EntryState,
+    /// When it expires (or expired), RFC 3339 in UTC.
+    pub expires_at: String,
+}
+
+/// The servers layer's handle on a pending confirm: the id, and the decision once there is one.
+#[derive(Debug)]
+pub struct PendingConfirm {
+    /// The id a person decides it by.
+    pub id: ConfirmId,
+    /// When it will be answered [`ConfirmDecision::Expired`] if nobody decides.
+    pub expires_at: SystemTime,
+    decision: oneshot::Receiver<ConfirmDecision>,
+}
+
+impl PendingConfirm {
+    /// Waits for the decision. If the inbox goes away first, the answer is `Expired`.
+    pub async fn decision(self) -> ConfirmDecision {
+        self.decision.await.unwrap_or(ConfirmDecision::Expired)
+    }
+
+    /// Waits for the decision on a plain thread (not inside an async runtime).
+    pub fn blocking_decision(self) -> ConfirmDecision {
+        self.decision
+            .blocking_recv()
+            .unwrap_or(ConfirmDecision::Expired)
+    }
+
+    /// The decision if there is one already, without waiting.
+    pub fn try_decision(&mut self) -> Option<ConfirmDecision> {
+        match self.decision.try_recv() {
+            Ok(decision) => Some(decision),
+            Err(oneshot::error::TryRecvError::Empty) => None,
+            Err(oneshot::error::TryRecvError::Closed) => Some(ConfirmDecision::Expired),
+        }
+    }
+}
+
+/// A pending confirm as the view keeps it: what the person sees, and when it expires.
+pub(super) struct PendingSlot {
+    pub(super) entry: ConfirmEntry,
+    pub(super) expires: SystemTime,
+}
+
+impl Inner {
+    pub(super) fn decide(
+        &mut self,
+        seq: Seq,
+        decision: ConfirmDecision,
+        reason: &str,
+    ) -> Option<bool> {
+        let mut slot = self.view.pending.remove(&seq)?;
+        self.append(&AuditRecord::Decision {
+            seq,
+            at: now_rfc3339(),
+            decision,
+            reason: reason.to_owned(),
+        });
+        slot.entry.state = decision.state();
+        self.view.push_decided(slot.entry);
+        let delivered = self
+            .waiters
+            .remove(&seq)
+            .is_some_and(|waiter| waiter.send(decision).is_ok());
+        Some(delivered)
+    }
+
+    /// Expires confirms past their deadline, and those whose server stopped waiting (the
+    /// [`PendingConfirm`] was dropped), so `pending` never offers a decision nobody receives.
+    pub(super) fn expire(&mut self, now: SystemTime) -> usize {
+        let due: Vec<(Seq, &'static str)> = self
+            .view
+            .pending
+            .iter()
+            .filter_map(|(&seq, slot)| {
+                if slot.expires <= now {
+                    Some((seq, "nobody decided before the deadline"))
+                } else if self.waiters.get(&seq).is_none_or(|w| w.is_closed()) {
+                    Some((seq, "the server stopped waiting"))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        for &(seq, reason) in &due {
+            self.decide(seq, ConfirmDecision::Expired, reason);
+        }
+        due.len()
+    }
+}
+
+impl Inbox {
+    /// Keeps a request from `channel` that only a person may decide. It never shows in
+    /// [`list`](Self::list), [`unread`](Self::unread) or [`render`](super::render); the returned handle gets
+    /// the decision from [`confirm`](Self::confirm), or `Expired` after `request.ttl`.
+    pub fn record_pending_confirm(&self, channel: &str, request: ConfirmRequest) -> PendingConfirm {
+        let (waiter, decision) = oneshot::channel();
+        let now = SystemTime::now();
+        let expires = now.checked_add(request.ttl).unwrap_or(now);
+        let mut inner = self.shared.lock();
+        let seq = inner.view.next_seq;
+        let entry = ConfirmEntry {
+            id: ConfirmId(seq),
+            at: rfc3339(now),
+            channel: channel.to_owned(),
+            method: request.method,
+            params: request.params,
+            state: EntryState::PendingConfirm,
+            expires_at: rfc3339(expires),
+        };
+        inner.append(&AuditRecord::Confirm {
+            seq,
+            at: entry.at.clone(),
+            channel: entry.channel.clone(),
+            method: entry.method.clone(),
+            params: entry.params.clone(),
+            expires_at: entry.expires_at.clone(),
+        });
+        inner.view.next_seq = seq + 1;
+        inner
+            .view
+            .pending
+            .insert(seq, PendingSlot { entry, expires });
+        inner.waiters.insert(seq, waiter);
+        PendingConfirm {
+            id: ConfirmId(seq),
+            expires_at: expires,
+            decision,
+        }
+    }
+
+    /// A person's decision on a pending confirm: `yes` confirms, otherwise declines. A confirm
+    /// past its deadline is expired instead, and reported as already decided.
+    pub fn confirm(&self, id: ConfirmId, yes: bool) -> Result<ConfirmDecision, InboxError> {
+        let mut inner = self.shared.lock();
+        inner.expire(SystemTime::now());
+        if let Some(done) = inner.view.decided.iter().rev().find(|c| c.id == id) {
+            let decision = match done.state {
+                EntryState::Confirmed => ConfirmDecision::Confirmed,
+                EntryState::Declined => ConfirmDecision::Declined,
+                _ => ConfirmDecision::Expired,
+            };
+            return Err(InboxError::ConfirmDecided { id, decision });
+        }
+        let decision = if yes {
+            ConfirmDecision::Confirmed
+        } else {
+            ConfirmDecision::Declined
+        };
+        match inner.decide(id.0, decision, "decided by a person") {
+            None => Err(InboxError::UnknownConfirm { id }),
+            Some(true) => Ok(decision),
+            Some(false) => Err(InboxError::ConfirmAbandoned { id, decision }),
+        }
+    }
+
+    /// Answers `Expired` to every pending confirm whose deadline is at or before `now` (and
+    /// records as expired those whose waiter is gone); returns how many. The background thread
+    /// calls this every second; call it to expire on your own clock.
+    pub fn expire_confirms(&self, now: SystemTime) -> usize {
+        self.shared.lock().expire(now)
+    }
+
+    /// Confirms waiting for a person, oldest first (any past their deadline, or whose server
+    /// stopped waiting, are expired first).
+    pub fn pending_confirms(&self) -> Vec<ConfirmEntry> {
+        let mut inner = self.shared.lock();
+        inner.expire(SystemTime::now());
+        inner.view.pending_confirms()
+    }
+
+    /// Pending and recently decided confirms, by id: the person's history.
+    pub fn confirms(&self) -> Vec<ConfirmEntry> {
+        self.shared.lock().view.confirms()
+    }
+}
