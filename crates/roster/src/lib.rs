@@ -17,6 +17,7 @@ pub mod gateway;
 pub mod inbox;
 mod roster;
 pub mod servers;
+mod status;
 pub mod store;
 mod sync;
 

@@ -192,7 +192,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);
-    let mut backend = RosterBackend::new(roster, &config);
+    let mut backend = RosterBackend::new(roster);
     if let Some(inbox) = &inbox {
         backend = backend.with_attribution(inbox.attribution());
     }
@@ -337,8 +337,9 @@ fn print_status(answer: &serde_json::Value) {
         "server", "transport", "connection", "listing", "tools", "listed", "next"
     );
     for s in answer.as_array().into_iter().flatten() {
+        // Whole seconds are what a person reads; the JSON keeps milliseconds.
         let secs = |k: &str, suffix: &str| match s.get(k).and_then(|v| v.as_u64()) {
-            Some(n) => format!("{n}s{suffix}"),
+            Some(ms) => format!("{}s{suffix}", ms / 1000),
             None => "-".to_owned(),
         };
         println!(
@@ -348,8 +349,8 @@ fn print_status(answer: &serde_json::Value) {
             text(s, "connection"),
             text(s, "listing"),
             text(s, "tools"),
-            secs("listed_secs_ago", " ago"),
-            secs("next_listing_in_secs", ""),
+            secs("listed_ms_ago", " ago"),
+            secs("next_listing_in_ms", ""),
             text(s, "last_error"),
         );
     }

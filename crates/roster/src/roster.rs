@@ -635,11 +635,20 @@ impl Roster {
         self.rt.status()
     }
 
-    /// [`Roster::status`] as JSON (`{"servers": [...]}`), for `roster status` and health checks.
+    /// [`Roster::status`] as JSON (`{"servers": [...]}`), each server as `roster status`
+    /// shows it.
     pub fn status_json(&self) -> Value {
-        let now = std::time::Instant::now();
-        let servers: Vec<Value> = self.status().iter().map(|s| s.to_json(now)).collect();
-        serde_json::json!({ "servers": servers })
+        serde_json::json!({ "servers": self.servers_json() })
+    }
+
+    /// Every server's status as the JSON array `roster status`, the admin socket and
+    /// `/healthz` show.
+    pub(crate) fn servers_json(&self) -> Value {
+        let transport = |name: &str| {
+            let slot = self.rt.slots.get(name)?;
+            Some(crate::status::transport_name(&slot.config.transport))
+        };
+        crate::status::servers_json(&self.status(), transport, std::time::Instant::now())
     }
 
     /// Lists one server now, whatever its schedule says.

@@ -254,8 +254,8 @@ async fn killed_server_restarts_and_crash_loop_stays_contained() {
         .find(|s| s["name"] == "doomed")
         .cloned()
         .expect("doomed in JSON");
-    assert_eq!(doomed_json["state"], "crash-loop");
-    assert_eq!(doomed_json["listing"]["state"], "crash-loop");
+    assert_eq!(doomed_json["connection"], "crash-loop");
+    assert_eq!(doomed_json["listing"], "crash-loop");
     let result = roster
         .call("live__echo", args(json!({"text": "unhurt"})))
         .await

@@ -1,9 +1,7 @@
 //! [`Backend`] for the runtime's [`Roster`]: the gateway's view of the live registry.
 
 use crate::sync::lock;
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use futures::future::BoxFuture;
 use rmcp::ErrorData;
@@ -11,16 +9,16 @@ use rmcp::model::{
     CallToolResponse, CallToolResult, ErrorCode, InputRequiredResult, JsonObject, Prompt, Resource,
     ResourceTemplate, Tool,
 };
-use roster_core::{CallRouteError, ListingState};
+use roster_core::CallRouteError;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{Backend, BackendSession, CallError, CallRelay, ResourceHold};
-use crate::config::{Config, TaskSupport, TransportConfig};
+use crate::config::TaskSupport;
 use crate::inbox::{Attribution, HeldRequest, current_client};
 use crate::servers::{
     CallOptions, CallerRelay, InputRound, LogLevel, OfferingsGeneration, RequestError,
-    ResourceUpdate, RouteError, ServerLog, ServerStatus, relay,
+    ResourceUpdate, RouteError, ServerLog, relay,
 };
 use crate::{Roster, Session, ToolEntry};
 use tokio_util::sync::CancellationToken;
@@ -28,7 +26,6 @@ use tokio_util::sync::CancellationToken;
 /// A [`Roster`] serving as the gateway's backend.
 pub struct RosterBackend {
     roster: Roster,
-    transports: BTreeMap<String, &'static str>,
     /// The tools in rmcp's model, with the registry version they were converted at.
     tools: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
     /// Where a tool call says whose it is while it runs, so the inbox records what its server
@@ -37,24 +34,11 @@ pub struct RosterBackend {
 }
 
 impl RosterBackend {
-    /// Serves `roster` (started from `config`); a turn waits for listings as long as the
+    /// Serves `roster`; a turn waits for listings as long as the
     /// roster's turn wait allows, then is answered from what is known.
-    pub fn new(roster: Roster, config: &Config) -> Self {
-        let transports = config
-            .servers
-            .iter()
-            .map(|(name, server)| {
-                let kind = match server.transport {
-                    TransportConfig::Stdio { .. } => "stdio",
-                    TransportConfig::StreamableHttp { .. } => "http",
-                    TransportConfig::Sse { .. } => "sse",
-                };
-                (name.clone(), kind)
-            })
-            .collect();
+    pub fn new(roster: Roster) -> Self {
         Self {
             roster,
-            transports,
             tools: Mutex::new(None),
             attribution: None,
         }
@@ -391,14 +375,7 @@ impl Backend for RosterBackend {
     }
 
     fn status(&self) -> Value {
-        let now = Instant::now();
-        Value::Array(
-            self.roster
-                .status()
-                .iter()
-                .map(|s| status_json(s, self.transports.get(&s.name).copied(), now))
-                .collect(),
-        )
+        self.roster.servers_json()
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
@@ -501,40 +478,4 @@ impl BackendSession for RosterSession {
     fn changed(&self) -> BoxFuture<'_, ()> {
         Box::pin(self.session.delta_arrived())
     }
-}
-
-fn status_json(s: &ServerStatus, transport: Option<&str>, now: Instant) -> Value {
-    let ago = |t: Instant| now.saturating_duration_since(t).as_secs();
-    let until = |t: Instant| t.saturating_duration_since(now).as_secs();
-    let (listing, listed_ago, next_in) = match &s.listing {
-        None => ("disabled".to_owned(), None, None),
-        Some(ListingState::NeverListed) => ("never listed".to_owned(), None, Some(0)),
-        Some(ListingState::Listed { at, valid_until }) => (
-            "listed".to_owned(),
-            Some(ago(*at)),
-            Some(until(*valid_until)),
-        ),
-        Some(ListingState::Stale { last_listed }) => {
-            ("stale".to_owned(), last_listed.map(ago), Some(0))
-        }
-        Some(ListingState::Failed {
-            attempt, next_try, ..
-        }) => (format!("failed {attempt}"), None, Some(until(*next_try))),
-        Some(ListingState::CrashLoop { next_try, .. }) => {
-            ("crash-loop".to_owned(), None, Some(until(*next_try)))
-        }
-    };
-    json!({
-        "name": s.name,
-        "transport": transport,
-        "connection": s.state.as_str(),
-        "listing": listing,
-        "tools": s.tools,
-        "listed_secs_ago": listed_ago,
-        "next_listing_in_secs": next_in,
-        "last_error": s.last_error,
-        "protocol_version": s.protocol_version,
-        "restarts": s.restarts,
-        "pid": s.pid,
-    })
 }
