@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use roster::gateway::admin::{self, AdminCommand};
-use roster::gateway::{Gateway, RosterBackend, ServeConfig, Skills};
+use roster::gateway::{Gateway, ServeConfig, Skills};
 use roster::inbox::{Inbox, InboxConfig};
 use roster::servers::LogSink;
 use roster::{Config, Roster, RosterOptions};
@@ -192,19 +192,9 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);
-    let mut backend = RosterBackend::new(roster);
-    if let Some(inbox) = &inbox {
-        backend = backend.with_attribution(inbox.attribution());
-    }
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
-    let gateway = Gateway::new(
-        Arc::new(backend),
-        serve_config,
-        &config.clients,
-        skills,
-        inbox,
-    )?;
+    let gateway = Gateway::new(roster, serve_config, &config.clients, skills, inbox)?;
 
     // Several clients may each start their own `roster serve` on one state directory; only
     // the first gets the admin socket, the others serve without it.
