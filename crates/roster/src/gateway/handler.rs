@@ -29,6 +29,21 @@ use super::{ClientIdentity, Gateway};
 use crate::Session;
 use crate::servers::InputRound;
 
+/// `Ok` with the page of `$items` that `$request`'s cursor asks for, as a `$result` list
+/// result. Lists change at any time (clients hear of it through `list_changed`), so none is
+/// fresh for long (`ttlMs` 0); `$scope` says whether it depends on who asks.
+macro_rules! list_page {
+    ($handler:expr, $result:ty, $items:expr, $request:expr, $scope:expr) => {{
+        let cursor = $request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (items, next) = super::page($items, cursor, $handler.gateway.config().page_size)?;
+        let mut result = <$result>::with_all_items(items)
+            .with_ttl_ms(0)
+            .with_cache_scope($scope);
+        result.next_cursor = next;
+        Ok(result)
+    }};
+}
+
 mod era;
 mod offerings;
 mod streams;
@@ -234,10 +249,10 @@ impl ServerHandler for GatewayHandler {
 
     async fn list_skills(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
-        self.skills_page(_request, context).await
+        self.skills_page(request, context).await
     }
 
     async fn get_skill(
@@ -310,7 +325,7 @@ impl ServerHandler for GatewayHandler {
             .take()
             .unwrap_or_else(ResourcesCapability::default);
         resources.list_changed = Some(true);
-        // Declared only while some server can take a subscription.
+        // Declared only while some server can take a watch (`resources.subscribe`).
         if self.gateway.roster().takes_resource_subscriptions() {
             resources.subscribe = Some(true);
         }

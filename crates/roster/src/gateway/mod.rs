@@ -3,8 +3,7 @@
 //! The gateway serves the runtime's [`crate::Roster`] directly: the servers' tools (with the
 //! native tools first), their prompts and resources, and each client's [`crate::Session`].
 //!
-//! Per client session the gateway keeps the change note drained at a turn until a tool result
-//! carries it (as a text block of its own; a `tools/list` of the session drops it, and a
+//! Each client session keeps the change note drained at a turn until a tool result carries it (as a text block of its own; a `tools/list` of the session drops it, and a
 //! `[[clients]]` entry can turn notes off), and sends `notifications/tools/list_changed`
 //! upstream only when a non-empty delta arrived — once per batch of deltas drained at one turn
 //! (coalesced per session).

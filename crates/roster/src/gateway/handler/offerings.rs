@@ -13,7 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use super::{GatewayHandler, input_round, not_a_call, page, read_answer};
+use super::{GatewayHandler, input_round, not_a_call, read_answer};
 use crate::gateway::caller::{self, Step};
 use crate::gateway::{Gateway, Outcome, watches};
 use crate::servers::{InputRound, relay};
@@ -26,13 +26,13 @@ impl GatewayHandler {
     ) -> Result<ListPromptsResult, ErrorData> {
         self.session(&context).begin_turn_keeping_note().await;
         let prompts = self.gateway.prompts();
-        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (items, next) = page(&prompts, cursor, self.gateway.config().page_size)?;
-        let mut result = ListPromptsResult::with_all_items(items)
-            .with_ttl_ms(0)
-            .with_cache_scope(CacheScope::Public);
-        result.next_cursor = next;
-        Ok(result)
+        list_page!(
+            self,
+            ListPromptsResult,
+            &prompts,
+            request,
+            CacheScope::Public
+        )
     }
 
     pub(super) async fn prompt(
@@ -76,13 +76,13 @@ impl GatewayHandler {
             .skills()
             .resources(&self.subscriptions(&context));
         resources.extend(self.gateway.resources());
-        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (items, next) = page(&resources, cursor, self.gateway.config().page_size)?;
-        let mut result = ListResourcesResult::with_all_items(items)
-            .with_ttl_ms(0)
-            .with_cache_scope(CacheScope::Private);
-        result.next_cursor = next;
-        Ok(result)
+        list_page!(
+            self,
+            ListResourcesResult,
+            &resources,
+            request,
+            CacheScope::Private
+        )
     }
 
     pub(super) async fn templates_page(
@@ -92,13 +92,13 @@ impl GatewayHandler {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.session(&context).begin_turn_keeping_note().await;
         let templates = self.gateway.resource_templates();
-        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (items, next) = page(&templates, cursor, self.gateway.config().page_size)?;
-        let mut result = ListResourceTemplatesResult::with_all_items(items)
-            .with_ttl_ms(0)
-            .with_cache_scope(CacheScope::Public);
-        result.next_cursor = next;
-        Ok(result)
+        list_page!(
+            self,
+            ListResourceTemplatesResult,
+            &templates,
+            request,
+            CacheScope::Public
+        )
     }
 
     pub(super) async fn resource(

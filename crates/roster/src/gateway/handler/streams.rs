@@ -62,7 +62,7 @@ impl GatewayHandler {
         let roster = self.gateway.roster();
         for uri in context.accepted().resource_subscriptions.iter().flatten() {
             if let Err(error) = watches.watch(roster, uri).await {
-                tracing::warn!(%uri, %error, "a listen stream's resource subscription failed");
+                tracing::warn!(%uri, %error, "a listen stream's resource watch failed");
             }
         }
         let relay = async {

@@ -8,7 +8,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 
-use super::{GatewayHandler, input_round, not_a_call, page};
+use super::{GatewayHandler, input_round, not_a_call};
 use crate::Session;
 use crate::gateway::caller::{self, Step};
 use crate::gateway::tasks::{Dispatch, TaskCall};
@@ -26,15 +26,14 @@ impl GatewayHandler {
         // The list says what any note drained so far would: this session needs none of them.
         let _ = session.take_note();
         let tools = self.gateway.served_tools();
-        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (items, next) = page(tools.all(), cursor, self.gateway.config().page_size)?;
-        // The tool list is the same for every caller; it can change at any time (clients
-        // hear of it through list_changed), so it is never fresh for long.
-        let mut result = ListToolsResult::with_all_items(items)
-            .with_ttl_ms(0)
-            .with_cache_scope(CacheScope::Public);
-        result.next_cursor = next;
-        Ok(result)
+        // The tool list is the same for every caller.
+        list_page!(
+            self,
+            ListToolsResult,
+            tools.all(),
+            request,
+            CacheScope::Public
+        )
     }
 
     pub(super) async fn call(
