@@ -126,7 +126,8 @@ impl Session {
     /// batch gets one notice, however many callers wait: a watcher can loop on it without
     /// spinning. Unlike [`Session::delta_arrived`], a burst that cancels out is no change.
     pub async fn changed(self: &Arc<Self>) {
-        if !self.notices().next().await {
+        let seen = self.queued().notices;
+        if !self.notices_after(seen).next().await {
             std::future::pending::<()>().await;
         }
     }
@@ -145,12 +146,19 @@ impl Session {
         }
     }
 
-    /// This session's notices from now on (each one a `list_changed` to send upstream). It
-    /// holds the session weakly: it ends when the session does.
+    /// This session's notices from now on (each one a `list_changed` to send upstream). A
+    /// change already waiting is not news to a stream opened after it: its batch counts as
+    /// noticed, and the client learns of it at its next turn. It holds the session weakly: it
+    /// ends when the session does.
     pub(crate) fn notices(self: &Arc<Self>) -> Notices {
+        let seen = self.notices_made();
+        self.notices_after(seen)
+    }
+
+    fn notices_after(self: &Arc<Self>, seen: u64) -> Notices {
         Notices {
             generation: self.generation.subscribe(),
-            seen: self.queued().notices,
+            seen,
             session: Arc::downgrade(self),
         }
     }
