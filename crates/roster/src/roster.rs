@@ -443,8 +443,8 @@ impl Roster {
         ResourceWatches::watchable_at(&self.rt, uri).is_ok()
     }
 
-    /// Whether any connected server takes resource subscriptions.
-    pub fn takes_resource_subscriptions(&self) -> bool {
+    /// Whether any connected server takes resource watches (declares `resources.subscribe`).
+    pub fn takes_resource_watches(&self) -> bool {
         self.rt
             .slots
             .values()
@@ -548,7 +548,7 @@ impl Roster {
     }
 
     /// A new client session with its own delta queue (it sees deltas from now on).
-    pub fn subscribe_session(&self) -> Arc<Session> {
+    pub fn open_session(&self) -> Arc<Session> {
         Session::open(self.rt.clone())
     }
 

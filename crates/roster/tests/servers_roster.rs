@@ -270,7 +270,7 @@ async fn session_sees_removal_when_a_server_dies() {
     let roster = Roster::start(test_config(&dynamic_server_toml("live", "legacy", &[]), ""))
         .await
         .expect("starts");
-    let session = roster.subscribe_session();
+    let session = roster.open_session();
     let watcher = session.clone();
     let changed = tokio::spawn(async move { watcher.changed().await });
     let pid = roster.status()[0].pid.expect("pid");

@@ -77,7 +77,7 @@ impl GatewayHandler {
 
     fn own_session(&self) -> &Arc<Session> {
         self.own
-            .get_or_init(|| self.gateway.roster().subscribe_session())
+            .get_or_init(|| self.gateway.roster().open_session())
     }
 
     /// Who sent this request: the identity the HTTP auth layer attached, else the default.
@@ -326,7 +326,7 @@ impl ServerHandler for GatewayHandler {
             .unwrap_or_else(ResourcesCapability::default);
         resources.list_changed = Some(true);
         // Declared only while some server can take a watch (`resources.subscribe`).
-        if self.gateway.roster().takes_resource_subscriptions() {
+        if self.gateway.roster().takes_resource_watches() {
             resources.subscribe = Some(true);
         }
         capabilities.resources = Some(resources);

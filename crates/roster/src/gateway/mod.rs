@@ -378,7 +378,7 @@ impl Gateway {
         let mut sessions = lock(&self.stateless);
         sessions
             .entry(key)
-            .or_insert_with(|| self.roster.subscribe_session())
+            .or_insert_with(|| self.roster.open_session())
             .clone()
     }
 
