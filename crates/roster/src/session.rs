@@ -226,17 +226,65 @@ mod tests {
         names.iter().map(|n| (*n).to_owned()).collect()
     }
 
-    #[test]
-    fn changed_fires_only_for_a_non_empty_merged_delta() {
+    fn runtime() -> Arc<Runtime> {
         let config = Config::with_servers(Default::default());
-        let rt = Runtime::new(
+        Runtime::new(
             config.gateway,
             &config.servers,
             &config.server_order,
             Arc::new(LogSink),
             None,
+        )
+    }
+
+    fn added(name: &str) -> Delta {
+        Delta {
+            added: named(&[name]),
+            ..Delta::default()
+        }
+    }
+
+    #[test]
+    fn one_notice_per_batch_until_a_turn_drains_it() {
+        let session = Session::open(runtime());
+        let mut notices = session.notices();
+        session.queue(added("a__x"));
+        assert_eq!(
+            notices.next().now_or_never(),
+            Some(true),
+            "the first change"
         );
-        let session = Session::open(rt);
+        session.queue(added("a__y"));
+        assert!(
+            notices.next().now_or_never().is_none(),
+            "the batch had its notice"
+        );
+        let turn = session.drain();
+        assert!(turn.note.is_some_and(|n| n.contains("a__y")));
+        session.queue(added("a__z"));
+        assert_eq!(notices.next().now_or_never(), Some(true), "a new batch");
+        drop(session);
+        assert_eq!(
+            notices.next().now_or_never(),
+            Some(false),
+            "the session ended"
+        );
+    }
+
+    #[test]
+    fn a_stream_opened_after_a_change_waits_for_the_next_batch() {
+        let session = Session::open(runtime());
+        session.queue(added("a__x"));
+        let mut late = session.notices();
+        assert!(late.next().now_or_never().is_none());
+        session.drain();
+        session.queue(added("a__y"));
+        assert_eq!(late.next().now_or_never(), Some(true));
+    }
+
+    #[test]
+    fn changed_fires_only_for_a_non_empty_merged_delta() {
+        let session = Session::open(runtime());
         assert!(session.changed().now_or_never().is_none(), "nothing queued");
         session.queue(Delta {
             added: named(&["a__x"]),
