@@ -9,6 +9,8 @@
 
 use std::sync::{Arc, OnceLock};
 
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
     CompleteResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
@@ -19,6 +21,7 @@ use rmcp::model::{
     ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestParams,
     SubscriptionFilter, TASKS_EXTENSION_ID, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
+use rmcp::model::{CustomRequest, CustomResult};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use roster_core::catalog::Subscriptions;
@@ -161,114 +164,44 @@ impl GatewayHandler {
     }
 }
 
+/// Trait methods that hand a request and its context to the handler's method of the same job.
+macro_rules! hand_over {
+    ($($(#[$attr:meta])* $name:ident($request:ty) -> $answer:ty => $to:ident;)*) => {$(
+        $(#[$attr])*
+        async fn $name(
+            &self,
+            request: $request,
+            context: RequestContext<RoleServer>,
+        ) -> Result<$answer, ErrorData> {
+            self.$to(request, context).await
+        }
+    )*};
+}
+
 impl ServerHandler for GatewayHandler {
-    async fn on_custom_request(
-        &self,
-        request: rmcp::model::CustomRequest,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::CustomResult, ErrorData> {
-        self.custom_request(request, context).await
-    }
-
-    #[allow(deprecated)]
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.set_level_for(request, context).await
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        self.tools_page(request, context).await
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context).await
+    hand_over! {
+        on_custom_request(CustomRequest) -> CustomResult => custom_request;
+        #[allow(deprecated)]
+        set_level(SetLevelRequestParams) -> () => set_level_for;
+        list_tools(Option<PaginatedRequestParams>) -> ListToolsResult => tools_page;
+        call_tool(CallToolRequestParams) -> CallToolResponse => call;
+        list_prompts(Option<PaginatedRequestParams>) -> ListPromptsResult => prompts_page;
+        get_prompt(GetPromptRequestParams) -> GetPromptResponse => prompt;
+        complete(CompleteRequestParams) -> CompleteResult => completion;
+        list_resources(Option<PaginatedRequestParams>) -> ListResourcesResult => resources_page;
+        list_resource_templates(Option<PaginatedRequestParams>) -> ListResourceTemplatesResult
+            => templates_page;
+        read_resource(ReadResourceRequestParams) -> ReadResourceResponse => resource;
+        list_skills(Option<PaginatedRequestParams>) -> ListSkillsResult => skills_page;
+        get_skill(GetSkillRequestParams) -> GetSkillResult => skill;
+        read_resource_directory(ReadResourceDirectoryRequestParams) -> ReadResourceDirectoryResult
+            => skill_directory;
+        subscribe(SubscribeRequestParams) -> () => watch;
+        unsubscribe(UnsubscribeRequestParams) -> () => unwatch;
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.served_tool(name)
-    }
-
-    async fn list_prompts(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        self.prompts_page(request, context).await
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        self.prompt(request, context).await
-    }
-
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        self.completion(request, context).await
-    }
-
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        self.resources_page(request, context).await
-    }
-
-    async fn list_resource_templates(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.templates_page(request, context).await
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        self.resource(request, context).await
-    }
-
-    async fn list_skills(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListSkillsResult, ErrorData> {
-        self.skills_page(request, context).await
-    }
-
-    async fn get_skill(
-        &self,
-        request: GetSkillRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetSkillResult, ErrorData> {
-        self.skill(request, context).await
-    }
-
-    async fn read_resource_directory(
-        &self,
-        request: ReadResourceDirectoryRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
-        self.skill_directory(request, context).await
     }
 
     fn accepted_subscription_filter(
@@ -276,22 +209,6 @@ impl ServerHandler for GatewayHandler {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         self.watchable_filter(requested)
-    }
-
-    async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.watch(request, _context).await
-    }
-
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.unwatch(request, _context).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
