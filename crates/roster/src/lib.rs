@@ -17,8 +17,10 @@ pub mod gateway;
 pub mod inbox;
 mod roster;
 pub mod servers;
+mod session;
 pub mod store;
 mod sync;
 
 pub use config::Config;
-pub use roster::{CallError, Roster, RosterOptions, Session, StartError, ToolEntry, Turn};
+pub use roster::{CallError, Roster, RosterOptions, StartError, ToolEntry, Turn};
+pub use session::Session;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use roster::gateway::admin::{self, AdminCommand};
-use roster::gateway::{Gateway, RosterBackend, ServeConfig, Skills};
+use roster::gateway::{Gateway, ServeConfig, Skills};
 use roster::inbox::{Inbox, InboxConfig};
 use roster::servers::LogSink;
 use roster::{Config, Roster, RosterOptions};
@@ -185,19 +185,9 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);
-    let mut backend = RosterBackend::new(roster, &config);
-    if let Some(inbox) = &inbox {
-        backend = backend.with_attribution(inbox.attribution());
-    }
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
-    let gateway = Gateway::new(
-        Arc::new(backend),
-        serve_config,
-        &config.clients,
-        skills,
-        inbox,
-    )?;
+    let gateway = Gateway::new(roster, serve_config, &config.clients, skills, inbox)?;
 
     // Several clients may each start their own `roster serve` on one state directory; only
     // the first gets the admin socket, the others serve without it.
@@ -323,8 +313,9 @@ fn print_status(answer: &serde_json::Value) {
         "server", "transport", "connection", "listing", "tools", "listed", "next"
     );
     for s in answer.as_array().into_iter().flatten() {
+        // Whole seconds are what a person reads; the JSON keeps milliseconds.
         let secs = |k: &str, suffix: &str| match s.get(k).and_then(|v| v.as_u64()) {
-            Some(n) => format!("{n}s{suffix}"),
+            Some(ms) => format!("{}s{suffix}", ms / 1000),
             None => "-".to_owned(),
         };
         println!(
@@ -334,8 +325,8 @@ fn print_status(answer: &serde_json::Value) {
             text(s, "connection"),
             text(s, "listing"),
             text(s, "tools"),
-            secs("listed_secs_ago", " ago"),
-            secs("next_listing_in_secs", ""),
+            secs("listed_ms_ago", " ago"),
+            secs("next_listing_in_ms", ""),
             text(s, "last_error"),
         );
     }

@@ -22,7 +22,6 @@
 
 use crate::sync::lock;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use roster_core::{
     CallRouteError, Delta, NamingError, ScheduleConfigError, Tool, ToolLookup, ToolPresence,
@@ -30,8 +29,9 @@ use roster_core::{
 };
 use serde_json::{Map, Value};
 
+use crate::Session;
 use crate::config::{Config, TaskSupport};
-use crate::servers::runtime::{ReconcileHook, Relisting, Runtime, SessionQueue};
+use crate::servers::runtime::{ReconcileHook, Relisting, Runtime};
 use crate::servers::watches::ResourceWatches;
 use crate::servers::{
     CallOptions, LogLevel, LogSink, NotificationSink, Notifications, OfferingsGeneration,
@@ -158,7 +158,7 @@ impl Drop for Lifetime {
 #[derive(Clone)]
 pub struct Roster {
     rt: Arc<Runtime>,
-    default_session: Session,
+    default_session: Arc<Session>,
     _lifetime: Arc<Lifetime>,
 }
 
@@ -167,84 +167,6 @@ impl std::fmt::Debug for Roster {
         f.debug_struct("Roster")
             .field("servers", &self.rt.slots.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
-    }
-}
-
-/// One client session: its own delta queue, drained at its turns. It works while the
-/// [`Roster`] it came from is alive (dropping the last `Roster` stops the servers).
-#[derive(Clone)]
-pub struct Session {
-    rt: Arc<Runtime>,
-    queue: Arc<SessionQueue>,
-    seen: Arc<AtomicU64>,
-}
-
-impl std::fmt::Debug for Session {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
-            .field("pending", &self.has_pending())
-            .finish()
-    }
-}
-
-impl Session {
-    fn new(rt: Arc<Runtime>) -> Session {
-        let queue = rt.new_session();
-        // Deltas queued before the session existed are not news to it.
-        let seen = Arc::new(AtomicU64::new(*queue.generation.borrow()));
-        Session { rt, queue, seen }
-    }
-
-    /// Starts a turn: lists the servers that are stale or due, then drains this session's
-    /// deltas.
-    pub async fn begin_turn(&self) -> Turn {
-        self.rt.list_due().await;
-        self.drain()
-    }
-
-    /// Drains this session's deltas without listing anything.
-    pub fn drain(&self) -> Turn {
-        let delta = lock(&self.queue.deltas).drain();
-        let note = delta.as_ref().and_then(Delta::note);
-        Turn { delta, note }
-    }
-
-    /// Whether deltas are waiting for this session's next turn.
-    pub fn has_pending(&self) -> bool {
-        !lock(&self.queue.deltas).is_empty()
-    }
-
-    /// Resolves once per burst of deltas queued for this session since it last resolved (a
-    /// delta queued while nobody waited makes the next call resolve at once), and only when
-    /// the merged delta waiting is non-empty: a burst that cancels out (a tool added, then
-    /// removed) is no change. Edge-triggered, unlike [`Session::delta_arrived`]: a watcher can
-    /// loop on it without spinning.
-    pub async fn changed(&self) {
-        let mut generation = self.queue.generation.subscribe();
-        loop {
-            let now = *generation.borrow_and_update();
-            if self.seen.fetch_max(now, Ordering::SeqCst) < now && self.has_pending() {
-                return;
-            }
-            if generation.changed().await.is_err() {
-                return std::future::pending().await;
-            }
-        }
-    }
-
-    /// Resolves once a delta is waiting for this session (at once if one already is). The
-    /// gateway waits on this to send `notifications/tools/list_changed` upstream; the delta
-    /// itself stays queued until the session's next turn drains it.
-    pub async fn delta_arrived(&self) {
-        let mut generation = self.queue.generation.subscribe();
-        loop {
-            if self.has_pending() {
-                return;
-            }
-            if generation.changed().await.is_err() {
-                return std::future::pending().await;
-            }
-        }
     }
 }
 
@@ -273,7 +195,7 @@ impl Roster {
         if !startup_wait.is_zero() {
             rt.wait_first_attempts(startup_wait).await;
         }
-        let default_session = Session::new(rt.clone());
+        let default_session = Session::open(rt.clone());
         Ok(Roster {
             rt,
             default_session,
@@ -521,8 +443,8 @@ impl Roster {
         ResourceWatches::watchable_at(&self.rt, uri).is_ok()
     }
 
-    /// Whether any connected server takes resource subscriptions.
-    pub fn takes_resource_subscriptions(&self) -> bool {
+    /// Whether any connected server takes resource watches (declares `resources.subscribe`).
+    pub fn takes_resource_watches(&self) -> bool {
         self.rt
             .slots
             .values()
@@ -626,8 +548,8 @@ impl Roster {
     }
 
     /// A new client session with its own delta queue (it sees deltas from now on).
-    pub fn subscribe_session(&self) -> Session {
-        Session::new(self.rt.clone())
+    pub fn open_session(&self) -> Arc<Session> {
+        Session::open(self.rt.clone())
     }
 
     /// Every configured server's state, in name order.
@@ -635,11 +557,22 @@ impl Roster {
         self.rt.status()
     }
 
-    /// [`Roster::status`] as JSON (`{"servers": [...]}`), for `roster status` and health checks.
+    /// [`Roster::status`] as JSON (`{"servers": [...]}`), each server as `roster status`
+    /// shows it.
     pub fn status_json(&self) -> Value {
-        let now = std::time::Instant::now();
-        let servers: Vec<Value> = self.status().iter().map(|s| s.to_json(now)).collect();
-        serde_json::json!({ "servers": servers })
+        serde_json::json!({ "servers": self.servers_json() })
+    }
+
+    /// Every server's status as the JSON array `roster status`, the admin socket and
+    /// `/healthz` show.
+    pub(crate) fn servers_json(&self) -> Value {
+        let transport = |name: &str| {
+            let slot = self.rt.slots.get(name)?;
+            Some(crate::servers::status::transport_name(
+                &slot.config.transport,
+            ))
+        };
+        crate::servers::status::servers_json(&self.status(), transport, std::time::Instant::now())
     }
 
     /// Lists one server now, whatever its schedule says.
@@ -673,64 +606,5 @@ impl Roster {
     /// runtime ends, so the grace period is honoured and nothing a server started outlives roster.
     pub async fn shutdown_and_wait(&self) {
         self.rt.stop_and_wait().await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use futures::FutureExt;
-
-    fn queue(session: &Session, delta: Delta) {
-        lock(&session.queue.deltas).push(delta);
-        session.queue.generation.send_modify(|g| *g += 1);
-    }
-
-    fn named(names: &[&str]) -> Vec<String> {
-        names.iter().map(|n| (*n).to_owned()).collect()
-    }
-
-    #[test]
-    fn changed_fires_only_for_a_non_empty_merged_delta() {
-        let config = Config::with_servers(Default::default());
-        let rt = Runtime::new(
-            config.gateway,
-            &config.servers,
-            &config.server_order,
-            Arc::new(LogSink),
-            None,
-        );
-        let session = Session::new(rt);
-        assert!(session.changed().now_or_never().is_none(), "nothing queued");
-        queue(
-            &session,
-            Delta {
-                added: named(&["a__x"]),
-                ..Delta::default()
-            },
-        );
-        queue(
-            &session,
-            Delta {
-                removed: named(&["a__x"]),
-                ..Delta::default()
-            },
-        );
-        assert!(
-            session.changed().now_or_never().is_none(),
-            "a burst that cancels out is no change"
-        );
-        queue(
-            &session,
-            Delta {
-                added: named(&["a__y"]),
-                ..Delta::default()
-            },
-        );
-        assert!(session.changed().now_or_never().is_some(), "a real change");
-        assert!(
-            session.changed().now_or_never().is_none(),
-            "edge-triggered: the same burst fires once"
-        );
     }
 }

@@ -254,8 +254,8 @@ async fn killed_server_restarts_and_crash_loop_stays_contained() {
         .find(|s| s["name"] == "doomed")
         .cloned()
         .expect("doomed in JSON");
-    assert_eq!(doomed_json["state"], "crash-loop");
-    assert_eq!(doomed_json["listing"]["state"], "crash-loop");
+    assert_eq!(doomed_json["connection"], "crash-loop");
+    assert_eq!(doomed_json["listing"], "crash-loop");
     let result = roster
         .call("live__echo", args(json!({"text": "unhurt"})))
         .await
@@ -270,7 +270,7 @@ async fn session_sees_removal_when_a_server_dies() {
     let roster = Roster::start(test_config(&dynamic_server_toml("live", "legacy", &[]), ""))
         .await
         .expect("starts");
-    let session = roster.subscribe_session();
+    let session = roster.open_session();
     let watcher = session.clone();
     let changed = tokio::spawn(async move { watcher.changed().await });
     let pid = roster.status()[0].pid.expect("pid");

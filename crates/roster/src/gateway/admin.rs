@@ -309,17 +309,17 @@ fn handle(gateway: &Gateway, line: &str) -> Result<Value, String> {
 }
 
 fn run(gateway: &Gateway, command: AdminCommand) -> Value {
-    let backend = gateway.backend();
     match command {
-        AdminCommand::Status => backend.status(),
+        AdminCommand::Status => gateway.roster().servers_json(),
         AdminCommand::Tools => Value::Array(
-            backend
-                .tools()
+            gateway
+                .served_tools()
+                .servers()
                 .iter()
                 .map(|t| json!({"name": t.name, "description": t.description}))
                 .collect(),
         ),
-        AdminCommand::Refresh => json!({"servers_marked_stale": backend.refresh()}),
+        AdminCommand::Refresh => json!({"servers_marked_stale": gateway.refresh()}),
     }
 }
 

@@ -29,8 +29,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::session::Session;
 use super::{CallRelay, Gateway, Outcome, ProgressRelay};
+use crate::Session;
 use crate::servers::{CallerRelay, InputRound, LogLevel};
 
 /// How long a paused call waits for its client's retry.

@@ -1,20 +1,19 @@
 //! What clients see: roster as an MCP server over stdio and streamable HTTP.
 //!
-//! The gateway is written against [`Backend`], a narrow view of the roster (list the exposed
-//! tools, call one, begin a turn for a session, mark everything stale, report status). The
-//! runtime's [`crate::Roster`] implements it; tests can put any real implementation behind it.
+//! The gateway serves the runtime's [`crate::Roster`] directly: the servers' tools (with the
+//! native tools first), their prompts and resources, and each client's [`crate::Session`].
 //!
-//! Per client session the gateway keeps the change note drained at a turn until a tool result
-//! carries it (as a text block of its own; a `tools/list` of the session drops it, and a
+//! Each client session keeps the change note drained at a turn until a tool result carries it (as a text block of its own; a `tools/list` of the session drops it, and a
 //! `[[clients]]` entry can turn notes off), and sends `notifications/tools/list_changed`
 //! upstream only when a non-empty delta arrived — once per batch of deltas drained at one turn
 //! (coalesced per session).
 //!
 //! A `tools/call` goes by exposed name, or by a server's own tool name that exactly one
-//! connected server has (MCP Apps call their server's tools so; see [`Backend::route_call`]).
+//! connected server has (MCP Apps call their server's tools so; see
+//! [`crate::Roster::route_call`]).
 //!
 //! Besides tools, prompts and resources, the gateway relays resource updates to the sessions
-//! that subscribed (`watched`), and runs slow tool calls as tasks for clients that opted in to
+//! that watch them (`watches`), and runs slow tool calls as tasks for clients that opted in to
 //! the tasks extension (`tasks`, SEP-2663).
 //!
 //! What a server asks of its client during a request (sampling, elicitation, roots, log
@@ -25,170 +24,34 @@ use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use rmcp::ErrorData;
 use rmcp::RoleServer;
-use rmcp::model::{
-    CallToolResponse, JsonObject, ProgressNotificationParam, ProgressToken, Prompt, Resource,
-    ResourceTemplate, Tool,
-};
-use tokio::sync::{broadcast, watch};
-
-use crate::config::TaskSupport;
-use crate::servers::{
-    CallerRelay, InputRound, LogLevel, OfferingsGeneration, ResourceUpdate, ServerLog,
-};
+use rmcp::model::{CallToolResponse, ProgressNotificationParam, ProgressToken, Tool};
 use rmcp::service::Peer;
 use tokio_util::sync::CancellationToken;
+
+use crate::inbox::Attribution;
+use crate::servers::{CallerRelay, InputRound};
+use crate::{Roster, Session, ToolEntry};
 
 pub mod admin;
 mod auth;
 mod caller;
+mod forward;
 mod handler;
 pub mod http;
 mod native;
-mod roster_backend;
-mod session;
 mod skills;
 pub mod stdio;
 mod tasks;
-mod watched;
+mod watches;
 
 use auth::AdmittedClient;
 pub use auth::{ClientEntry, ClientEntryError, ClientIdentity};
 pub use handler::GatewayHandler;
-pub use roster_backend::RosterBackend;
-use session::Session;
 pub use skills::Skills;
 pub use tasks::TaskSettings;
 use tasks::Tasks;
-
-/// The roster as the gateway needs to see it.
-///
-/// Methods return boxed futures so the gateway can hold any backend as `Arc<dyn Backend>`.
-pub trait Backend: Send + Sync + 'static {
-    /// The servers' tools under their exposed names, schemas and annotations as the servers
-    /// gave them, in a deterministic order. Reads what is known; dials nothing. The same `Arc`
-    /// comes back for as long as the tools stay the same, so readers can key copies on it.
-    fn tools(&self) -> Arc<Vec<Tool>>;
-
-    /// The exposed name a `tools/call` of `name` reaches: `name` when it is exposed, else the
-    /// one server tool whose own name it is (MCP Apps call their server's tools so). An error
-    /// says the name is unknown, or names the exposed names of every server that has it.
-    fn route_call(&self, name: &str) -> Result<String, roster_core::CallRouteError>;
-
-    /// Calls a server's tool by its exposed name with the client's arguments. The result is
-    /// `input_required` only for a caller that takes such results itself.
-    fn call<'a>(
-        &'a self,
-        exposed: &'a str,
-        arguments: Option<JsonObject>,
-        relay: CallRelay,
-    ) -> BoxFuture<'a, Result<CallToolResponse, CallError>>;
-
-    /// The servers' prompts under their exposed names, in a deterministic order.
-    fn prompts(&self) -> Vec<Prompt>;
-
-    /// The servers' resources (each URI once, the first server's), in a deterministic order.
-    fn resources(&self) -> Vec<Resource>;
-
-    /// The servers' resource templates, in a deterministic order.
-    fn resource_templates(&self) -> Vec<ResourceTemplate>;
-
-    /// Forwards `prompts/get`, `resources/read` or `completion/complete` to the owning
-    /// server (with its own name); the answer is the server's result, or the JSON-RPC error
-    /// the client should get.
-    fn forward<'a>(
-        &'a self,
-        method: &'a str,
-        params: serde_json::Value,
-    ) -> BoxFuture<'a, Result<serde_json::Value, ErrorData>>;
-
-    /// [`Backend::forward`] of `prompts/get` or `resources/read` for a caller, whose server may
-    /// ask it for input (see [`crate::servers::relay`]).
-    fn forward_with<'a>(
-        &'a self,
-        method: &'a str,
-        params: serde_json::Value,
-        relay: CallRelay,
-    ) -> BoxFuture<'a, Result<serde_json::Value, ErrorData>>;
-
-    /// A client asked for log messages at `level` and above: pass it on to the servers.
-    fn set_log_level(&self, level: LogLevel) -> BoxFuture<'_, ()>;
-
-    /// Log messages servers send outside any request (`None`: there are none).
-    fn server_logs(&self) -> Option<broadcast::Receiver<ServerLog>>;
-
-    /// Changes whenever the prompt set or the resource set changes (`None`: they never do).
-    fn offerings_changed(&self) -> Option<watch::Receiver<OfferingsGeneration>>;
-
-    /// Subscribes one session to a server resource's updates (at the server while any session
-    /// holds one); the hold lasts until dropped. An error names why the URI cannot be watched.
-    fn watch_resource<'a>(&'a self, uri: &'a str)
-    -> BoxFuture<'a, Result<ResourceHold, ErrorData>>;
-
-    /// Whether `uri`'s server is connected now and takes subscriptions.
-    fn can_watch_resource(&self, uri: &str) -> bool;
-
-    /// Whether any connected server takes resource subscriptions (`resources.subscribe`).
-    fn takes_resource_subscriptions(&self) -> bool;
-
-    /// The servers' `notifications/resources/updated` from now on (`None`: there are none).
-    fn resource_updates(&self) -> Option<broadcast::Receiver<ResourceUpdate>>;
-
-    /// How a call of this exposed tool may run as a task (`None`: no tool of that name).
-    fn task_support(&self, exposed: &str) -> Option<TaskSupport>;
-
-    /// One round of a server tool's call for `caller` with the answer as the server gave it: a
-    /// tool result or an `input_required` result (SEP-2322), which the next round answers with
-    /// `input`. Cancelling `cancel` cancels the call at the server.
-    fn call_round<'a>(
-        &'a self,
-        exposed: &'a str,
-        arguments: Option<JsonObject>,
-        input: Option<InputRound>,
-        caller: Arc<dyn CallerRelay>,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'a, Result<serde_json::Value, CallError>>;
-
-    /// Opens the per-session view used for turns and change delivery.
-    fn open_session(&self) -> Box<dyn BackendSession>;
-
-    /// Marks every server stale without dialling any; returns how many servers were marked.
-    fn refresh(&self) -> usize;
-
-    /// Per-server status as JSON, for `roster status` and `GET /healthz`.
-    fn status(&self) -> serde_json::Value;
-
-    /// Stops the servers (child processes) before the gateway exits.
-    fn shutdown(&self) -> BoxFuture<'_, ()>;
-}
-
-/// One client session as seen by the backend: its queue of deltas.
-pub trait BackendSession: Send + Sync + 'static {
-    /// Starts a turn: re-lists the servers that need it (within the backend's bounded wait),
-    /// then drains this session's queued deltas. Returns the change note for them, if any.
-    fn begin_turn(&self) -> BoxFuture<'_, Option<String>>;
-
-    /// Resolves when a non-empty delta is queued for this session (at once while one is; the
-    /// gateway waits for the next turn before asking again).
-    fn changed(&self) -> BoxFuture<'_, ()>;
-}
-
-/// One session's subscription to a server resource (see [`Backend::watch_resource`]).
-pub trait HeldResource: Send + Sync + 'static {
-    /// The server the resource belongs to: only its updates of the URI are relayed.
-    fn server(&self) -> &str;
-}
-
-impl HeldResource for crate::servers::ResourceWatch {
-    fn server(&self) -> &str {
-        crate::servers::ResourceWatch::server(self)
-    }
-}
-
-/// A [`HeldResource`] as the gateway keeps it.
-pub type ResourceHold = Box<dyn HeldResource>;
 
 /// What a forwarded call carries back and forth besides its arguments.
 #[derive(Clone)]
@@ -313,10 +176,13 @@ impl Default for ServeConfig {
     }
 }
 
-/// The gateway's shared state: the backend, who may connect, and the sessions of clients that
-/// speak the stateless (2026-07-28) era, keyed by who they are.
+/// The gateway's shared state: the roster it serves, who may connect, and the sessions of
+/// clients that speak the stateless (2026-07-28) era, keyed by who they are.
 pub struct Gateway {
-    backend: Arc<dyn Backend>,
+    roster: Roster,
+    /// Where a request to a server says whose it is while it runs, so the inbox records what
+    /// the server sends meanwhile as that client's (present with the inbox).
+    attribution: Option<Attribution>,
     config: ServeConfig,
     clients: Vec<AdmittedClient>,
     skills: Arc<Skills>,
@@ -331,14 +197,17 @@ pub struct Gateway {
 /// The tools a client is served: native tools first (they win any clash), then the servers'.
 /// Built once per change of the servers' tools and shared by every request until the next.
 pub(crate) struct ServedTools {
-    /// The backend's tools this was built from.
-    servers: Arc<Vec<Tool>>,
+    /// The registry version the servers' tools were read at.
+    version: u64,
+    /// The servers' tools in rmcp's model, under their exposed names.
+    servers: Vec<Tool>,
     tools: Vec<Tool>,
     index: HashMap<String, usize>,
 }
 
 impl ServedTools {
-    fn build(native: Vec<Tool>, servers: Arc<Vec<Tool>>) -> Self {
+    fn build(native: Vec<Tool>, version: u64, entries: Vec<ToolEntry>) -> Self {
+        let servers: Vec<Tool> = entries.into_iter().filter_map(to_rmcp).collect();
         let mut tools = native;
         let native_count = tools.len();
         tools.reserve(servers.len());
@@ -354,10 +223,16 @@ impl ServedTools {
             }
         }
         Self {
+            version,
             servers,
             tools,
             index,
         }
+    }
+
+    /// The servers' tools alone, in their registry order.
+    pub(crate) fn servers(&self) -> &[Tool] {
+        &self.servers
     }
 
     /// Every tool, in the order `tools/list` pages them.
@@ -371,11 +246,35 @@ impl ServedTools {
     }
 }
 
+/// The server's tool definition in rmcp's model under its exposed name. The input schema is
+/// shared with the registry's copy, not duplicated; the rest goes through rmcp's own reading.
+fn to_rmcp(entry: ToolEntry) -> Option<Tool> {
+    let ToolEntry {
+        exposed_name,
+        mut tool,
+        ..
+    } = entry;
+    let schema = std::mem::take(&mut tool.input_schema);
+    tool.name = exposed_name;
+    let value = serde_json::to_value(&tool).ok()?;
+    match serde_json::from_value::<Tool>(value) {
+        Ok(mut served) => {
+            served.input_schema = schema;
+            Some(served)
+        }
+        Err(e) => {
+            tracing::warn!("tool {:?} cannot be served: {e}", tool.name);
+            None
+        }
+    }
+}
+
 impl Gateway {
-    /// A gateway over `backend` with the `[gateway]` settings, `[[clients]]` entries, the skill
-    /// catalog and (for `channels`) the inbox; fails when a client's token cannot be read.
+    /// A gateway serving `roster` with the `[gateway]` settings, `[[clients]]` entries, the
+    /// skill catalog and (for `channels`, and to attribute what servers send during a request)
+    /// the inbox; fails when a client's token cannot be read.
     pub fn new(
-        backend: Arc<dyn Backend>,
+        roster: Roster,
         config: ServeConfig,
         clients: &[ClientEntry],
         skills: Arc<Skills>,
@@ -383,7 +282,8 @@ impl Gateway {
     ) -> Result<Arc<Self>, ClientEntryError> {
         let tasks = Tasks::new(config.tasks.clone());
         Ok(Arc::new(Self {
-            backend,
+            roster,
+            attribution: inbox.as_ref().map(|inbox| inbox.attribution()),
             config,
             clients: auth::admit_all(clients)?,
             skills,
@@ -396,24 +296,31 @@ impl Gateway {
         }))
     }
 
-    /// The backend behind this gateway.
-    pub fn backend(&self) -> &Arc<dyn Backend> {
-        &self.backend
+    /// The roster this gateway serves.
+    pub fn roster(&self) -> &Roster {
+        &self.roster
     }
 
     /// The tools clients are served now; rebuilt only when the servers' tools changed.
     pub(crate) fn served_tools(&self) -> Arc<ServedTools> {
         // Under the lock, so a caller holding an older copy cannot replace a newer one.
         let mut served = lock(&self.served);
-        let servers = self.backend.tools();
-        if let Some(current) = served.as_ref()
-            && Arc::ptr_eq(&current.servers, &servers)
-        {
+        let known = served.as_ref().map(|current| current.version);
+        let (version, changed) = self.roster.tools_since(known);
+        if let (Some(current), None) = (served.as_ref(), &changed) {
             return current.clone();
         }
-        let fresh = Arc::new(ServedTools::build(native::tools(self), servers));
+        let entries = changed.unwrap_or_default();
+        let fresh = Arc::new(ServedTools::build(native::tools(self), version, entries));
         *served = Some(fresh.clone());
         fresh
+    }
+
+    /// Marks every server stale without dialling any; returns how many servers are
+    /// configured (what `refresh_tools` and `roster refresh` report).
+    pub(crate) fn refresh(&self) -> usize {
+        self.roster.refresh();
+        self.roster.status().len()
     }
 
     /// The skill catalog served by the native tools and the skills extension.
@@ -471,7 +378,7 @@ impl Gateway {
         let mut sessions = lock(&self.stateless);
         sessions
             .entry(key)
-            .or_insert_with(|| Session::open(self.backend.as_ref(), &self.shutdown))
+            .or_insert_with(|| self.roster.open_session())
             .clone()
     }
 
@@ -479,6 +386,6 @@ impl Gateway {
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
         self.tasks.shutdown();
-        self.backend.shutdown().await;
+        self.roster.shutdown_and_wait().await;
     }
 }

@@ -408,7 +408,7 @@ pub(crate) fn call(
             })
         }
         "refresh_tools" => {
-            let marked = gateway.backend().refresh();
+            let marked = gateway.refresh();
             let message = format!(
                 "marked {marked} server(s) stale; the next tools/list or server tool call re-lists them"
             );

@@ -31,7 +31,7 @@ use serde_json::Value;
 use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
-use super::{Backend, CallError, native};
+use super::{CallError, Gateway, native};
 use crate::config::TaskSupport;
 use crate::servers::{CallerRelay, InputRound};
 
@@ -115,12 +115,12 @@ impl Tasks {
     /// Runs a call the task way, or says it is not one for tasks.
     pub(crate) async fn dispatch(
         &self,
-        backend: &Arc<dyn Backend>,
+        gateway: &Arc<Gateway>,
         owner: &str,
         call: TaskCall<'_>,
         shutdown: &CancellationToken,
     ) -> Result<Dispatch, ErrorData> {
-        let Some(support) = backend.task_support(call.name) else {
+        let Some(support) = gateway.roster().task_support(call.name) else {
             return Ok(Dispatch::InPlace);
         };
         match (support, call.opted_in) {
@@ -138,7 +138,7 @@ impl Tasks {
         let arguments = Some(call.arguments.clone());
         let caller = call.caller;
         let mut round = start_round(
-            backend,
+            gateway,
             owner,
             call.name,
             arguments.clone(),
@@ -165,7 +165,7 @@ impl Tasks {
             return answer_now(round.await).map(|a| Dispatch::Answered(Box::new(a)));
         }
         let work = TaskWork {
-            backend: backend.clone(),
+            gateway: gateway.clone(),
             owner: owner.to_owned(),
             name: call.name.to_owned(),
             arguments,
@@ -239,7 +239,7 @@ type Round = JoinHandle<Result<Value, CallError>>;
 /// Calls the server once, on its own task so the call outlives the client's request.
 /// `owner` is the client identity the call runs for: what its server sends meanwhile is theirs.
 fn start_round(
-    backend: &Arc<dyn Backend>,
+    gateway: &Arc<Gateway>,
     owner: &str,
     name: &str,
     arguments: Option<JsonObject>,
@@ -247,12 +247,12 @@ fn start_round(
     caller: &Arc<dyn CallerRelay>,
     cancel: &CancellationToken,
 ) -> Round {
-    let (backend, name, cancel) = (backend.clone(), name.to_owned(), cancel.clone());
+    let (gateway, name, cancel) = (gateway.clone(), name.to_owned(), cancel.clone());
     let caller = caller.clone();
     tokio::spawn(crate::inbox::on_behalf_of(
         Some(owner.to_owned()),
         async move {
-            backend
+            gateway
                 .call_round(&name, arguments, input, caller, cancel)
                 .await
         },
@@ -289,7 +289,7 @@ fn answer_now(
 
 /// A call running as a task.
 struct TaskWork {
-    backend: Arc<dyn Backend>,
+    gateway: Arc<Gateway>,
     /// The client identity the task belongs to.
     owner: String,
     name: String,
@@ -339,7 +339,7 @@ impl TaskWork {
                 state: needed.request_state,
             };
             round = start_round(
-                &self.backend,
+                &self.gateway,
                 &self.owner,
                 &self.name,
                 self.arguments.clone(),

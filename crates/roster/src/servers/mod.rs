@@ -54,7 +54,7 @@ pub mod relay;
 pub(crate) mod runtime;
 mod sink;
 pub(crate) mod sse;
-mod status;
+pub(crate) mod status;
 pub(crate) mod stdio;
 mod supervisor;
 pub(crate) mod watches;

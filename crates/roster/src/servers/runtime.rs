@@ -19,9 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use roster_core::schedule::effective_ttl;
-use roster_core::{
-    Delta, DeltaQueue, Listing, ListingState, ListingTicket, Schedule, ToolRegistry,
-};
+use roster_core::{Delta, Listing, ListingState, ListingTicket, Schedule, ToolRegistry};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -129,21 +127,6 @@ pub struct OfferingsGeneration {
     pub resources: u64,
 }
 
-/// One session's queue of deltas and a counter of deltas queued, to wait on.
-pub(crate) struct SessionQueue {
-    pub(crate) deltas: Mutex<DeltaQueue>,
-    pub(crate) generation: watch::Sender<u64>,
-}
-
-impl Default for SessionQueue {
-    fn default() -> Self {
-        SessionQueue {
-            deltas: Mutex::new(DeltaQueue::new()),
-            generation: watch::channel(0).0,
-        }
-    }
-}
-
 pub(crate) struct State {
     pub(crate) registry: ToolRegistry,
     pub(crate) schedule: Schedule,
@@ -158,7 +141,7 @@ pub(crate) struct Runtime {
     pub(crate) offerings_changed: watch::Sender<OfferingsGeneration>,
     /// Resources subscribed at the servers for client sessions.
     pub(crate) resource_watches: ResourceWatches,
-    sessions: Mutex<Vec<Weak<SessionQueue>>>,
+    sessions: Mutex<Vec<Weak<crate::Session>>>,
     sink: Arc<dyn NotificationSink>,
     reconcile_hook: RwLock<Option<ReconcileHook>>,
     /// The most verbose log level any client asked for; sent to every initialize-era server
@@ -358,12 +341,10 @@ impl Runtime {
         }
     }
 
-    pub(crate) fn new_session(&self) -> Arc<SessionQueue> {
-        let queue = Arc::new(SessionQueue::default());
+    pub(crate) fn add_session(&self, session: &Arc<crate::Session>) {
         let mut sessions = lock(&self.sessions);
         sessions.retain(|s| s.strong_count() > 0);
-        sessions.push(Arc::downgrade(&queue));
-        queue
+        sessions.push(Arc::downgrade(session));
     }
 
     pub(super) fn publish(&self, server: &str, delta: &Delta) {
@@ -378,9 +359,8 @@ impl Runtime {
             "tools changed"
         );
         lock(&self.sessions).retain(|weak| match weak.upgrade() {
-            Some(queue) => {
-                lock(&queue.deltas).push(delta.clone());
-                queue.generation.send_modify(|g| *g += 1);
+            Some(session) => {
+                session.queue(delta.clone());
                 true
             }
             None => false,

@@ -7,7 +7,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -51,23 +50,15 @@ pub enum HttpError {
     MissingAdminToken(String),
 }
 
-/// The limits of the HTTP front, from the `[gateway]` table.
+/// The largest request body taken (rmcp's own limit; the front reads bodies first, so it
+/// applies it).
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The limits of the HTTP front: those of the `[gateway]` table (`max_connections`, the read
+/// timeouts, the session bounds), read from it where they are used.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
-    /// Connections held open at once.
-    pub max_connections: usize,
-    /// How long a client may take to send a request's headers.
-    pub header_read_timeout: Duration,
-    /// How long a client may take to send a request's body.
-    pub body_read_timeout: Duration,
-    /// Initialize-era sessions held at once.
-    pub max_sessions: usize,
-    /// Initialize-era sessions one client identity may hold at once.
-    pub max_sessions_per_client: usize,
-    /// A session with no traffic this long is closed.
-    pub session_idle_timeout: Duration,
-    /// The largest request body taken.
-    pub max_body_bytes: usize,
+    gateway: GatewayConfig,
     /// SHA-256 of the admin token that unlocks the full `/healthz` (`None`: nothing does).
     admin_digest: Option<[u8; 32]>,
 }
@@ -83,29 +74,18 @@ impl HttpSettings {
             None => None,
         };
         Ok(Self {
-            max_connections: gateway.max_connections,
-            header_read_timeout: gateway.header_read_timeout,
-            body_read_timeout: gateway.body_read_timeout,
-            max_sessions: gateway.max_sessions,
-            max_sessions_per_client: gateway.max_sessions_per_client,
-            session_idle_timeout: gateway.session_idle_timeout,
+            gateway: gateway.clone(),
             admin_digest,
-            ..Self::default()
         })
     }
 }
 
 impl Default for HttpSettings {
+    /// The `[gateway]` defaults, and no admin token.
     fn default() -> Self {
         Self {
-            max_connections: 1024,
-            header_read_timeout: Duration::from_secs(10),
-            body_read_timeout: Duration::from_secs(30),
-            max_sessions: 1000,
-            max_sessions_per_client: 100,
-            session_idle_timeout: Duration::from_secs(15 * 60),
-            // rmcp's own limit; the front reads bodies first, so it applies it.
-            max_body_bytes: 4 * 1024 * 1024,
+            // Only the HTTP limits are read, and none of them comes from the environment.
+            gateway: GatewayConfig::defaults(&|_| None),
             admin_digest: None,
         }
     }
@@ -150,8 +130,8 @@ impl HttpEndpoint {
     pub async fn serve(self) -> Result<(), HttpError> {
         let shutdown = self.gateway.shutdown_token();
         let limits = listener::ConnectionLimits {
-            max_connections: self.settings.max_connections,
-            header_read_timeout: self.settings.header_read_timeout,
+            max_connections: self.settings.gateway.max_connections,
+            header_read_timeout: self.settings.gateway.header_read_timeout,
         };
         let router = router(self.gateway, &self.settings);
         listener::serve(self.listener, router, limits, shutdown)
@@ -185,16 +165,16 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .enforce_origin_validation()
-        .with_max_request_body_bytes(settings.max_body_bytes)
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
         // A 2026-07-28 request whose handler sends nothing before its answer gets plain JSON
         // (no event stream to open and frame); one with progress or a question still streams.
         // `front` does the same for initialize-era sessions.
         .with_json_response(true)
         .with_cancellation_token(gateway.shutdown_token().child_token());
     let sessions = BoundSessions::new(SessionLimits {
-        max_sessions: settings.max_sessions,
-        max_per_client: settings.max_sessions_per_client,
-        idle_timeout: settings.session_idle_timeout,
+        max_sessions: settings.gateway.max_sessions,
+        max_per_client: settings.gateway.max_sessions_per_client,
+        idle_timeout: settings.gateway.session_idle_timeout,
     });
     let factory_gateway = gateway.clone();
     let mcp: StreamableHttpService<GatewayHandler, BoundSessions> = StreamableHttpService::new(
@@ -204,8 +184,8 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
     );
     let front = Arc::new(Front {
         sessions: sessions.clone(),
-        max_body_bytes: settings.max_body_bytes,
-        body_read_timeout: settings.body_read_timeout,
+        max_body_bytes: MAX_BODY_BYTES,
+        body_read_timeout: settings.gateway.body_read_timeout,
         shutdown: gateway.shutdown_token(),
     });
     let mcp_routes = Router::new()
@@ -252,7 +232,7 @@ async fn healthz(State(health): State<Arc<Health>>, headers: HeaderMap) -> Respo
     if !admin {
         return (status, axum::Json(serde_json::json!({ "status": word }))).into_response();
     }
-    let mut servers = health.gateway.backend().status();
+    let mut servers = health.gateway.roster().servers_json();
     redact(&mut servers);
     (
         status,

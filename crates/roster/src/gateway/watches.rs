@@ -1,8 +1,8 @@
-//! Resource subscriptions of one client session, and the relay of the servers'
-//! `notifications/resources/updated` to the sessions that subscribed.
+//! The resources one client session watches, and the relay of the servers'
+//! `notifications/resources/updated` to the sessions that watch them.
 //!
-//! - Initialize era: `resources/subscribe` / `resources/unsubscribe` add and drop a URI of the
-//!   session's [`WatchedResources`]; updates go out on the session's own stream (stdio, or
+//! - Initialize era: `resources/subscribe` / `resources/unsubscribe` add and drop a watch of
+//!   the session's [`SessionWatches`]; updates go out on the session's own stream (stdio, or
 //!   the HTTP GET stream) until the session ends, which drops its watches.
 //! - 2026-07-28: a `subscriptions/listen` stream's `resourceSubscriptions` are watched for as
 //!   long as that stream is open, and their updates go out on it.
@@ -21,50 +21,51 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use super::{Backend, ResourceHold};
-use crate::servers::ResourceUpdate;
+use super::forward::route_error;
+use crate::Roster;
+use crate::servers::{ResourceUpdate, ResourceWatch};
 
-/// The resources one session (or one listen stream) subscribed to; dropping it drops them.
+/// The resources one session (or one listen stream) watches; dropping it drops the watches.
 #[derive(Default)]
-pub(crate) struct WatchedResources {
-    held: Mutex<HashMap<String, ResourceHold>>,
+pub(crate) struct SessionWatches {
+    watches: Mutex<HashMap<String, ResourceWatch>>,
 }
 
-impl WatchedResources {
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, ResourceHold>> {
-        lock(&self.held)
+impl SessionWatches {
+    fn watches(&self) -> std::sync::MutexGuard<'_, HashMap<String, ResourceWatch>> {
+        lock(&self.watches)
     }
 
-    /// Subscribes this session to `uri` (again is fine: one subscription per URI).
-    pub(crate) async fn watch(&self, backend: &dyn Backend, uri: &str) -> Result<(), ErrorData> {
+    /// Watches `uri` for this session (again is fine: one watch per URI).
+    pub(crate) async fn watch(&self, roster: &Roster, uri: &str) -> Result<(), ErrorData> {
         if uri.starts_with("skill://") {
             return Err(ErrorData::invalid_params(
                 format!("{uri} is one of roster's skill files, which take no subscriptions"),
                 Some(serde_json::json!({ "uri": uri })),
             ));
         }
-        if self.held().contains_key(uri) {
+        if self.watches().contains_key(uri) {
             return Ok(());
         }
-        let hold = backend.watch_resource(uri).await?;
-        self.held().entry(uri.to_owned()).or_insert(hold);
+        let watch = roster.watch_resource(uri).await.map_err(route_error)?;
+        self.watches().entry(uri.to_owned()).or_insert(watch);
         Ok(())
     }
 
-    /// Drops this session's subscription to `uri`, if it had one.
+    /// Drops this session's watch of `uri`, if it had one.
     pub(crate) fn unwatch(&self, uri: &str) {
-        let hold = self.held().remove(uri);
-        drop(hold);
+        let watch = self.watches().remove(uri);
+        drop(watch);
     }
 
-    /// Whether this session subscribed to the resource the update is about.
+    /// Whether this session watches the resource the update is about.
     fn wants(&self, update: &ResourceUpdate) -> bool {
-        self.held()
+        self.watches()
             .get(&update.uri)
-            .is_some_and(|hold| hold.server() == update.server)
+            .is_some_and(|watch| watch.server() == update.server)
     }
 
-    /// Sends each update this session subscribed to with `send` (false: the client is
+    /// Sends each update this session watches with `send` (false: the client is
     /// gone), until `stop` is cancelled.
     pub(crate) async fn relay<F, Fut>(
         &self,
@@ -99,10 +100,10 @@ impl WatchedResources {
     }
 }
 
-/// Keeps in `accepted` only the resource URIs roster can subscribe to at their servers now.
-pub(crate) fn keep_watchable(accepted: &mut SubscriptionFilter, backend: &dyn Backend) {
+/// Keeps in `accepted` only the resource URIs roster can watch at their servers now.
+pub(crate) fn keep_watchable(accepted: &mut SubscriptionFilter, roster: &Roster) {
     if let Some(uris) = accepted.resource_subscriptions.as_mut() {
-        uris.retain(|uri| !uri.starts_with("skill://") && backend.can_watch_resource(uri));
+        uris.retain(|uri| !uri.starts_with("skill://") && roster.can_watch_resource(uri));
         if uris.is_empty() {
             accepted.resource_subscriptions = None;
         }

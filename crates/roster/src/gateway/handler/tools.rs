@@ -1,0 +1,158 @@
+//! `tools/list` and `tools/call`: native tools first, then a server's tool, in place or as a
+//! task; a tool result carries the session's pending change note.
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
+    ListToolsResult, PaginatedRequestParams, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+
+use super::{GatewayHandler, input_round, not_a_call};
+use crate::Session;
+use crate::gateway::caller::{self, Step};
+use crate::gateway::tasks::{Dispatch, TaskCall};
+use crate::gateway::{ClientIdentity, Outcome, native};
+use crate::servers::{InputRequiredOnly, InputRound};
+
+impl GatewayHandler {
+    pub(super) async fn tools_page(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let session = self.session(&context);
+        session.begin_turn_keeping_note().await;
+        // The list says what any note drained so far would: this session needs none of them.
+        let _ = session.take_note();
+        let tools = self.gateway.served_tools();
+        // The tool list is the same for every caller.
+        list_page!(
+            self,
+            ListToolsResult,
+            tools.all(),
+            request,
+            CacheScope::Public
+        )
+    }
+
+    pub(super) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let session = self.session(&context);
+        let who = self.identity(&context);
+        let arguments = request.arguments.unwrap_or_default();
+        if let Some(mut result) = native::call(&self.gateway, &who, &request.name, &arguments) {
+            self.carry_note(&session, &who, &mut result);
+            return Ok(result.into());
+        }
+        session.begin_turn_keeping_note().await;
+        // From here on the call goes by its exposed name, also when it came by a server's own
+        // name (an MCP App's call).
+        let name = self
+            .gateway
+            .roster()
+            .route_call(&request.name)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let input = input_round(request.input_responses, request.request_state);
+        if let Dispatch::Answered(mut response) = self
+            .call_as_task(&name, input.clone(), &arguments, &who, &context)
+            .await?
+        {
+            if let CallToolResponse::Complete(result) = response.as_mut() {
+                self.carry_note(&session, &who, result);
+            }
+            return Ok(*response);
+        }
+        let gateway = self.gateway.clone();
+        let target = format!("tools/call {name}");
+        let work = move |relay| -> futures::future::BoxFuture<'static, Outcome> {
+            Box::pin(
+                async move { Outcome::Call(gateway.call(&name, Some(arguments), relay).await) },
+            )
+        };
+        let step = caller::run_relayed(
+            &self.gateway,
+            &context,
+            &session,
+            who.name.clone(),
+            target,
+            input,
+            work,
+        )
+        .await?;
+        let outcome = match step {
+            Step::InputRequired(result) => return Ok(CallToolResponse::InputRequired(result)),
+            Step::Done(Outcome::Call(outcome)) => outcome,
+            Step::Done(Outcome::Forward(_)) => return Err(not_a_call("tools/call")),
+        };
+        let mut result = match outcome {
+            Ok(CallToolResponse::Complete(result)) => result,
+            // A 2026-07-28 server's question for a 2026-07-28 client goes to it untouched.
+            Ok(other) => return Ok(other),
+            Err(error) => error.into_answer()?,
+        };
+        self.carry_note(&session, &who, &mut result);
+        Ok(result.into())
+    }
+
+    /// A served tool's definition; rmcp checks a 2026-07-28 `tools/call`'s `Mcp-Param-*`
+    /// headers against the `x-mcp-header` annotations of its input schema (SEP-2243).
+    /// A call by a server's own tool name (an MCP App's) is checked against the tool it
+    /// routes to.
+    pub(super) fn served_tool(&self, name: &str) -> Option<Tool> {
+        let served = self.gateway.served_tools();
+        if let Some(tool) = served.get(name) {
+            return Some(tool.clone());
+        }
+        let exposed = self.gateway.roster().route_call(name).ok()?;
+        served.get(&exposed).cloned()
+    }
+
+    /// Puts the session's pending change note on `result` as a block of its own after the
+    /// server's content (never joined to the server's text; `structuredContent` is left as
+    /// the server gave it), unless `who` turned notes off.
+    fn carry_note(&self, session: &Session, who: &ClientIdentity, result: &mut CallToolResult) {
+        let note = session.take_note();
+        if !self.gateway.delta_notes(who) {
+            // Notes are off: what was drained is dropped so it cannot surface much later.
+            return;
+        }
+        if let Some(note) = note {
+            result.content.push(ContentBlock::text(note));
+        }
+    }
+
+    /// The task path of a server tool's call (see [`super::tasks`]).
+    async fn call_as_task(
+        &self,
+        name: &str,
+        input: Option<InputRound>,
+        arguments: &JsonObject,
+        who: &ClientIdentity,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Dispatch, ErrorData> {
+        let call = TaskCall {
+            name,
+            arguments,
+            input,
+            opted_in: context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks()),
+            caller: InputRequiredOnly::new(
+                context
+                    .client_capabilities()
+                    .and_then(|c| serde_json::to_value(c).ok())
+                    .unwrap_or_default(),
+            ),
+            cancelled: &context.ct,
+        };
+        let owner = who.name.clone().unwrap_or_default();
+        self.gateway
+            .tasks()
+            .dispatch(&self.gateway, &owner, call, &self.gateway.shutdown_token())
+            .await
+    }
+}

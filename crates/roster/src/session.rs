@@ -1,0 +1,311 @@
+//! [`Session`]: one client session of the roster. It holds everything that is the session's
+//! own: its queue of deltas (drained at its turns), the change note a turn drained until a
+//! tool result carries it, the coalesced upstream `list_changed` notice, and the log level its
+//! client asked for.
+//!
+//! A session gets one notice per batch of deltas: the first non-empty merged delta queued
+//! since its last turn makes one; later ones wait for the next turn, which drains them all
+//! (and their note rides on the next tool result). A burst that cancels out (a tool added,
+//! then removed) is no change and makes no notice.
+
+use crate::sync::lock;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use roster_core::{Delta, DeltaQueue};
+use tokio::sync::watch;
+
+use crate::Turn;
+use crate::servers::LogLevel;
+use crate::servers::runtime::Runtime;
+
+/// One client session: its own delta queue, drained at its turns. It works while the
+/// [`crate::Roster`] it came from is alive (dropping the last `Roster` stops the servers).
+pub struct Session {
+    rt: Arc<Runtime>,
+    queued: Mutex<Queued>,
+    /// Bumped for every delta queued, to wake whoever waits for a notice.
+    generation: watch::Sender<u64>,
+    /// The log level the client asked for (`logging/setLevel`).
+    log_level: Mutex<Option<LogLevel>>,
+}
+
+/// What waits on a session between its turns.
+#[derive(Default)]
+struct Queued {
+    deltas: DeltaQueue,
+    /// Notes drained at a turn that no tool result has carried yet.
+    notes: Vec<String>,
+    /// Notices made so far; a waiter compares it with the count it last saw.
+    notices: u64,
+    /// Whether the deltas now queued have had their notice (the turn that drains them ends
+    /// the batch).
+    noticed: bool,
+}
+
+impl Queued {
+    /// Takes the deltas of the batch; the next one gets its own notice.
+    fn drain(&mut self) -> Turn {
+        self.noticed = false;
+        let delta = self.deltas.drain();
+        let note = delta.as_ref().and_then(Delta::note);
+        Turn { delta, note }
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("pending", &self.has_pending())
+            .finish()
+    }
+}
+
+impl Session {
+    /// A new session of `rt`; it sees the deltas queued from now on.
+    pub(crate) fn open(rt: Arc<Runtime>) -> Arc<Session> {
+        let session = Arc::new(Session {
+            rt,
+            queued: Mutex::new(Queued::default()),
+            generation: watch::channel(0).0,
+            log_level: Mutex::new(None),
+        });
+        session.rt.add_session(&session);
+        session
+    }
+
+    fn queued(&self) -> MutexGuard<'_, Queued> {
+        lock(&self.queued)
+    }
+
+    /// Queues a delta for this session's next turn.
+    pub(crate) fn queue(&self, delta: Delta) {
+        self.queued().deltas.push(delta);
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// Starts a turn: lists the servers that are stale or due, then drains this session's
+    /// deltas.
+    pub async fn begin_turn(&self) -> Turn {
+        self.rt.list_due().await;
+        self.drain()
+    }
+
+    /// Drains this session's deltas without listing anything.
+    pub fn drain(&self) -> Turn {
+        self.queued().drain()
+    }
+
+    /// [`Session::begin_turn`] for a client whose note waits here for its next tool result
+    /// (see [`Session::take_note`]).
+    pub(crate) async fn begin_turn_keeping_note(&self) {
+        self.rt.list_due().await;
+        let mut queued = self.queued();
+        if let Some(note) = queued.drain().note {
+            queued.notes.push(note);
+        }
+    }
+
+    /// Takes the notes a tool result should carry, joined into one text.
+    pub(crate) fn take_note(&self) -> Option<String> {
+        let mut queued = self.queued();
+        if queued.notes.is_empty() {
+            return None;
+        }
+        let note = queued.notes.join("\n");
+        queued.notes.clear();
+        Some(note)
+    }
+
+    /// Whether deltas are waiting for this session's next turn.
+    pub fn has_pending(&self) -> bool {
+        !self.queued().deltas.is_empty()
+    }
+
+    /// Resolves at this session's next notice: when a non-empty merged delta is waiting that
+    /// no notice since the session's last turn covered (at once if one is waiting now). A
+    /// batch gets one notice, however many callers wait: a watcher can loop on it without
+    /// spinning. Unlike [`Session::delta_arrived`], a burst that cancels out is no change.
+    pub async fn changed(self: &Arc<Self>) {
+        let seen = self.queued().notices;
+        if !self.notices_after(seen).next().await {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Resolves once a delta is waiting for this session (at once if one already is); the
+    /// delta itself stays queued until the session's next turn drains it.
+    pub async fn delta_arrived(&self) {
+        let mut generation = self.generation.subscribe();
+        loop {
+            if self.has_pending() {
+                return;
+            }
+            if generation.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+
+    /// This session's notices from now on (each one a `list_changed` to send upstream). A
+    /// change already waiting is not news to a stream opened after it: its batch counts as
+    /// noticed, and the client learns of it at its next turn. It holds the session weakly: it
+    /// ends when the session does.
+    pub(crate) fn notices(self: &Arc<Self>) -> Notices {
+        let seen = self.notices_made();
+        self.notices_after(seen)
+    }
+
+    fn notices_after(self: &Arc<Self>, seen: u64) -> Notices {
+        Notices {
+            generation: self.generation.subscribe(),
+            seen,
+            session: Arc::downgrade(self),
+        }
+    }
+
+    /// The notices made so far, making one now when a non-empty merged delta waits that has
+    /// had none since the last turn: the one place notices are coalesced.
+    fn notices_made(&self) -> u64 {
+        let mut queued = self.queued();
+        if !queued.noticed && !queued.deltas.is_empty() {
+            queued.noticed = true;
+            queued.notices += 1;
+        }
+        queued.notices
+    }
+
+    /// The lowest log level this session's client wants (`None`: no log messages).
+    pub(crate) fn log_level(&self) -> Option<LogLevel> {
+        *lock(&self.log_level)
+    }
+
+    /// Records the client's `logging/setLevel`.
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
+        *lock(&self.log_level) = Some(level);
+    }
+}
+
+/// One waiter's view of a session's notices (see [`Session::notices`]).
+pub(crate) struct Notices {
+    session: Weak<Session>,
+    generation: watch::Receiver<u64>,
+    /// The notices this waiter has been told of.
+    seen: u64,
+}
+
+impl Notices {
+    /// Resolves at the next notice (several made while nobody looked are one); `false` once
+    /// the session is gone.
+    pub(crate) async fn next(&mut self) -> bool {
+        loop {
+            let Some(session) = self.session.upgrade() else {
+                return false;
+            };
+            let made = session.notices_made();
+            // Not held while waiting: the session ends when its owner drops it.
+            drop(session);
+            if made > self.seen {
+                self.seen = made;
+                return true;
+            }
+            if self.generation.changed().await.is_err() {
+                return false;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::servers::LogSink;
+    use futures::FutureExt;
+
+    fn named(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    fn runtime() -> Arc<Runtime> {
+        let config = Config::with_servers(Default::default());
+        Runtime::new(
+            config.gateway,
+            &config.servers,
+            &config.server_order,
+            Arc::new(LogSink),
+            None,
+        )
+    }
+
+    fn added(name: &str) -> Delta {
+        Delta {
+            added: named(&[name]),
+            ..Delta::default()
+        }
+    }
+
+    #[test]
+    fn one_notice_per_batch_until_a_turn_drains_it() {
+        let session = Session::open(runtime());
+        let mut notices = session.notices();
+        session.queue(added("a__x"));
+        assert_eq!(
+            notices.next().now_or_never(),
+            Some(true),
+            "the first change"
+        );
+        session.queue(added("a__y"));
+        assert!(
+            notices.next().now_or_never().is_none(),
+            "the batch had its notice"
+        );
+        let turn = session.drain();
+        assert!(turn.note.is_some_and(|n| n.contains("a__y")));
+        session.queue(added("a__z"));
+        assert_eq!(notices.next().now_or_never(), Some(true), "a new batch");
+        drop(session);
+        assert_eq!(
+            notices.next().now_or_never(),
+            Some(false),
+            "the session ended"
+        );
+    }
+
+    #[test]
+    fn a_stream_opened_after_a_change_waits_for_the_next_batch() {
+        let session = Session::open(runtime());
+        session.queue(added("a__x"));
+        let mut late = session.notices();
+        assert!(late.next().now_or_never().is_none());
+        session.drain();
+        session.queue(added("a__y"));
+        assert_eq!(late.next().now_or_never(), Some(true));
+    }
+
+    #[test]
+    fn changed_fires_only_for_a_non_empty_merged_delta() {
+        let session = Session::open(runtime());
+        assert!(session.changed().now_or_never().is_none(), "nothing queued");
+        session.queue(Delta {
+            added: named(&["a__x"]),
+            ..Delta::default()
+        });
+        session.queue(Delta {
+            removed: named(&["a__x"]),
+            ..Delta::default()
+        });
+        assert!(
+            session.changed().now_or_never().is_none(),
+            "a burst that cancels out is no change"
+        );
+        session.queue(Delta {
+            added: named(&["a__y"]),
+            ..Delta::default()
+        });
+        assert!(session.changed().now_or_never().is_some(), "a real change");
+        assert!(
+            session.changed().now_or_never().is_none(),
+            "edge-triggered: the same burst fires once"
+        );
+    }
+}
