@@ -172,7 +172,7 @@ impl Connection {
                 RequestError::Closed
             }),
         };
-        self.handled_call_notifications().await;
+        self.awaited_notifications_handled().await;
         self.notifications.unwatch_progress(&token);
         let raw = self.raw.take(&id);
         let typed = outcome?;
@@ -185,14 +185,14 @@ impl Connection {
         }
     }
 
-    /// Waits until the log messages and progress updates that arrived before a call's answer
-    /// are handled, so they reach the call's caller before its result. Over streamable HTTP
+    /// Waits until the notifications a result waits for ([`super::event::AWAITED_BY_RESULTS`])
+    /// that arrived before a call's answer are handled. Over streamable HTTP
     /// (rmcp's transport, uncounted) it only lets the handlers already spawned run first.
-    async fn handled_call_notifications(&self) {
+    async fn awaited_notifications_handled(&self) {
         // Handlers are quick; the bound only keeps a miscount from stalling a call.
         const AT_MOST: Duration = Duration::from_millis(500);
-        let seen = self.raw.call_notifications_seen();
-        let mut handled = self.shared.call_notifications_handled.subscribe();
+        let seen = self.raw.awaited_seen();
+        let mut handled = self.shared.awaited_handled.subscribe();
         if seen == 0 {
             tokio::task::yield_now().await;
             return;

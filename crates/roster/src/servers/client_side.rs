@@ -36,7 +36,7 @@ pub(super) struct ClientShared {
     pub(super) notifications: Arc<Notifications>,
     pub(super) in_flight: InFlight,
     /// How many log messages and progress updates were handled (see [`super::wire`]).
-    pub(super) call_notifications_handled: watch::Sender<u64>,
+    pub(super) awaited_handled: watch::Sender<u64>,
 }
 
 /// Why a server's request got no result.
@@ -108,9 +108,9 @@ impl Service<RoleClient> for ClientSide {
             self.shared.relay_log(params);
         }
         self.shared.notifications.dispatch(&event);
-        if event.belongs_to_call() {
+        if event.awaited_by_results() {
             self.shared
-                .call_notifications_handled
+                .awaited_handled
                 .send_modify(|handled| *handled += 1);
         }
         Ok(())

@@ -135,7 +135,7 @@ impl Connection {
             server: name.clone(),
             notifications: notifications.clone(),
             in_flight: InFlight::default(),
-            call_notifications_handled: watch::channel(0).0,
+            awaited_handled: watch::channel(0).0,
         });
         let client = ClientSide {
             shared: shared.clone(),

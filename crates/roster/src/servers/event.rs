@@ -26,9 +26,18 @@ pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 /// Progress of a request in flight, for the call that asked for it.
 pub const PROGRESS: &str = "notifications/progress";
 
-/// Notifications that belong to the call in flight: the transports count them as they arrive
-/// (see [`super::wire`]) and [`ServerEvent::belongs_to_call`] as they are handled.
-pub(crate) const CALL_NOTIFICATIONS: [&str; 2] = [LOG_MESSAGE, PROGRESS];
+/// Notifications a call's result waits for: the transports count them as they arrive (see
+/// [`super::wire`]) and [`ServerEvent::awaited_by_results`] as they are handled. The log messages
+/// and progress of the call in flight reach its caller before its result; a `list_changed` the
+/// server sent before the result has marked its list stale, so the caller's next turn lists it
+/// (a tool that adds tools, then the client's `tools/list`, sees the new ones).
+pub(crate) const AWAITED_BY_RESULTS: [&str; 5] = [
+    LOG_MESSAGE,
+    PROGRESS,
+    TOOLS_LIST_CHANGED,
+    PROMPTS_LIST_CHANGED,
+    RESOURCES_LIST_CHANGED,
+];
 
 /// Which of a server's lists a `list_changed` makes stale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -174,10 +183,14 @@ impl ServerEvent {
         }
     }
 
-    /// Whether it belongs to the call in flight (a log message or progress): a call's result
-    /// waits until these are handled, so they reach its caller first.
-    pub(crate) fn belongs_to_call(&self) -> bool {
-        matches!(self, ServerEvent::Progress { .. } | ServerEvent::Log { .. })
+    /// Whether a call's result waits until it is handled (see [`AWAITED_BY_RESULTS`]).
+    pub(crate) fn awaited_by_results(&self) -> bool {
+        matches!(
+            self,
+            ServerEvent::Progress { .. }
+                | ServerEvent::Log { .. }
+                | ServerEvent::ListChanged { .. }
+        )
     }
 }
 
@@ -218,13 +231,16 @@ mod tests {
         assert!(matches!(updated, ServerEvent::ResourceUpdated { uri, .. } if uri == "file:///a"));
         let progress = ServerEvent::new(PROGRESS, json!({"progressToken": "t"}));
         assert!(matches!(progress, ServerEvent::Progress { token: Some(t), .. } if t == "\"t\""));
-        for method in CALL_NOTIFICATIONS {
+        for method in AWAITED_BY_RESULTS {
             assert!(
-                ServerEvent::new(method, Value::Null).belongs_to_call(),
+                ServerEvent::new(method, Value::Null).awaited_by_results(),
                 "{method}"
             );
         }
-        assert!(!ServerEvent::new(TOOLS_LIST_CHANGED, Value::Null).belongs_to_call());
+        assert!(
+            !ServerEvent::new(RESOURCES_UPDATED, json!({"uri": "file:///a"})).awaited_by_results()
+        );
+        assert!(!ServerEvent::new("notifications/cancelled", Value::Null).awaited_by_results());
     }
 
     #[test]

@@ -11,9 +11,9 @@
 //! - **Garbage tolerance.** A line that is not JSON-RPC is logged and dropped instead of
 //!   ending the connection.
 //! - **Order.** rmcp hands each notification to its handler on a task of its own but settles a
-//!   response at once, so a server's last log message or progress update before its result
-//!   could be handled after the call ended. The count of such notifications seen on the wire
-//!   lets a call wait until they are handled ([`RawResults::call_notifications_seen`]).
+//!   response at once, so a server's last log message, progress update or `list_changed`
+//!   before its result could be handled after the call ended. The count of such notifications
+//!   seen on the wire lets a call wait until they are handled ([`RawResults::awaited_seen`]).
 
 use crate::sync::lock;
 use std::borrow::Cow;
@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::event::CALL_NOTIFICATIONS;
+use super::event::AWAITED_BY_RESULTS;
 use super::gate::{Admit, NotificationGate};
 
 /// Methods whose raw result a connection wants to read itself.
@@ -47,7 +47,7 @@ pub(crate) struct RawResults {
 struct RawInner {
     watched: HashSet<String>,
     results: HashMap<String, Value>,
-    call_notifications: u64,
+    awaited: u64,
     /// Until the handshake is over: the id of the request rmcp waits for (its handshake sends
     /// one request at a time). rmcp fails a handshake on any other response, so a stray answer
     /// (an id roster never used, or a late answer to an abandoned `server/discover` probe) is
@@ -105,8 +105,8 @@ impl RawResults {
         // A request from the server (a ping, say) shares the id space of nobody's answers:
         // its id may equal one of ours that is still waiting for its raw result.
         if let Some(method) = message.get("method").and_then(Value::as_str) {
-            if message.get("id").is_none() && CALL_NOTIFICATIONS.contains(&method) {
-                self.lock().call_notifications += 1;
+            if message.get("id").is_none() && AWAITED_BY_RESULTS.contains(&method) {
+                self.lock().awaited += 1;
             }
             return;
         }
@@ -123,9 +123,10 @@ impl RawResults {
         }
     }
 
-    /// How many log messages and progress updates arrived on this connection so far.
-    pub(crate) fn call_notifications_seen(&self) -> u64 {
-        self.lock().call_notifications
+    /// How many notifications a result waits for ([`super::event::AWAITED_BY_RESULTS`]) arrived
+    /// on this connection so far.
+    pub(crate) fn awaited_seen(&self) -> u64 {
+        self.lock().awaited
     }
 
     /// Takes the raw result of the request with this id, when it was watched and answered.
@@ -277,9 +278,13 @@ impl Transport<RoleClient> for WireTransport {
         {
             loop {
                 let value = self.next_message().await?;
-                self.raw.note_incoming(&value);
                 match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value.clone()) {
-                    Ok(message) => return Some(message),
+                    // Counted only once rmcp will see it: a dropped notification is never
+                    // handled, and a call must not wait for it.
+                    Ok(message) => {
+                        self.raw.note_incoming(&value);
+                        return Some(message);
+                    }
                     Err(error) => tracing::warn!(
                         server = %self.server,
                         %error,
