@@ -438,7 +438,26 @@ async fn notifications_reach_the_sink_and_dynamic_tools_can_be_off() {
             .all(|(_, _, handled)| !handled),
         "{records:?}"
     );
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // No sleep proves that nothing re-lists it: only a stale server is ever re-listed (by a turn
+    // or the debounced background re-list), and a turn re-lists it at once. A second
+    // list_changed is the marker: the reader handles the server's messages in order, so once
+    // the marker is recorded every listener of the first one has run.
+    roster
+        .call("dyn__add_tool", args(json!({"name": "marker"})))
+        .await
+        .expect("add_tool answers");
+    eventually("the marker's list_changed is recorded", || {
+        recorder
+            .0
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(c, m, _)| c == "dyn" && m == "notifications/tools/list_changed")
+            .count()
+            >= 2
+    })
+    .await;
+    roster.begin_turn().await;
     assert!(!has_tool(&roster, "dyn__fresh"));
     assert_eq!(refresh_count(&roster, "dyn"), 0);
     // An explicit refresh still picks the tool up at the next turn.
