@@ -68,6 +68,19 @@ impl Gateway {
     pub fn healthz(&self) -> String {
         self.url.replace("/mcp", "/healthz")
     }
+
+    /// `/healthz` as the holder of the admin token `token` sees it: the servers' state too.
+    pub async fn health(&self, token: &str) -> serde_json::Value {
+        reqwest::Client::new()
+            .get(self.healthz())
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("GET /healthz")
+            .json()
+            .await
+            .expect("healthz is JSON")
+    }
 }
 
 /// The Python SDK client's report for `calls` (`[tool, arguments]` pairs) made at `target`
@@ -86,11 +99,7 @@ pub fn example_config(dir: &Path) -> PathBuf {
     let root = workspace_root();
     let text = std::fs::read_to_string(root.join("examples/roster.toml")).expect("example config");
     let mut table: toml::Table = text.parse().expect("the example is valid TOML");
-    let demo = table
-        .get_mut("servers")
-        .and_then(|s| s.get_mut("demo"))
-        .and_then(|d| d.as_table_mut())
-        .expect("the example has [servers.demo]");
+    let demo = table_at(&mut table, &["servers", "demo"]);
     assert_eq!(
         demo.get("args")
             .and_then(|a| a.as_array())
@@ -107,25 +116,45 @@ pub fn example_config(dir: &Path) -> PathBuf {
         toml::Value::Array(vec![toml::Value::String("demo-server".into())]),
     );
     demo.remove("cwd");
-    let skills = table
-        .get_mut("skills")
-        .and_then(|s| s.as_table_mut())
-        .expect("the example has [skills]");
-    skills.insert(
+    table_at(&mut table, &["skills"]).insert(
         "paths".into(),
         toml::Value::Array(vec![toml::Value::String(
             root.join("examples/skills").display().to_string(),
         )]),
     );
-    let gateway = table
-        .get_mut("gateway")
-        .and_then(|g| g.as_table_mut())
-        .expect("the example has [gateway]");
-    gateway.insert(
+    table_at(&mut table, &["gateway"]).insert(
         "state_dir".into(),
         toml::Value::String(dir.join("state").display().to_string()),
     );
     let path = dir.join("roster.toml");
     std::fs::write(&path, table.to_string()).expect("write config");
     path
+}
+
+/// The example's table at `keys` (`["servers", "demo"]` is `[servers.demo]`).
+fn table_at<'a>(table: &'a mut toml::Table, keys: &[&str]) -> &'a mut toml::Table {
+    keys.iter().fold(table, |table, key| {
+        table
+            .get_mut(*key)
+            .and_then(|t| t.as_table_mut())
+            .unwrap_or_else(|| panic!("the example has [{}]", keys.join(".")))
+    })
+}
+
+/// What `roster --config CONFIG ARGS` (an admin command such as `status --json`) printed;
+/// panics showing its stderr when it failed.
+pub fn roster_stdout(config: &Path, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_roster"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env_remove("ROSTER_STATE_DIR")
+        .output()
+        .expect("run roster");
+    assert!(
+        output.status.success(),
+        "roster {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
