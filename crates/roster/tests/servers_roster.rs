@@ -400,6 +400,18 @@ impl NotificationSink for Recorder {
     }
 }
 
+impl Recorder {
+    /// How many `notifications/tools/list_changed` of `channel` were recorded.
+    fn list_changed_of(&self, channel: &str) -> usize {
+        self.0
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(c, m, _)| c == channel && m == "notifications/tools/list_changed")
+            .count()
+    }
+}
+
 #[tokio::test]
 async fn notifications_reach_the_sink_and_dynamic_tools_can_be_off() {
     common::init_tracing();
@@ -422,12 +434,7 @@ async fn notifications_reach_the_sink_and_dynamic_tools_can_be_off() {
         .await
         .expect("add_tool answers");
     eventually("the list_changed is recorded", || {
-        recorder
-            .0
-            .lock()
-            .expect("lock")
-            .iter()
-            .any(|(c, m, _)| c == "dyn" && m == "notifications/tools/list_changed")
+        recorder.list_changed_of("dyn") >= 1
     })
     .await;
     let records = recorder.0.lock().expect("lock").clone();
@@ -447,14 +454,7 @@ async fn notifications_reach_the_sink_and_dynamic_tools_can_be_off() {
         .await
         .expect("add_tool answers");
     eventually("the marker's list_changed is recorded", || {
-        recorder
-            .0
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|(c, m, _)| c == "dyn" && m == "notifications/tools/list_changed")
-            .count()
-            >= 2
+        recorder.list_changed_of("dyn") >= 2
     })
     .await;
     roster.begin_turn().await;
