@@ -1,8 +1,22 @@
 //! Skills seen from outside: real skill directories on disk, the SQLite store, and the
-//! `roster skills check` binary.
+//! `roster skills check` binary. The store's tests need the `sqlite-store` feature
+//! (scripts/test turns it on).
 
 use std::path::PathBuf;
 use std::process::Command;
+
+#[cfg(feature = "sqlite-store")]
+use {
+    roster::core::catalog::{ListFilter, Subscriptions},
+    roster::core::skills::{Availability, SkillError, SkillKind},
+    roster::core::{ToolLookup, ToolPresence},
+    roster::store::{
+        CatalogStore, DEFAULT_MAX_SKILL_FILE_SIZE, IndexStats, SqliteStore, index_dir, load_catalog,
+    },
+    serde_json::json,
+    std::collections::HashMap,
+    std::sync::Arc,
+};
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -16,283 +30,269 @@ fn invalid_fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/skills-invalid")
 }
 
-/// The skills indexed into the SQLite store and loaded back from it (the store is behind the
-/// `sqlite-store` feature; scripts/test turns it on).
 #[cfg(feature = "sqlite-store")]
-mod through_the_sqlite_store {
-    use std::collections::HashMap;
-    use std::sync::Arc;
+/// The demo server's tools as the tool registry would answer for them once it is listed.
+struct DemoTools {
+    gone: Vec<&'static str>,
+}
 
-    use roster::core::catalog::{ListFilter, Subscriptions};
-    use roster::core::skills::{Availability, SkillError, SkillKind};
-    use roster::core::{ToolLookup, ToolPresence};
-    use roster::store::{
-        CatalogStore, DEFAULT_MAX_SKILL_FILE_SIZE, IndexStats, SqliteStore, index_dir, load_catalog,
-    };
-    use serde_json::json;
-
-    use super::{examples, invalid_fixture};
-
-    /// The demo server's tools as the tool registry would answer for them once it is listed.
-    struct DemoTools {
-        gone: Vec<&'static str>,
+#[cfg(feature = "sqlite-store")]
+impl ToolLookup for DemoTools {
+    fn presence(&self, reference: &str) -> ToolPresence {
+        const DEMO: [&str; 7] = [
+            "demo__echo",
+            "demo__add",
+            "demo__word_count",
+            "demo__notes_write",
+            "demo__notes_read",
+            "demo__notes_list",
+            "demo__toggle_tool",
+        ];
+        match reference.split_once("__") {
+            Some(("demo", _)) if DEMO.contains(&reference) && !self.gone.contains(&reference) => {
+                ToolPresence::Present
+            }
+            Some(("demo", _)) => ToolPresence::Missing,
+            _ => ToolPresence::Unknown,
+        }
     }
+}
 
-    impl ToolLookup for DemoTools {
-        fn presence(&self, reference: &str) -> ToolPresence {
-            const DEMO: [&str; 7] = [
-                "demo__echo",
-                "demo__add",
-                "demo__word_count",
+#[cfg(feature = "sqlite-store")]
+fn indexed(root: &std::path::Path) -> SqliteStore {
+    let mut store = SqliteStore::open_in_memory().expect("in-memory sqlite");
+    let (_, scan) =
+        index_dir(root, DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("skills dir is readable");
+    assert!(scan.unreadable.is_empty(), "{:?}", scan.unreadable);
+    store
+}
+
+#[test]
+#[cfg(feature = "sqlite-store")]
+fn the_example_skills_load_from_disk_through_the_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("catalog.sqlite");
+    let mut store = SqliteStore::open(&db).expect("open sqlite file");
+    let (stats, _) =
+        index_dir(&examples(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("index examples");
+    assert_eq!(
+        stats,
+        IndexStats {
+            added: 6,
+            ..IndexStats::default()
+        }
+    );
+    let (stats, _) =
+        index_dir(&examples(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("re-index examples");
+    assert_eq!(
+        stats,
+        IndexStats {
+            unchanged: 6,
+            ..IndexStats::default()
+        }
+    );
+    drop(store);
+
+    let (catalog, invalid) = load_catalog(&SqliteStore::open(&db).expect("reopen")).expect("load");
+    assert!(invalid.is_empty(), "{invalid:?}");
+    let everyone = Subscriptions::none();
+    let page = catalog.list(&everyone, &ListFilter::default());
+    let ids: Vec<_> = page.entries.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        vec![
+            "demo/save-note",
+            "demo/sum-and-report",
+            "general/commit-messages",
+            "writing/note-taking",
+            "writing/plain-style"
+        ]
+    );
+    let pro: Subscriptions = ["pro"].into_iter().collect();
+    assert_eq!(catalog.list(&pro, &ListFilter::default()).entries.len(), 6);
+
+    let plain = catalog
+        .get(&everyone, "general/commit-messages")
+        .expect("plain agent skill");
+    assert_eq!(plain.skill.kind, SkillKind::Knowledge);
+    assert!(plain.skill.content.starts_with("# Commit messages"));
+    assert_eq!(plain.skill.license.as_deref(), Some("Apache-2.0"));
+}
+
+#[test]
+#[cfg(feature = "sqlite-store")]
+fn example_flow_templates_resolve_with_defaults_and_types() {
+    let (catalog, _) = load_catalog(&indexed(&examples())).expect("load");
+    let everyone = Subscriptions::none();
+    let steps = catalog
+        .resolve_flow(
+            &everyone,
+            "demo/save-note",
+            &json!({"title": "groceries", "body": "milk, eggs"}),
+        )
+        .expect("resolves");
+    let calls: Vec<_> = steps
+        .iter()
+        .map(|s| (s.tool.as_str(), json!(s.arguments)))
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("demo__word_count", json!({"text": "milk, eggs"})),
+            (
                 "demo__notes_write",
-                "demo__notes_read",
-                "demo__notes_list",
-                "demo__toggle_tool",
-            ];
-            match reference.split_once("__") {
-                Some(("demo", _))
-                    if DEMO.contains(&reference) && !self.gone.contains(&reference) =>
-                {
-                    ToolPresence::Present
-                }
-                Some(("demo", _)) => ToolPresence::Missing,
-                _ => ToolPresence::Unknown,
-            }
-        }
-    }
-
-    fn indexed(root: &std::path::Path) -> SqliteStore {
-        let mut store = SqliteStore::open_in_memory().expect("in-memory sqlite");
-        let (_, scan) = index_dir(root, DEFAULT_MAX_SKILL_FILE_SIZE, &mut store)
-            .expect("skills dir is readable");
-        assert!(scan.unreadable.is_empty(), "{:?}", scan.unreadable);
-        store
-    }
-
-    #[test]
-    fn the_example_skills_load_from_disk_through_the_store() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let db = dir.path().join("catalog.sqlite");
-        let mut store = SqliteStore::open(&db).expect("open sqlite file");
-        let (stats, _) = index_dir(&examples(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store)
-            .expect("index examples");
-        assert_eq!(
-            stats,
-            IndexStats {
-                added: 6,
-                ..IndexStats::default()
-            }
-        );
-        let (stats, _) = index_dir(&examples(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store)
-            .expect("re-index examples");
-        assert_eq!(
-            stats,
-            IndexStats {
-                unchanged: 6,
-                ..IndexStats::default()
-            }
-        );
-        drop(store);
-
-        let (catalog, invalid) =
-            load_catalog(&SqliteStore::open(&db).expect("reopen")).expect("load");
-        assert!(invalid.is_empty(), "{invalid:?}");
-        let everyone = Subscriptions::none();
-        let page = catalog.list(&everyone, &ListFilter::default());
-        let ids: Vec<_> = page.entries.iter().map(|e| e.id.as_str()).collect();
-        assert_eq!(
-            ids,
-            vec![
-                "demo/save-note",
-                "demo/sum-and-report",
-                "general/commit-messages",
-                "writing/note-taking",
-                "writing/plain-style"
-            ]
-        );
-        let pro: Subscriptions = ["pro"].into_iter().collect();
-        assert_eq!(catalog.list(&pro, &ListFilter::default()).entries.len(), 6);
-
-        let plain = catalog
-            .get(&everyone, "general/commit-messages")
-            .expect("plain agent skill");
-        assert_eq!(plain.skill.kind, SkillKind::Knowledge);
-        assert!(plain.skill.content.starts_with("# Commit messages"));
-        assert_eq!(plain.skill.license.as_deref(), Some("Apache-2.0"));
-    }
-
-    #[test]
-    fn example_flow_templates_resolve_with_defaults_and_types() {
-        let (catalog, _) = load_catalog(&indexed(&examples())).expect("load");
-        let everyone = Subscriptions::none();
-        let steps = catalog
-            .resolve_flow(
-                &everyone,
-                "demo/save-note",
-                &json!({"title": "groceries", "body": "milk, eggs"}),
-            )
-            .expect("resolves");
-        let calls: Vec<_> = steps
-            .iter()
-            .map(|s| (s.tool.as_str(), json!(s.arguments)))
-            .collect();
-        assert_eq!(
-            calls,
-            vec![
-                ("demo__word_count", json!({"text": "milk, eggs"})),
-                (
-                    "demo__notes_write",
-                    json!({"title": "groceries", "body": "milk, eggs\n\n-- saved by roster"})
-                ),
-                ("demo__notes_read", json!({"title": "groceries"})),
-            ]
-        );
-        let steps = catalog
-            .resolve_flow(&everyone, "demo/sum-and-report", &json!({"a": 2}))
-            .expect("resolves");
-        assert_eq!(json!(steps[0].arguments), json!({"a": 2, "b": 0}));
-        assert_eq!(
-            steps[1].arguments["text"],
-            json!("sum: 2 + 0 (the result of the first step); braces are written {like this}")
-        );
-        let error = catalog
-            .resolve_flow(&everyone, "demo/save-note", &json!({}))
-            .expect_err("missing");
-        assert_eq!(
-            error.to_string(),
-            "skill \"demo/save-note\": missing required parameter(s): title, body"
-        );
-
-        let hidden = catalog
-            .resolve_flow(&everyone, "pro/release-notes", &json!({}))
-            .expect_err("hidden");
-        assert_eq!(
-            hidden,
-            SkillError::SkillNotFound {
-                id: "pro/release-notes".into()
-            }
-        );
-        let pro: Subscriptions = ["pro"].into_iter().collect();
-        let error = catalog
-            .resolve_flow(
-                &pro,
-                "pro/release-notes",
-                &json!({"version": "one", "changes": "x"}),
-            )
-            .expect_err("bad");
-        assert!(error.to_string().contains("/version"), "{error}");
-    }
-
-    #[test]
-    fn example_skills_refresh_against_the_demo_tools() {
-        let (mut catalog, _) = load_catalog(&indexed(&examples())).expect("load");
-        catalog
-            .registry_mut()
-            .set_tool_lookup(Arc::new(DemoTools { gone: vec![] }));
-        assert_eq!(
-            catalog.registry_mut().refresh_all().to_summary(),
-            "refreshed: 6, failed: 0, skipped: 0"
-        );
-
-        catalog.registry_mut().set_tool_lookup(Arc::new(DemoTools {
-            gone: vec!["demo__notes_read"],
-        }));
-        let result = catalog.registry_mut().refresh_all();
-        assert_eq!(result.to_summary(), "refreshed: 4, failed: 2, skipped: 0");
-        let failed: HashMap<_, _> = result
-            .failed
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        assert_eq!(
-            failed,
-            HashMap::from([
-                ("demo/save-note", "missing tool(s): demo__notes_read"),
-                ("writing/note-taking", "missing tool(s): demo__notes_read"),
-            ])
-        );
-        let entry = catalog
-            .search(&Subscriptions::none(), "note-taking", 1)
-            .into_iter()
-            .next()
-            .expect("exact name is found");
-        assert_eq!(entry.entry.id, "writing/note-taking");
-        assert_eq!(
-            entry.entry.availability,
-            Availability::Unavailable {
-                reason: "missing tool(s): demo__notes_read".into()
-            }
-        );
-    }
-
-    #[test]
-    fn an_invalid_skill_is_reported_and_skipped() {
-        let (mut catalog, invalid) = load_catalog(&indexed(&invalid_fixture())).expect("load");
-        let reasons: Vec<String> = invalid.iter().map(ToString::to_string).collect();
-        assert_eq!(reasons.len(), 2, "{reasons:?}");
-        assert!(
-            reasons[0].starts_with(
-                "bad-flow/SKILL.md: step 1 (demo__notes_write) uses placeholder {body}"
+                json!({"title": "groceries", "body": "milk, eggs\n\n-- saved by roster"})
             ),
-            "{reasons:?}"
-        );
-        assert!(
-            reasons[1].starts_with(
-                "broken/SKILL.md: `name` is \"not-broken\" but the directory is \"broken\""
-            ),
-            "{reasons:?}"
-        );
-        assert_eq!(catalog.len(), 3, "good, loop-a and loop-b load");
-        catalog
-            .registry_mut()
-            .set_tool_lookup(Arc::new(DemoTools { gone: vec![] }));
-        let result = catalog.registry_mut().refresh_all();
-        assert_eq!(result.refreshed, vec!["good"]);
-        assert_eq!(
-            result.failed.get("loop-a").map(String::as_str),
-            Some("include cycle: loop-a → loop-b → loop-a")
-        );
-    }
+            ("demo__notes_read", json!({"title": "groceries"})),
+        ]
+    );
+    let steps = catalog
+        .resolve_flow(&everyone, "demo/sum-and-report", &json!({"a": 2}))
+        .expect("resolves");
+    assert_eq!(json!(steps[0].arguments), json!({"a": 2, "b": 0}));
+    assert_eq!(
+        steps[1].arguments["text"],
+        json!("sum: 2 + 0 (the result of the first step); braces are written {like this}")
+    );
+    let error = catalog
+        .resolve_flow(&everyone, "demo/save-note", &json!({}))
+        .expect_err("missing");
+    assert_eq!(
+        error.to_string(),
+        "skill \"demo/save-note\": missing required parameter(s): title, body"
+    );
 
-    #[test]
-    fn the_store_forgets_a_removed_skill_directory() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        for name in ["one", "two"] {
-            std::fs::create_dir_all(dir.path().join("ns").join(name)).expect("mkdir");
-            std::fs::write(
-                dir.path().join("ns").join(name).join("SKILL.md"),
-                format!("---\nname: {name}\ndescription: skill {name}\n---\n"),
-            )
-            .expect("write");
+    let hidden = catalog
+        .resolve_flow(&everyone, "pro/release-notes", &json!({}))
+        .expect_err("hidden");
+    assert_eq!(
+        hidden,
+        SkillError::SkillNotFound {
+            id: "pro/release-notes".into()
         }
-        // A skill directory's own subdirectories are its resources, not skills.
-        std::fs::create_dir_all(dir.path().join("ns/one/references/inner")).expect("mkdir");
+    );
+    let pro: Subscriptions = ["pro"].into_iter().collect();
+    let error = catalog
+        .resolve_flow(
+            &pro,
+            "pro/release-notes",
+            &json!({"version": "one", "changes": "x"}),
+        )
+        .expect_err("bad");
+    assert!(error.to_string().contains("/version"), "{error}");
+}
+
+#[test]
+#[cfg(feature = "sqlite-store")]
+fn example_skills_refresh_against_the_demo_tools() {
+    let (mut catalog, _) = load_catalog(&indexed(&examples())).expect("load");
+    catalog
+        .registry_mut()
+        .set_tool_lookup(Arc::new(DemoTools { gone: vec![] }));
+    assert_eq!(
+        catalog.registry_mut().refresh_all().to_summary(),
+        "refreshed: 6, failed: 0, skipped: 0"
+    );
+
+    catalog.registry_mut().set_tool_lookup(Arc::new(DemoTools {
+        gone: vec!["demo__notes_read"],
+    }));
+    let result = catalog.registry_mut().refresh_all();
+    assert_eq!(result.to_summary(), "refreshed: 4, failed: 2, skipped: 0");
+    let failed: HashMap<_, _> = result
+        .failed
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        failed,
+        HashMap::from([
+            ("demo/save-note", "missing tool(s): demo__notes_read"),
+            ("writing/note-taking", "missing tool(s): demo__notes_read"),
+        ])
+    );
+    let entry = catalog
+        .search(&Subscriptions::none(), "note-taking", 1)
+        .into_iter()
+        .next()
+        .expect("exact name is found");
+    assert_eq!(entry.entry.id, "writing/note-taking");
+    assert_eq!(
+        entry.entry.availability,
+        Availability::Unavailable {
+            reason: "missing tool(s): demo__notes_read".into()
+        }
+    );
+}
+
+#[test]
+#[cfg(feature = "sqlite-store")]
+fn an_invalid_skill_is_reported_and_skipped() {
+    let (mut catalog, invalid) = load_catalog(&indexed(&invalid_fixture())).expect("load");
+    let reasons: Vec<String> = invalid.iter().map(ToString::to_string).collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons[0]
+            .starts_with("bad-flow/SKILL.md: step 1 (demo__notes_write) uses placeholder {body}"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].starts_with(
+            "broken/SKILL.md: `name` is \"not-broken\" but the directory is \"broken\""
+        ),
+        "{reasons:?}"
+    );
+    assert_eq!(catalog.len(), 3, "good, loop-a and loop-b load");
+    catalog
+        .registry_mut()
+        .set_tool_lookup(Arc::new(DemoTools { gone: vec![] }));
+    let result = catalog.registry_mut().refresh_all();
+    assert_eq!(result.refreshed, vec!["good"]);
+    assert_eq!(
+        result.failed.get("loop-a").map(String::as_str),
+        Some("include cycle: loop-a → loop-b → loop-a")
+    );
+}
+
+#[test]
+#[cfg(feature = "sqlite-store")]
+fn the_store_forgets_a_removed_skill_directory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for name in ["one", "two"] {
+        std::fs::create_dir_all(dir.path().join("ns").join(name)).expect("mkdir");
         std::fs::write(
-            dir.path().join("ns/one/references/inner/SKILL.md"),
-            "not a skill",
+            dir.path().join("ns").join(name).join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: skill {name}\n---\n"),
         )
         .expect("write");
-        let mut store = SqliteStore::open_in_memory().expect("sqlite");
-        index_dir(dir.path(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("index");
-        let dirs: Vec<_> = store
-            .sources()
-            .expect("read")
-            .into_iter()
-            .map(|s| s.dir)
-            .collect();
-        assert_eq!(dirs, vec!["ns/one", "ns/two"]);
-        std::fs::remove_dir_all(dir.path().join("ns/two")).expect("rm");
-        let (stats, _) =
-            index_dir(dir.path(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("re-index");
-        assert_eq!(
-            stats,
-            IndexStats {
-                removed: 1,
-                unchanged: 1,
-                ..IndexStats::default()
-            }
-        );
     }
+    // A skill directory's own subdirectories are its resources, not skills.
+    std::fs::create_dir_all(dir.path().join("ns/one/references/inner")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("ns/one/references/inner/SKILL.md"),
+        "not a skill",
+    )
+    .expect("write");
+    let mut store = SqliteStore::open_in_memory().expect("sqlite");
+    index_dir(dir.path(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("index");
+    let dirs: Vec<_> = store
+        .sources()
+        .expect("read")
+        .into_iter()
+        .map(|s| s.dir)
+        .collect();
+    assert_eq!(dirs, vec!["ns/one", "ns/two"]);
+    std::fs::remove_dir_all(dir.path().join("ns/two")).expect("rm");
+    let (stats, _) =
+        index_dir(dir.path(), DEFAULT_MAX_SKILL_FILE_SIZE, &mut store).expect("re-index");
+    assert_eq!(
+        stats,
+        IndexStats {
+            removed: 1,
+            unchanged: 1,
+            ..IndexStats::default()
+        }
+    );
 }
 
 fn roster(args: &[&str]) -> (i32, String, String) {
