@@ -134,24 +134,10 @@ async fn status_json_of_the_running_example() {
     let (gateway, client, _) = example().await;
     // A turn first, so the demo server has been listed when status is read.
     client.peer().list_tools(None).await.expect("tools/list");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
-        .arg("--config")
-        .arg(gateway.dir.path().join("roster.toml"))
-        .args(["status", "--json"])
-        .env_remove("ROSTER_STATE_DIR")
-        .output()
-        .expect("run roster status");
-    assert!(
-        output.status.success(),
-        "roster status --json failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let status: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "status --json is not JSON ({e}): {}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    });
+    let config = gateway.dir.path().join("roster.toml");
+    let text = common::roster_stdout(&config, &["status", "--json"]);
+    let status: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("status --json is not JSON ({e}): {text}"));
     let root = regex_escape(&common::workspace_root().display().to_string());
     let dir = regex_escape(&gateway.dir.path().display().to_string());
     insta::with_settings!({filters => vec![
