@@ -63,17 +63,7 @@ fn live_tools_over_stdio(mode: &str) -> Value {
 /// `/healthz` as the admin token (`admin`) sees it: the servers' state too.
 fn admin_health(gateway: &common::Gateway) -> Value {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    runtime.block_on(async {
-        reqwest::Client::new()
-            .get(gateway.healthz())
-            .bearer_auth("admin")
-            .send()
-            .await
-            .expect("GET /healthz")
-            .json()
-            .await
-            .expect("healthz is JSON")
-    })
+    runtime.block_on(gateway.health("admin"))
 }
 
 fn names(report: &Value, key: &str) -> Vec<String> {
@@ -233,20 +223,7 @@ fn healthz_and_admin_commands_report_the_running_gateway() {
     assert_eq!(health["servers"][0]["transport"], "stdio", "{health}");
 
     let config = gateway.dir.path().join("roster.toml");
-    let admin = |args: &[&str]| {
-        let out = Command::new(roster_bin())
-            .arg("--config")
-            .arg(&config)
-            .args(args)
-            .output()
-            .expect("run roster admin command");
-        assert!(
-            out.status.success(),
-            "roster {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let admin = |args: &[&str]| common::roster_stdout(&config, args);
     let status = admin(&["status"]);
     let row = status
         .lines()
