@@ -405,15 +405,7 @@ async fn an_idle_session_expires_and_its_place_is_freed() {
         // Each ping is traffic; wait longer than the idle timeout between them.
         tokio::time::sleep(Duration::from_millis(1500)).await;
     }
-    let health: Value = reqwest::Client::new()
-        .get(roster.healthz())
-        .bearer_auth("admin-token")
-        .send()
-        .await
-        .expect("healthz")
-        .json()
-        .await
-        .expect("JSON");
+    let health = roster.health("admin-token").await;
     assert_eq!(health["sessions"], 0, "{health}");
     // With max_sessions = 1, a new session proves the expired one's place was given back.
     open_session(&roster.url, None).await;
