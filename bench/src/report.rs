@@ -189,27 +189,17 @@ impl Run {
             let label = value["label"].as_str().unwrap_or("?").to_owned();
             let kind = value["kind"].as_str().map(str::to_owned);
             let client = value.get("client").is_some_and(|c| !c.is_null());
-            let bad = |e: serde_json::Error| parse_err(e.to_string());
-            match kind.as_deref() {
-                Some("calls") if client => {
-                    let report = ClientCallsReport::from_json(value)
-                        .map_err(|e| parse_err(e.to_string()))?;
-                    run.client_calls.push((label, report));
-                }
-                Some("calls") => run
-                    .calls
-                    .push((label, serde_json::from_value(value).map_err(bad)?)),
-                Some("propagate") => run
-                    .propagate
-                    .push((label, serde_json::from_value(value).map_err(bad)?)),
-                Some("storm") => run
-                    .storm
-                    .push((label, serde_json::from_value(value).map_err(bad)?)),
-                Some("scale") => run
-                    .scale
-                    .push((label, serde_json::from_value(value).map_err(bad)?)),
-                _ => {}
-            }
+            let parsed = match kind.as_deref() {
+                Some("calls") if client => ClientCallsReport::from_json(value)
+                    .map(|report| run.client_calls.push((label, report)))
+                    .map_err(|e| e.to_string()),
+                Some("calls") => push_parsed(&mut run.calls, label, value),
+                Some("propagate") => push_parsed(&mut run.propagate, label, value),
+                Some("storm") => push_parsed(&mut run.storm, label, value),
+                Some("scale") => push_parsed(&mut run.scale, label, value),
+                _ => Ok(()),
+            };
+            parsed.map_err(parse_err)?;
         }
         // The order targets were measured in: direct, roster, then the peers.
         let rank = |label: &str| match label {
@@ -795,6 +785,17 @@ pub fn plot_series(run: &Run) -> Vec<(String, [f64; 5])> {
             ))
         })
         .collect()
+}
+
+/// Parses one result file's JSON as `T` and keeps it under its target's label.
+fn push_parsed<T: serde::de::DeserializeOwned>(
+    into: &mut Vec<(String, T)>,
+    label: String,
+    value: Value,
+) -> Result<(), String> {
+    let parsed = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    into.push((label, parsed));
+    Ok(())
 }
 
 /// A table's errors cell: how many, and the first one's text (cut short, pipes replaced so the
