@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{KillOnDrop, python_client_report, serve_http, workspace_root};
+use super::{KillOnDrop, python_client_report, serve_http, stdout_of, workspace_root};
 
 /// `roster --config CONFIG serve --http 127.0.0.1:0`, without the caller's `ROSTER_STATE_DIR`:
 /// a test's state lives where its config says, never in the developer's state dir.
@@ -144,17 +144,11 @@ fn table_at<'a>(table: &'a mut toml::Table, keys: &[&str]) -> &'a mut toml::Tabl
 /// What `roster --config CONFIG ARGS` (an admin command such as `status --json`) printed;
 /// panics showing its stderr when it failed.
 pub fn roster_stdout(config: &Path, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_roster"))
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("ROSTER_STATE_DIR")
-        .output()
-        .expect("run roster");
-    assert!(
-        output.status.success(),
-        "roster {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    stdout_of(
+        Command::new(env!("CARGO_BIN_EXE_roster"))
+            .arg("--config")
+            .arg(config)
+            .args(args)
+            .env_remove("ROSTER_STATE_DIR"),
+    )
 }

@@ -319,3 +319,11 @@ pub fn client_report(script: &str, output: &std::process::Output) -> serde_json:
     );
     report
 }
+
+/// What `command` printed on stdout; panics showing its stderr when it failed.
+pub fn stdout_of(command: &mut std::process::Command) -> String {
+    let output = command.output().expect("run the command");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{command:?} failed: {stderr}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
