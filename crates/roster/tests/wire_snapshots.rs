@@ -6,7 +6,7 @@
 //!
 //! A change to any of these texts fails here until its snapshot is reviewed and committed
 //! (`cargo insta review`, or rename the `.snap.new` insta writes next to the old one). What
-//! varies from run to run (ages in ms, pids, paths, ports) is redacted.
+//! varies from run to run (ages and other times, pids, paths) is replaced by insta filters.
 
 mod common;
 
