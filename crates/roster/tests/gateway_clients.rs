@@ -60,6 +60,22 @@ fn live_tools_over_stdio(mode: &str) -> Value {
     )
 }
 
+/// Like [`start_http`], with extra lines for `[gateway]` and `[servers.dynamic]`.
+fn start_http_with(gateway: &str, server: &str, env: &[(&str, &str)]) -> common::Gateway {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config_with(dir.path(), gateway, server, "");
+    common::Gateway::serve(dir, &config, env)
+}
+
+/// The gateway with an admin token (`admin`), which sees the servers in `/healthz`.
+fn start_http_with_admin() -> common::Gateway {
+    start_http_with(
+        "admin_token_env = \"ROSTER_TEST_ADMIN_TOKEN\"",
+        "",
+        &[("ROSTER_TEST_ADMIN_TOKEN", "admin")],
+    )
+}
+
 /// `/healthz` as the admin token (`admin`) sees it: the servers' state too.
 fn admin_health(gateway: &common::Gateway) -> Value {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -208,14 +224,7 @@ token_env = "ROSTER_TEST_LAPTOP_TOKEN"
 
 #[test]
 fn healthz_and_admin_commands_report_the_running_gateway() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = write_config_with(
-        dir.path(),
-        "admin_token_env = \"ROSTER_TEST_ADMIN_TOKEN\"",
-        "",
-        "",
-    );
-    let gateway = common::Gateway::serve(dir, &config, &[("ROSTER_TEST_ADMIN_TOKEN", "admin")]);
+    let gateway = start_http_with_admin();
     // The servers' state is shown only to the admin token.
     let health = admin_health(&gateway);
     assert_eq!(health["status"], "ok");
@@ -258,14 +267,7 @@ fn alive(pid: u64) -> bool {
 
 #[test]
 fn sigterm_shuts_the_gateway_down_and_stops_its_servers() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = write_config_with(
-        dir.path(),
-        "admin_token_env = \"ROSTER_TEST_ADMIN_TOKEN\"",
-        "",
-        "",
-    );
-    let mut gateway = common::Gateway::serve(dir, &config, &[("ROSTER_TEST_ADMIN_TOKEN", "admin")]);
+    let mut gateway = start_http_with_admin();
     // The servers' pids are shown only to the admin token.
     let health = admin_health(&gateway);
     let server_pid = health["servers"][0]["pid"]
@@ -301,15 +303,8 @@ fn call_tools(url: &str, calls: Value) -> Value {
 
 #[test]
 fn a_server_that_stops_answering_gives_a_tool_error_naming_it_and_why() {
-    let dir = tempfile::tempdir().expect("temp dir");
     // The turn answers from what is known after 200ms; the call itself gives up after 2s.
-    let config = write_config_with(
-        dir.path(),
-        "turn_wait = \"200ms\"",
-        "call_timeout = \"2s\"",
-        "",
-    );
-    let gateway = common::Gateway::serve(dir, &config, &[]);
+    let gateway = start_http_with("turn_wait = \"200ms\"", "call_timeout = \"2s\"", &[]);
     let first = call_tools(&gateway.url, serde_json::json!([["dynamic__pid", {}]]));
     let pid = first["results"][0]["structuredContent"]["result"]
         .as_u64()
