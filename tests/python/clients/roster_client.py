@@ -61,6 +61,20 @@ async def on_the_wire(call, error_type) -> dict:
     return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+async def run_steps(steps: list, list_tools, call_tool, error_type) -> list:
+    """Runs `["list"]` (the tool names of `tools/list`) and `["call", NAME, ARGUMENTS]` (the
+    answer as `on_the_wire` gives it) steps with the session's `list_tools` and `call_tool`."""
+    seen: list = []
+    for step in steps:
+        if step[0] == "list":
+            tools = await list_tools()
+            seen.append([t.name for t in tools.tools])
+            continue
+        _, name, arguments = step
+        seen.append(await on_the_wire(call_tool(name, arguments), error_type))
+    return seen
+
+
 def report(main) -> None:
     """Runs `main` and prints the report it returns; on any failure prints `{"error": ...}` and
     exits 1, which the Rust test shows."""

@@ -26,16 +26,11 @@ args = parser.parse_args()
 
 
 async def main() -> dict:
-    out: dict = {"steps": []}
+    out: dict = {}
     async with Client(roster_client.server(args), mode=args.mode, cache=None) as client:
         out["protocol_version"] = client.protocol_version
-        for step in json.loads(args.steps):
-            if step[0] == "list":
-                tools = await client.list_tools()
-                out["steps"].append([t.name for t in tools.tools])
-                continue
-            _, name, arguments = step
-            out["steps"].append(await roster_client.on_the_wire(client.call_tool(name, arguments), MCPError))
+        steps = json.loads(args.steps)
+        out["steps"] = await roster_client.run_steps(steps, client.list_tools, client.call_tool, MCPError)
     return out
 
 

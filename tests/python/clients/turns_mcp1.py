@@ -22,7 +22,7 @@ args = parser.parse_args()
 
 
 async def main() -> dict:
-    out: dict = {"steps": []}
+    out: dict = {}
     async with AsyncExitStack() as stack:
         if args.url:
             headers = roster_client.bearer(args.token)
@@ -33,13 +33,8 @@ async def main() -> dict:
         session = await stack.enter_async_context(ClientSession(read, write))
         init = await session.initialize()
         out["protocol_version"] = init.protocolVersion
-        for step in json.loads(args.steps):
-            if step[0] == "list":
-                tools = await session.list_tools()
-                out["steps"].append([t.name for t in tools.tools])
-                continue
-            _, name, arguments = step
-            out["steps"].append(await roster_client.on_the_wire(session.call_tool(name, arguments), McpError))
+        steps = json.loads(args.steps)
+        out["steps"] = await roster_client.run_steps(steps, session.list_tools, session.call_tool, McpError)
     return out
 
 
