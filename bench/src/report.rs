@@ -187,45 +187,19 @@ impl Run {
             };
             let value: Value = serde_json::from_str(&text).map_err(|e| parse_err(e.to_string()))?;
             let label = value["label"].as_str().unwrap_or("?").to_owned();
-            let typed = |v: Value| -> Result<_, ReportError> { Ok((label.clone(), v)) };
-            match value["kind"].as_str() {
-                Some("calls") if value.get("client").is_some_and(|c| !c.is_null()) => {
-                    let (l, v) = typed(value)?;
-                    run.client_calls.push((
-                        l,
-                        ClientCallsReport::from_json(v).map_err(|e| parse_err(e.to_string()))?,
-                    ));
-                }
-                Some("calls") => {
-                    let (l, v) = typed(value)?;
-                    run.calls.push((
-                        l,
-                        serde_json::from_value(v).map_err(|e| parse_err(e.to_string()))?,
-                    ));
-                }
-                Some("propagate") => {
-                    let (l, v) = typed(value)?;
-                    run.propagate.push((
-                        l,
-                        serde_json::from_value(v).map_err(|e| parse_err(e.to_string()))?,
-                    ));
-                }
-                Some("storm") => {
-                    let (l, v) = typed(value)?;
-                    run.storm.push((
-                        l,
-                        serde_json::from_value(v).map_err(|e| parse_err(e.to_string()))?,
-                    ));
-                }
-                Some("scale") => {
-                    let (l, v) = typed(value)?;
-                    run.scale.push((
-                        l,
-                        serde_json::from_value(v).map_err(|e| parse_err(e.to_string()))?,
-                    ));
-                }
-                _ => {}
-            }
+            let kind = value["kind"].as_str().map(str::to_owned);
+            let client = value.get("client").is_some_and(|c| !c.is_null());
+            let parsed = match kind.as_deref() {
+                Some("calls") if client => ClientCallsReport::from_json(value)
+                    .map(|report| run.client_calls.push((label, report)))
+                    .map_err(|e| e.to_string()),
+                Some("calls") => push_parsed(&mut run.calls, label, value),
+                Some("propagate") => push_parsed(&mut run.propagate, label, value),
+                Some("storm") => push_parsed(&mut run.storm, label, value),
+                Some("scale") => push_parsed(&mut run.scale, label, value),
+                _ => Ok(()),
+            };
+            parsed.map_err(parse_err)?;
         }
         // The order targets were measured in: direct, roster, then the peers.
         let rank = |label: &str| match label {
@@ -372,14 +346,7 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
         let times = direct
             .map(|d| ratio(r.calls_per_s, d.calls_per_s))
             .unwrap_or_else(|| "—".to_owned());
-        let errors = match &r.first_error {
-            Some(e) => format!(
-                "{} ({})",
-                r.errors,
-                e.replace('|', "/").chars().take(80).collect::<String>()
-            ),
-            None => r.errors.to_string(),
-        };
+        let errors = errors_cell(r.errors, r.first_error.as_deref());
         let _ = writeln!(
             md,
             "| {label} | {} | {} | {} | {times} | {p50} | {added} | {p90} | {p99} | {max} | {errors}{} |",
@@ -627,14 +594,7 @@ fn client_calls_section(md: &mut String, run: &Run) {
             }
             _ => "—".to_owned(),
         };
-        let errors = match r.first_error {
-            Some(e) => format!(
-                "{} ({})",
-                r.errors,
-                e.replace('|', "/").chars().take(80).collect::<String>()
-            ),
-            None => r.errors.to_string(),
-        };
+        let errors = errors_cell(r.errors, r.first_error);
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {p50} | {p90} | {p99} | {times} | {errors}{} |",
@@ -825,6 +785,29 @@ pub fn plot_series(run: &Run) -> Vec<(String, [f64; 5])> {
             ))
         })
         .collect()
+}
+
+/// Parses one result file's JSON as `T` and keeps it under its target's label.
+fn push_parsed<T: serde::de::DeserializeOwned>(
+    into: &mut Vec<(String, T)>,
+    label: String,
+    value: Value,
+) -> Result<(), String> {
+    let parsed = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    into.push((label, parsed));
+    Ok(())
+}
+
+/// A table's errors cell: how many, and the first one's text (cut short, pipes replaced so the
+/// Markdown row holds).
+fn errors_cell(errors: usize, first: Option<&str>) -> String {
+    match first {
+        Some(e) => format!(
+            "{errors} ({})",
+            e.replace('|', "/").chars().take(80).collect::<String>()
+        ),
+        None => errors.to_string(),
+    }
 }
 
 #[cfg(test)]

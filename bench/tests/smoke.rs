@@ -22,6 +22,23 @@ fn echo_server(extra: &str) -> String {
     format!("{} {extra}", env!("CARGO_BIN_EXE_echo-server"))
 }
 
+/// Runs `bench-report` over the results in `dir` (with its `meta.json`) and returns the
+/// RESULTS.md it wrote there.
+fn report(dir: &std::path::Path) -> String {
+    let out = dir.join("RESULTS.md");
+    let status = Command::new(env!("CARGO_BIN_EXE_bench-report"))
+        .arg("--dir")
+        .arg(dir)
+        .arg("--meta")
+        .arg(dir.join("meta.json"))
+        .arg("--out")
+        .arg(&out)
+        .status()
+        .expect("bench-report runs");
+    assert!(status.success());
+    std::fs::read_to_string(&out).expect("RESULTS.md written")
+}
+
 #[test]
 fn direct_calls_succeed_and_are_counted() {
     let r = loadgen(&[
@@ -108,18 +125,7 @@ fn report_writes_tables_from_the_results() {
     ]);
     std::fs::write(dir.join("skipped.tsv"), "mcp-hub\tnot installed\n").expect("write");
     std::fs::write(dir.join("meta.json"), r#"{"date": "today", "nproc": "2"}"#).expect("write");
-    let out = dir.join("RESULTS.md");
-    let status = Command::new(env!("CARGO_BIN_EXE_bench-report"))
-        .arg("--dir")
-        .arg(&dir)
-        .arg("--meta")
-        .arg(dir.join("meta.json"))
-        .arg("--out")
-        .arg(&out)
-        .status()
-        .expect("bench-report runs");
-    assert!(status.success());
-    let md = std::fs::read_to_string(&out).expect("RESULTS.md written");
+    let md = report(&dir);
     assert!(md.contains("| direct | 1 | 3 |"), "{md}");
     assert!(md.contains("- **mcp-hub**: not installed"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -258,18 +264,7 @@ fn sdk_clients_call_the_echo_server_and_are_reported_beside_loadgen() {
         );
     }
     std::fs::write(dir.join("meta.json"), "{}").expect("write");
-    let md = dir.join("RESULTS.md");
-    let status = Command::new(env!("CARGO_BIN_EXE_bench-report"))
-        .arg("--dir")
-        .arg(&dir)
-        .arg("--meta")
-        .arg(dir.join("meta.json"))
-        .arg("--out")
-        .arg(&md)
-        .status()
-        .expect("bench-report runs");
-    assert!(status.success());
-    let md = std::fs::read_to_string(&md).expect("RESULTS.md written");
+    let md = report(&dir);
     let row = |client: &str, label: &str, protocol: &str| {
         md.lines().any(|l| {
             l.starts_with(&format!("| {client}")) && l.contains(&format!(" | {label} | {protocol}"))

@@ -100,15 +100,7 @@ fn start_gateway(state: &Path, gateway_extra: &str) -> Gateway {
         format!("[gateway]\nstate_dir = {state:?}\n{gateway_extra}\n"),
     )
     .expect("write config");
-    let mut child = Command::new(ROSTER)
-        .arg("--config")
-        .arg(&config)
-        .args([
-            "serve",
-            "--http",
-            &format!("127.0.0.1:{}", common::free_port()),
-        ])
-        .env_remove("ROSTER_STATE_DIR")
+    let mut child = common::serve_command(&config)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

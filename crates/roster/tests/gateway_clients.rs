@@ -6,22 +6,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 
 use serde_json::Value;
-
-struct Gateway {
-    child: Child,
-    url: String,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn roster_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_roster"))
@@ -45,45 +32,54 @@ fn write_config_with(dir: &Path, gateway: &str, server: &str, extra: &str) -> Pa
     config
 }
 
-fn start_http(extra: &str, env: &[(&str, &str)]) -> Gateway {
+fn start_http(extra: &str, env: &[(&str, &str)]) -> common::Gateway {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = write_config(dir.path(), extra);
-    start_http_at(dir, &config, env)
-}
-
-fn start_http_at(dir: tempfile::TempDir, config: &Path, env: &[(&str, &str)]) -> Gateway {
-    let mut command = Command::new(roster_bin());
-    command
-        .args(["--config"])
-        .arg(config)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .envs(env.iter().copied());
-    let (child, url) = common::serve_http(command);
-    Gateway { child, url, dir }
+    common::Gateway::serve(dir, &config, env)
 }
 
 /// Runs the Python client scenario and returns what it observed.
 fn live_tools(mode: &str, target: &[&str]) -> Value {
-    let script = common::workspace_root().join("tests/python/clients/live_tools.py");
-    let output = Command::new(common::python())
-        .arg(script)
-        .args(["--mode", mode])
-        .args(target)
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "client printed no report ({e}); stdout: {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    assert!(
-        output.status.success() && report.get("error").is_none(),
-        "client failed: {report}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    report
+    let mut args = vec!["--mode", mode];
+    args.extend(target);
+    common::python_client_report("live_tools.py", &args)
+}
+
+/// The scenario over stdio (`roster serve` started by the client) in `mode`.
+fn live_tools_over_stdio(mode: &str) -> Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), "");
+    let roster = roster_bin();
+    live_tools(
+        mode,
+        &[
+            "--stdio",
+            roster.to_str().expect("utf-8 path"),
+            config.to_str().expect("utf-8 path"),
+        ],
+    )
+}
+
+/// Like [`start_http`], with extra lines for `[gateway]` and `[servers.dynamic]`.
+fn start_http_with(gateway: &str, server: &str, env: &[(&str, &str)]) -> common::Gateway {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config_with(dir.path(), gateway, server, "");
+    common::Gateway::serve(dir, &config, env)
+}
+
+/// The gateway with an admin token (`admin`), which sees the servers in `/healthz`.
+fn start_http_with_admin() -> common::Gateway {
+    start_http_with(
+        "admin_token_env = \"ROSTER_TEST_ADMIN_TOKEN\"",
+        "",
+        &[("ROSTER_TEST_ADMIN_TOKEN", "admin")],
+    )
+}
+
+/// `/healthz` as the admin token (`admin`) sees it: the servers' state too.
+fn admin_health(gateway: &common::Gateway) -> Value {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(gateway.health("admin"))
 }
 
 fn names(report: &Value, key: &str) -> Vec<String> {
@@ -158,33 +154,13 @@ fn assert_live_tools(report: &Value, protocol: &str) {
 
 #[test]
 fn stdio_initialize_era_client_sees_tools_appear_and_vanish() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = write_config(dir.path(), "");
-    let roster = roster_bin();
-    let report = live_tools(
-        "legacy",
-        &[
-            "--stdio",
-            roster.to_str().expect("utf-8 path"),
-            config.to_str().expect("utf-8 path"),
-        ],
-    );
+    let report = live_tools_over_stdio("legacy");
     assert_live_tools(&report, "2025-11-25");
 }
 
 #[test]
 fn stdio_2026_client_sees_tools_appear_and_vanish_through_listen() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = write_config(dir.path(), "");
-    let roster = roster_bin();
-    let report = live_tools(
-        "2026-07-28",
-        &[
-            "--stdio",
-            roster.to_str().expect("utf-8 path"),
-            config.to_str().expect("utf-8 path"),
-        ],
-    );
+    let report = live_tools_over_stdio("2026-07-28");
     assert_live_tools(&report, "2026-07-28");
 }
 
@@ -248,47 +224,15 @@ token_env = "ROSTER_TEST_LAPTOP_TOKEN"
 
 #[test]
 fn healthz_and_admin_commands_report_the_running_gateway() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = write_config_with(
-        dir.path(),
-        "admin_token_env = \"ROSTER_TEST_ADMIN_TOKEN\"",
-        "",
-        "",
-    );
-    let gateway = start_http_at(dir, &config, &[("ROSTER_TEST_ADMIN_TOKEN", "admin")]);
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let health: Value = runtime.block_on(async {
-        let url = gateway.url.replace("/mcp", "/healthz");
-        // The servers' state is shown only to the admin token.
-        reqwest::Client::new()
-            .get(url)
-            .bearer_auth("admin")
-            .send()
-            .await
-            .expect("GET /healthz")
-            .json()
-            .await
-            .expect("healthz is JSON")
-    });
+    let gateway = start_http_with_admin();
+    // The servers' state is shown only to the admin token.
+    let health = admin_health(&gateway);
     assert_eq!(health["status"], "ok");
     assert_eq!(health["servers"][0]["name"], "dynamic", "{health}");
     assert_eq!(health["servers"][0]["transport"], "stdio", "{health}");
 
     let config = gateway.dir.path().join("roster.toml");
-    let admin = |args: &[&str]| {
-        let out = Command::new(roster_bin())
-            .arg("--config")
-            .arg(&config)
-            .args(args)
-            .output()
-            .expect("run roster admin command");
-        assert!(
-            out.status.success(),
-            "roster {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let admin = |args: &[&str]| common::roster_stdout(&config, args);
     let status = admin(&["status"]);
     let row = status
         .lines()
@@ -323,38 +267,20 @@ fn alive(pid: u64) -> bool {
 
 #[test]
 fn sigterm_shuts_the_gateway_down_and_stops_its_servers() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = write_config_with(
-        dir.path(),
-        "admin_token_env = \"ROSTER_TEST_ADMIN_TOKEN\"",
-        "",
-        "",
-    );
-    let mut gateway = start_http_at(dir, &config, &[("ROSTER_TEST_ADMIN_TOKEN", "admin")]);
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let health: Value = runtime.block_on(async {
-        // The servers' pids are shown only to the admin token.
-        reqwest::Client::new()
-            .get(gateway.url.replace("/mcp", "/healthz"))
-            .bearer_auth("admin")
-            .send()
-            .await
-            .expect("GET /healthz")
-            .json()
-            .await
-            .expect("healthz is JSON")
-    });
+    let mut gateway = start_http_with_admin();
+    // The servers' pids are shown only to the admin token.
+    let health = admin_health(&gateway);
     let server_pid = health["servers"][0]["pid"]
         .as_u64()
         .unwrap_or_else(|| panic!("no server pid in {health}"));
     assert!(alive(server_pid), "the server runs while the gateway does");
 
     let status = Command::new("kill")
-        .args(["-TERM", &gateway.child.id().to_string()])
+        .args(["-TERM", &gateway.child.0.id().to_string()])
         .status()
         .expect("send SIGTERM");
     assert!(status.success());
-    let exit = gateway.child.wait().expect("roster exits after SIGTERM");
+    let exit = gateway.child.0.wait().expect("roster exits after SIGTERM");
     assert!(exit.success(), "a graceful shutdown exits 0: {exit:?}");
     // The child may take a moment to be reaped by its new parent; this bounds a hang only.
     let mut gone = false;
@@ -372,31 +298,13 @@ fn sigterm_shuts_the_gateway_down_and_stops_its_servers() {
 }
 
 fn call_tools(url: &str, calls: Value) -> Value {
-    let output = Command::new(common::python())
-        .arg(common::workspace_root().join("tests/python/clients/call_tools.py"))
-        .args(["--url", url, "--calls", &calls.to_string()])
-        .output()
-        .expect("run the Python client");
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no report ({e}): {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
+    common::call_tools(&["--url", url], &calls)
 }
 
 #[test]
 fn a_server_that_stops_answering_gives_a_tool_error_naming_it_and_why() {
-    let dir = tempfile::tempdir().expect("temp dir");
     // The turn answers from what is known after 200ms; the call itself gives up after 2s.
-    let config = write_config_with(
-        dir.path(),
-        "turn_wait = \"200ms\"",
-        "call_timeout = \"2s\"",
-        "",
-    );
-    let gateway = start_http_at(dir, &config, &[]);
+    let gateway = start_http_with("turn_wait = \"200ms\"", "call_timeout = \"2s\"", &[]);
     let first = call_tools(&gateway.url, serde_json::json!([["dynamic__pid", {}]]));
     let pid = first["results"][0]["structuredContent"]["result"]
         .as_u64()

@@ -8,63 +8,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-
-use serde_json::{Value, json};
-
-fn example_config(dir: &std::path::Path) -> PathBuf {
-    let root = common::workspace_root();
-    let text = std::fs::read_to_string(root.join("examples/roster.toml")).expect("example config");
-    let mut table: toml::Table = text.parse().expect("the example is valid TOML");
-    let demo = table
-        .get_mut("servers")
-        .and_then(|s| s.get_mut("demo"))
-        .and_then(|d| d.as_table_mut())
-        .expect("the example has [servers.demo]");
-    assert_eq!(
-        demo.get("args")
-            .and_then(|a| a.as_array())
-            .and_then(|a| a.last()),
-        Some(&toml::Value::String("demo-server".into())),
-        "the example runs the built-in demo server"
-    );
-    demo.insert(
-        "command".into(),
-        toml::Value::String(env!("CARGO_BIN_EXE_roster").into()),
-    );
-    demo.insert(
-        "args".into(),
-        toml::Value::Array(vec![toml::Value::String("demo-server".into())]),
-    );
-    demo.remove("cwd");
-    let skills = table
-        .get_mut("skills")
-        .and_then(|s| s.as_table_mut())
-        .expect("the example has [skills]");
-    skills.insert(
-        "paths".into(),
-        toml::Value::Array(vec![toml::Value::String(
-            root.join("examples/skills").display().to_string(),
-        )]),
-    );
-    let gateway = table
-        .get_mut("gateway")
-        .and_then(|g| g.as_table_mut())
-        .expect("the example has [gateway]");
-    gateway.insert(
-        "state_dir".into(),
-        toml::Value::String(dir.join("state").display().to_string()),
-    );
-    let path = dir.join("roster.toml");
-    std::fs::write(&path, table.to_string()).expect("write config");
-    path
-}
+use serde_json::json;
 
 #[test]
 fn the_example_serves_the_demo_tools_its_skills_and_a_live_tool_change() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = example_config(dir.path());
+    let config = common::example_config(dir.path());
     let calls = json!([
         ["demo__add", {"a": 2, "b": 3}],
         ["demo__notes_write", {"title": "t", "body": "hello"}],
@@ -77,21 +26,14 @@ fn the_example_serves_the_demo_tools_its_skills_and_a_live_tool_change() {
         ["channels", {"action": "list", "channel": "demo"}],
         ["channels", {"action": "shout"}],
     ]);
-    let output = Command::new(common::python())
-        .arg(common::workspace_root().join("tests/python/clients/call_tools.py"))
-        .arg("--stdio")
-        .arg(env!("CARGO_BIN_EXE_roster"))
-        .arg(&config)
-        .args(["--calls", &calls.to_string()])
-        .output()
-        .expect("run the Python client");
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no report ({e}): {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
+    let report = common::call_tools(
+        &[
+            "--stdio",
+            env!("CARGO_BIN_EXE_roster"),
+            &config.to_string_lossy(),
+        ],
+        &calls,
+    );
     let r = &report["results"];
     assert_eq!(r[0]["structuredContent"], json!({"sum": 5}), "{report}");
     assert_eq!(r[2]["content"][0]["text"], "hello", "{report}");

@@ -17,53 +17,49 @@ use serde_json::{Value, json};
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const VERSION: &str = "2025-11-25";
 
-/// A running `roster serve --http`, killed when dropped.
-struct Roster {
-    child: common::KillOnDrop,
-    url: String,
-    _dir: tempfile::TempDir,
+/// A running `roster serve --http`: `[gateway]` lines, then `extra` TOML (servers, clients);
+/// `env` for the process.
+fn start(gateway: &str, extra: &str, env: &[(&str, &str)]) -> common::Gateway {
+    common::Gateway::start(
+        |dir| {
+            format!(
+                "[gateway]\nstate_dir = {state:?}\n{gateway}\n\n{extra}\n",
+                state = dir.join("state"),
+            )
+        },
+        env,
+    )
 }
 
-impl Roster {
-    /// `[gateway]` lines, then `extra` TOML (servers, clients); `env` for the process.
-    fn start(gateway: &str, extra: &str, env: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let config = dir.path().join("roster.toml");
-        let text = format!(
-            "[gateway]\nstate_dir = {state:?}\n{gateway}\n\n{extra}\n",
-            state = dir.path().join("state"),
-        );
-        std::fs::write(&config, text).expect("write config");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_roster"));
-        command
-            .arg("--config")
-            .arg(&config)
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .envs(env.iter().copied());
-        let (child, url) = common::serve_http(command);
-        Self {
-            child: common::KillOnDrop(child),
-            url,
-            _dir: dir,
-        }
-    }
+/// With the dynamic Python server as `dynamic`.
+fn with_dynamic(gateway: &str, extra: &str, env: &[(&str, &str)]) -> common::Gateway {
+    let server = common::dynamic_server_toml("dynamic", "legacy", &[]);
+    start(gateway, &format!("{server}\n{extra}"), env)
+}
 
-    /// With the dynamic Python server as `dynamic`.
-    fn with_dynamic(gateway: &str, extra: &str, env: &[(&str, &str)]) -> Self {
-        let server = common::dynamic_server_toml("dynamic", "legacy", &[]);
-        Self::start(gateway, &format!("{server}\n{extra}"), env)
+/// Opens a session on a gateway fronting the dynamic server and calls its `slow` tool
+/// (`seconds` long), with a progress token when `progress` names one; the response is the
+/// caller's to read.
+async fn slow_call(
+    roster: &common::Gateway,
+    id: u64,
+    seconds: Value,
+    progress: Option<&str>,
+) -> reqwest::Response {
+    let session = open_session(&roster.url, None).await;
+    let mut params = json!({"name": "dynamic__slow", "arguments": {"seconds": seconds}});
+    if let Some(token) = progress {
+        params["_meta"] = json!({"progressToken": token});
     }
-
-    fn healthz(&self) -> String {
-        self.url.replace("/mcp", "/healthz")
-    }
-
-    fn addr(&self) -> String {
-        self.url
-            .trim_start_matches("http://")
-            .trim_end_matches("/mcp")
-            .to_owned()
-    }
+    post(
+        &roster.url,
+        None,
+        Some(&session),
+        &request(id, "tools/call", params),
+    )
+    .send()
+    .await
+    .expect("tools/call")
 }
 
 fn clients(names: &[&str]) -> String {
@@ -162,7 +158,7 @@ async fn delete(url: &str, token: Option<&str>, session: &str) -> reqwest::Respo
 
 #[tokio::test]
 async fn initialize_era_answers_are_plain_json_when_nothing_precedes_them() {
-    let roster = Roster::with_dynamic("", "", &[]);
+    let roster = with_dynamic("", "", &[]);
     let response = post(&roster.url, None, None, &initialize_body(1))
         .send()
         .await
@@ -196,18 +192,8 @@ async fn initialize_era_answers_are_plain_json_when_nothing_precedes_them() {
 
 #[tokio::test]
 async fn a_call_that_reports_progress_first_still_streams_everything() {
-    let roster = Roster::with_dynamic("", "", &[]);
-    let session = open_session(&roster.url, None).await;
-    let call = request(
-        7,
-        "tools/call",
-        json!({"name": "dynamic__slow", "arguments": {"seconds": 0.05},
-               "_meta": {"progressToken": "p7"}}),
-    );
-    let response = post(&roster.url, None, Some(&session), &call)
-        .send()
-        .await
-        .expect("tools/call");
+    let roster = with_dynamic("", "", &[]);
+    let response = slow_call(&roster, 7, json!(0.05), Some("p7")).await;
     assert_eq!(content_type(&response), "text/event-stream");
     let body = response.text().await.expect("SSE body");
     let messages = sse_messages(&body);
@@ -230,19 +216,10 @@ async fn a_call_that_reports_progress_first_still_streams_everything() {
 
 #[tokio::test]
 async fn a_call_slower_than_the_json_wait_streams_so_the_client_sees_keep_alives() {
-    let roster = Roster::with_dynamic("", "", &[]);
-    let session = open_session(&roster.url, None).await;
+    let roster = with_dynamic("", "", &[]);
     // No progress token: the server sends nothing before its answer, 12 s later (past the
     // front's 10 s wait for a plain JSON answer).
-    let call = request(
-        8,
-        "tools/call",
-        json!({"name": "dynamic__slow", "arguments": {"seconds": 12}}),
-    );
-    let response = post(&roster.url, None, Some(&session), &call)
-        .send()
-        .await
-        .expect("tools/call");
+    let response = slow_call(&roster, 8, json!(12), None).await;
     assert_eq!(content_type(&response), "text/event-stream");
     let body = response.text().await.expect("SSE body");
     let messages = sse_messages(&body);
@@ -259,7 +236,7 @@ async fn a_call_slower_than_the_json_wait_streams_so_the_client_sees_keep_alives
 
 #[tokio::test]
 async fn delete_answers_204_and_an_unknown_session_404() {
-    let roster = Roster::start("", "", &[]);
+    let roster = start("", "", &[]);
     let session = open_session(&roster.url, None).await;
     assert_eq!(delete(&roster.url, None, &session).await.status(), 204);
     assert_eq!(delete(&roster.url, None, &session).await.status(), 404);
@@ -297,7 +274,7 @@ anyio.run(main)
 
 #[test]
 fn the_python_sdk_ends_its_session_without_a_warning() {
-    let roster = Roster::start("", "", &[]);
+    let roster = start("", "", &[]);
     for python in [common::python(), common::python_mcp1()] {
         let output = Command::new(&python)
             .args(["-c", PYTHON_SESSION, &roster.url])
@@ -325,7 +302,7 @@ async fn a_session_answers_only_the_client_that_opened_it() {
         ("ROSTER_TEST_TOKEN_alice", "alice-token"),
         ("ROSTER_TEST_TOKEN_bob", "bob-token"),
     ];
-    let roster = Roster::start("", &clients(&["alice", "bob"]), &env);
+    let roster = start("", &clients(&["alice", "bob"]), &env);
     let alice = Some("alice-token");
     let bob = Some("bob-token");
     let session = open_session(&roster.url, alice).await;
@@ -370,7 +347,7 @@ async fn initialize_over_a_session_bound_is_refused_with_503_naming_it() {
         ("ROSTER_TEST_TOKEN_alice", "alice-token"),
         ("ROSTER_TEST_TOKEN_bob", "bob-token"),
     ];
-    let roster = Roster::start(
+    let roster = start(
         "max_sessions = 3\nmax_sessions_per_client = 2",
         &clients(&["alice", "bob"]),
         &env,
@@ -406,7 +383,7 @@ async fn initialize_over_a_session_bound_is_refused_with_503_naming_it() {
 #[tokio::test]
 async fn an_idle_session_expires_and_its_place_is_freed() {
     let env = [("ROSTER_TEST_ADMIN", "admin-token")];
-    let roster = Roster::start(
+    let roster = start(
         "session_idle_timeout = \"1s\"\nmax_sessions = 1\nadmin_token_env = \"ROSTER_TEST_ADMIN\"",
         "",
         &env,
@@ -428,15 +405,7 @@ async fn an_idle_session_expires_and_its_place_is_freed() {
         // Each ping is traffic; wait longer than the idle timeout between them.
         tokio::time::sleep(Duration::from_millis(1500)).await;
     }
-    let health: Value = reqwest::Client::new()
-        .get(roster.healthz())
-        .bearer_auth("admin-token")
-        .send()
-        .await
-        .expect("healthz")
-        .json()
-        .await
-        .expect("JSON");
+    let health = roster.health("admin-token").await;
     assert_eq!(health["sessions"], 0, "{health}");
     // With max_sessions = 1, a new session proves the expired one's place was given back.
     open_session(&roster.url, None).await;
@@ -462,7 +431,7 @@ fn read_until_closed(stream: &mut TcpStream) -> String {
 
 #[test]
 fn a_connection_that_trickles_its_headers_is_closed() {
-    let roster = Roster::start("header_read_timeout = \"1s\"", "", &[]);
+    let roster = start("header_read_timeout = \"1s\"", "", &[]);
     let mut stream = TcpStream::connect(roster.addr()).expect("connect");
     stream
         .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -473,7 +442,7 @@ fn a_connection_that_trickles_its_headers_is_closed() {
 
 #[test]
 fn a_body_that_never_arrives_gets_408_naming_the_bound() {
-    let roster = Roster::start("body_read_timeout = \"1s\"", "", &[]);
+    let roster = start("body_read_timeout = \"1s\"", "", &[]);
     let mut stream = TcpStream::connect(roster.addr()).expect("connect");
     stream
         .write_all(
@@ -488,7 +457,7 @@ fn a_body_that_never_arrives_gets_408_naming_the_bound() {
 
 #[test]
 fn connections_over_the_cap_are_refused_naming_it() {
-    let roster = Roster::start(
+    let roster = start(
         "max_connections = 2\nheader_read_timeout = \"60s\"",
         "",
         &[],
@@ -535,7 +504,7 @@ async fn healthz_shows_only_ok_without_the_admin_token_and_never_a_secret() {
     let server =
         "[servers.web]\nurl = \"http://user:pw-s3cret@127.0.0.1:1/mcp?api_key=k3y-s3cret\"\n";
     let env = [("ROSTER_TEST_ADMIN", "admin-token")];
-    let roster = Roster::start(
+    let roster = start(
         "admin_token_env = \"ROSTER_TEST_ADMIN\"\nstartup_wait = \"0s\"",
         server,
         &env,
@@ -587,7 +556,7 @@ async fn healthz_shows_only_ok_without_the_admin_token_and_never_a_secret() {
 
 #[tokio::test]
 async fn a_body_that_is_not_json_gets_a_parse_error() {
-    let roster = Roster::start("", "", &[]);
+    let roster = start("", "", &[]);
     let response = reqwest::Client::new()
         .post(&roster.url)
         .header("content-type", "application/json")
@@ -605,7 +574,7 @@ async fn a_body_that_is_not_json_gets_a_parse_error() {
 
 #[tokio::test]
 async fn a_known_method_with_unfit_params_is_invalid_params_and_an_unknown_one_not_found() {
-    let roster = Roster::start("", "", &[]);
+    let roster = start("", "", &[]);
     let session = open_session(&roster.url, None).await;
     for (body, code, names) in [
         (request(2, "tools/call", json!({})), -32602, "params.name"),
@@ -634,7 +603,7 @@ async fn a_known_method_with_unfit_params_is_invalid_params_and_an_unknown_one_n
 #[tokio::test]
 async fn the_bearer_scheme_is_case_insensitive() {
     let env = [("ROSTER_TEST_TOKEN_alice", "alice-token")];
-    let roster = Roster::start("", &clients(&["alice"]), &env);
+    let roster = start("", &clients(&["alice"]), &env);
     for scheme in ["BEARER", "bearer", "Bearer"] {
         let response = reqwest::Client::new()
             .post(&roster.url)
@@ -661,18 +630,8 @@ async fn the_bearer_scheme_is_case_insensitive() {
 
 #[tokio::test]
 async fn a_request_in_flight_at_shutdown_is_answered_with_an_error_naming_it() {
-    let roster = Roster::with_dynamic("", "", &[]);
-    let session = open_session(&roster.url, None).await;
-    let call = request(
-        5,
-        "tools/call",
-        json!({"name": "dynamic__slow", "arguments": {"seconds": 120},
-               "_meta": {"progressToken": "p5"}}),
-    );
-    let response = post(&roster.url, None, Some(&session), &call)
-        .send()
-        .await
-        .expect("tools/call");
+    let roster = with_dynamic("", "", &[]);
+    let response = slow_call(&roster, 5, json!(120), Some("p5")).await;
     let mut body = response.bytes_stream();
     let mut text = String::new();
     // The progress event shows the call is running at the server.

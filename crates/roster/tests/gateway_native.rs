@@ -6,25 +6,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
 
 use serde_json::{Value, json};
 
 const PRO_TOKEN: &str = "pro-token";
 const FREE_TOKEN: &str = "free-token";
-
-struct Gateway {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn roster_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_roster"))
@@ -43,48 +29,21 @@ fn write_config(dir: &Path, gateway_extra: &str, extra: &str) -> PathBuf {
     config
 }
 
-fn start_http() -> Gateway {
-    let dir = tempfile::tempdir().expect("temp dir");
+fn start_http() -> common::Gateway {
     let clients = "[[clients]]\nname = \"pro\"\ntoken_env = \"ROSTER_TEST_PRO\"\nsubscriptions = [\"pro\"]\n\n[[clients]]\nname = \"free\"\ntoken_env = \"ROSTER_TEST_FREE\"\n";
+    let dir = tempfile::tempdir().expect("temp dir");
     let config = write_config(dir.path(), "", clients);
-    let mut command = Command::new(roster_bin());
-    command
-        .arg("--config")
-        .arg(&config)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .env("ROSTER_TEST_PRO", PRO_TOKEN)
-        .env("ROSTER_TEST_FREE", FREE_TOKEN);
-    let (child, url) = common::serve_http(command);
-    Gateway {
-        child,
-        url,
-        _dir: dir,
-    }
+    common::Gateway::serve(
+        dir,
+        &config,
+        &[
+            ("ROSTER_TEST_PRO", PRO_TOKEN),
+            ("ROSTER_TEST_FREE", FREE_TOKEN),
+        ],
+    )
 }
 
-fn call_tools(target: &[&str], calls: Value) -> Value {
-    let output = Command::new(common::python())
-        .arg(common::workspace_root().join("tests/python/clients/call_tools.py"))
-        .args(target)
-        .args(["--calls", &calls.to_string()])
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "no report ({e}): {stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    assert!(
-        output.status.success() && report.get("error").is_none(),
-        "client failed: {report}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    report
-}
-
-fn over_http<'a>(gateway: &'a Gateway, token: &'a str) -> [&'a str; 4] {
+fn over_http<'a>(gateway: &'a common::Gateway, token: &'a str) -> [&'a str; 4] {
     ["--url", &gateway.url, "--token", token]
 }
 
@@ -116,8 +75,8 @@ fn a_caller_without_pro_cannot_see_a_pro_skill_and_the_answer_equals_not_found()
         ["get_skill", {"id": "pro/no-such-skill"}],
         ["resolve_flow_template", {"id": "pro/no-such-skill", "parameters": {}}],
     ]);
-    let free = call_tools(&over_http(&gateway, FREE_TOKEN), calls.clone());
-    let pro = call_tools(&over_http(&gateway, PRO_TOKEN), calls);
+    let free = common::call_tools(&over_http(&gateway, FREE_TOKEN), &calls);
+    let pro = common::call_tools(&over_http(&gateway, PRO_TOKEN), &calls);
     let (free, pro) = (&free["results"], &pro["results"]);
 
     assert!(!ids(&free[0]).contains(&hidden.to_owned()), "{}", free[0]);
@@ -178,7 +137,7 @@ fn skill_tools_answer_errors_as_tool_results_naming_the_problem() {
         ["list_skills", {"kind": "recipe"}],
         ["search_skills", {"query": "notes", "limit": 0}],
     ]);
-    let report = call_tools(&over_http(&gateway, FREE_TOKEN), calls);
+    let report = common::call_tools(&over_http(&gateway, FREE_TOKEN), &calls);
     let r = &report["results"];
 
     assert_eq!(r[0]["structuredContent"]["kind"], "knowledge");
@@ -237,8 +196,8 @@ fn skill_tools_answer_errors_as_tool_results_naming_the_problem() {
 #[test]
 fn skill_resources_follow_the_same_visibility() {
     let gateway = start_http();
-    let free = call_tools(&over_http(&gateway, FREE_TOKEN), json!([]));
-    let pro = call_tools(&over_http(&gateway, PRO_TOKEN), json!([]));
+    let free = common::call_tools(&over_http(&gateway, FREE_TOKEN), &json!([]));
+    let pro = common::call_tools(&over_http(&gateway, PRO_TOKEN), &json!([]));
     let uris = |r: &Value| -> Vec<String> {
         r["resources"]
             .as_array()
@@ -262,13 +221,13 @@ fn stdio_uses_the_configured_default_subscriptions() {
     let roster = roster_bin();
     let roster = roster.to_str().expect("utf-8 path");
     let calls = json!([["get_skill", {"id": "pro/release-notes"}]]);
-    let seen = call_tools(
+    let seen = common::call_tools(
         &["--stdio", roster, with_pro.to_str().expect("utf-8")],
-        calls.clone(),
+        &calls,
     );
-    let unseen = call_tools(
+    let unseen = common::call_tools(
         &["--stdio", roster, without.to_str().expect("utf-8")],
-        calls,
+        &calls,
     );
     assert_eq!(seen["results"][0]["isError"], false, "{seen}");
     assert_eq!(unseen["results"][0]["isError"], true, "{unseen}");

@@ -313,19 +313,13 @@ fn without_the_capability_sampling_is_an_error_naming_why() {
 }
 
 fn roster_inbox(state: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_roster"))
-        .args(["inbox"])
-        .args(args)
-        .env("ROSTER_STATE_DIR", state)
-        .env_remove("XDG_STATE_HOME")
-        .output()
-        .expect("run roster inbox");
-    assert!(
-        out.status.success(),
-        "roster inbox {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    common::stdout_of(
+        Command::new(env!("CARGO_BIN_EXE_roster"))
+            .args(["inbox"])
+            .args(args)
+            .env("ROSTER_STATE_DIR", state)
+            .env_remove("XDG_STATE_HOME"),
+    )
 }
 
 #[test]

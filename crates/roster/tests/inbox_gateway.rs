@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,50 +14,21 @@ use serde_json::{Value, json};
 
 const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
 
-struct Gateway {
-    child: Child,
-    url: String,
-    state: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A gateway fronting the dynamic server on an `initialize` session: a 2026-07-28 session has
 /// no back-channel for the server's elicitation.
-fn start_gateway() -> Gateway {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let state = dir.path().join("state");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n\n[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\nprotocol = \"legacy\"\n",
-            py = common::python(),
-            fixture = common::python_fixture("dynamic.py"),
-        ),
-    )
-    .expect("write config");
-    let port = common::free_port();
-    let mut command = Command::new(ROSTER);
-    command
-        .arg("--config")
-        .arg(&config)
-        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
-        .env_remove("ROSTER_STATE_DIR");
-    let (child, url) = common::serve_http(command);
-    let gateway = Gateway {
-        child,
-        url,
-        state,
-        _dir: dir,
-    };
-    let socket = gateway.state.join("admin.sock");
+fn start_gateway() -> common::Gateway {
+    let gateway = common::Gateway::start(
+        |dir| {
+            format!(
+                "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n\n[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\nprotocol = \"legacy\"\n",
+                state = dir.join("state"),
+                py = common::python(),
+                fixture = common::python_fixture("dynamic.py"),
+            )
+        },
+        &[],
+    );
+    let socket = gateway.state().join("admin.sock");
     wait_until("the admin socket answers", || {
         std::os::unix::net::UnixStream::connect(&socket).is_ok()
     });
@@ -110,8 +81,7 @@ fn json_lines(text: &str) -> Vec<Value> {
 
 /// Starts the Python SDK client making `calls` (see `tests/python/clients/call_tools.py`).
 fn spawn_client(url: &str, calls: Value) -> Child {
-    Command::new(common::python())
-        .arg(common::workspace_root().join("tests/python/clients/call_tools.py"))
+    common::python_client(&common::python(), "call_tools.py")
         .args(["--url", url, "--calls", &calls.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -121,17 +91,11 @@ fn spawn_client(url: &str, calls: Value) -> Child {
 
 fn report_of(client: Child) -> Value {
     let output = client.wait_with_output().expect("the Python client ends");
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no report ({e}): {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
+    common::client_report("call_tools.py", &output)
 }
 
 fn call(url: &str, calls: Value) -> Value {
-    report_of(spawn_client(url, calls))
+    common::call_tools(&["--url", url], &calls)
 }
 
 fn text_of(result: &Value) -> String {
@@ -144,7 +108,8 @@ fn text_of(result: &Value) -> String {
 #[test]
 fn the_cli_reads_and_changes_the_running_gateways_inbox() {
     let gateway = start_gateway();
-    let state = gateway.state.as_path();
+    let state = gateway.state();
+    let state = state.as_path();
 
     // The server's list_changed is consumed by the gateway (a re-list): a handled entry.
     let report = call(
@@ -277,7 +242,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
 #[test]
 fn with_the_gateway_gone_the_cli_works_on_the_trail_again() {
     let mut gateway = start_gateway();
-    let state = gateway.state.clone();
+    let state = gateway.state();
     let report = call(
         &gateway.url,
         json!([["dynamic__add_tool", {"name": "fresh"}]]),
@@ -287,8 +252,8 @@ fn with_the_gateway_gone_the_cli_works_on_the_trail_again() {
         !json_lines(&stdout_of(&state, &["inbox", "list", "--json"])).is_empty()
     });
     // SIGKILL leaves the socket file behind; nothing answers on it any more.
-    gateway.child.kill().expect("kill the gateway");
-    gateway.child.wait().expect("the gateway exits");
+    gateway.child.0.kill().expect("kill the gateway");
+    gateway.child.0.wait().expect("the gateway exits");
     assert!(state.join("admin.sock").exists(), "a stale socket remains");
     let listed = json_lines(&stdout_of(&state, &["inbox", "list", "--json"]));
     assert!(

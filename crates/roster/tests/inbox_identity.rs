@@ -5,74 +5,29 @@
 
 mod common;
 
-use std::process::Command;
-
 use serde_json::{Value, json};
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
-
-struct Gateway {
-    child: std::process::Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_gateway() -> Gateway {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[gateway]\nstate_dir = {state:?}\n\n{server}\n\
-             [[clients]]\nname = \"alice\"\ntoken_env = \"ROSTER_TEST_ALICE\"\n\n\
-             [[clients]]\nname = \"bob\"\ntoken_env = \"ROSTER_TEST_BOB\"\n",
-            state = dir.path().join("state"),
-            server = common::dynamic_server_toml("dynamic", "legacy", &[]),
-        ),
+fn start_gateway() -> common::Gateway {
+    common::Gateway::start(
+        |dir| {
+            format!(
+                "[gateway]\nstate_dir = {state:?}\n\n{server}\n\
+                 [[clients]]\nname = \"alice\"\ntoken_env = \"ROSTER_TEST_ALICE\"\n\n\
+                 [[clients]]\nname = \"bob\"\ntoken_env = \"ROSTER_TEST_BOB\"\n",
+                state = dir.join("state"),
+                server = common::dynamic_server_toml("dynamic", "legacy", &[]),
+            )
+        },
+        &[
+            ("ROSTER_TEST_ALICE", "alice-secret"),
+            ("ROSTER_TEST_BOB", "bob-secret"),
+        ],
     )
-    .expect("write config");
-    let mut command = Command::new(ROSTER);
-    command
-        .arg("--config")
-        .arg(&config)
-        .args([
-            "serve",
-            "--http",
-            &format!("127.0.0.1:{}", common::free_port()),
-        ])
-        .env_remove("ROSTER_STATE_DIR")
-        .env("ROSTER_TEST_ALICE", "alice-secret")
-        .env("ROSTER_TEST_BOB", "bob-secret");
-    let (child, url) = common::serve_http(command);
-    Gateway {
-        child,
-        url,
-        _dir: dir,
-    }
 }
 
 /// The Python SDK client's results for `calls`, made with `token`.
-fn calls(gateway: &Gateway, token: &str, calls: Value) -> Vec<Value> {
-    let output = Command::new(common::python())
-        .arg(common::workspace_root().join("tests/python/clients/call_tools.py"))
-        .args(["--url", &gateway.url, "--token", token])
-        .args(["--calls", &calls.to_string()])
-        .output()
-        .expect("run the Python client");
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no report ({e}): {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
+fn calls(gateway: &common::Gateway, token: &str, calls: Value) -> Vec<Value> {
+    let report = common::call_tools(&["--url", &gateway.url, "--token", token], &calls);
     report["results"]
         .as_array()
         .unwrap_or_else(|| panic!("no results in {report}"))

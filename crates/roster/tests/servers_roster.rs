@@ -400,6 +400,30 @@ impl NotificationSink for Recorder {
     }
 }
 
+impl Recorder {
+    /// How many `notifications/tools/list_changed` of `channel` were recorded.
+    fn list_changed_of(&self, channel: &str) -> usize {
+        self.0
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(c, m, _)| c == channel && m == "notifications/tools/list_changed")
+            .count()
+    }
+}
+
+/// Has `dyn` add the tool `name` and waits until its `count`th list_changed is recorded.
+async fn add_tool_recorded(roster: &Roster, recorder: &Recorder, name: &str, count: usize) {
+    roster
+        .call("dyn__add_tool", args(json!({"name": name})))
+        .await
+        .expect("add_tool answers");
+    eventually(&format!("list_changed number {count} is recorded"), || {
+        recorder.list_changed_of("dyn") >= count
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn notifications_reach_the_sink_and_dynamic_tools_can_be_off() {
     common::init_tracing();
@@ -417,19 +441,7 @@ async fn notifications_reach_the_sink_and_dynamic_tools_can_be_off() {
     )
     .await
     .expect("starts");
-    roster
-        .call("dyn__add_tool", args(json!({"name": "fresh"})))
-        .await
-        .expect("add_tool answers");
-    eventually("the list_changed is recorded", || {
-        recorder
-            .0
-            .lock()
-            .expect("lock")
-            .iter()
-            .any(|(c, m, _)| c == "dyn" && m == "notifications/tools/list_changed")
-    })
-    .await;
+    add_tool_recorded(&roster, &recorder, "fresh", 1).await;
     let records = recorder.0.lock().expect("lock").clone();
     assert!(
         records
@@ -438,7 +450,12 @@ async fn notifications_reach_the_sink_and_dynamic_tools_can_be_off() {
             .all(|(_, _, handled)| !handled),
         "{records:?}"
     );
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // No sleep proves that nothing re-lists it: only a stale server is ever re-listed (by a turn
+    // or the debounced background re-list), and a turn re-lists it at once. A second
+    // list_changed is the marker: the reader handles the server's messages in order, so once
+    // the marker is recorded every listener of the first one has run.
+    add_tool_recorded(&roster, &recorder, "marker", 2).await;
+    roster.begin_turn().await;
     assert!(!has_tool(&roster, "dyn__fresh"));
     assert_eq!(refresh_count(&roster, "dyn"), 0);
     // An explicit refresh still picks the tool up at the next turn.

@@ -11,33 +11,21 @@ The output is one JSON object:
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 
 import anyio
-import httpx2
-from mcp import StdioServerParameters
 from mcp.client.client import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ToolListChangedNotification
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--url")
-parser.add_argument("--token")
-parser.add_argument("--stdio", nargs=2, metavar=("ROSTER", "CONFIG"))
+import roster_client
+
+parser = roster_client.parser()
 parser.add_argument("--calls", required=True)
 args = parser.parse_args()
 
 
 async def main() -> dict:
-    if args.url:
-        headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-        server = streamable_http_client(args.url, http_client=httpx2.AsyncClient(headers=headers, timeout=30))
-    else:
-        roster, config = args.stdio
-        server = StdioServerParameters(command=roster, args=["--config", config, "serve"])
     out: dict = {"results": []}
     changed = anyio.Event()
 
@@ -45,19 +33,16 @@ async def main() -> dict:
         if isinstance(message, ToolListChangedNotification):
             changed.set()
 
+    server = roster_client.server(args)
     async with Client(server, mode="legacy", cache=None, message_handler=on_message) as client:
         for name, arguments in json.loads(args.calls):
             if name == "wait:list_changed":
-                with anyio.move_on_after(30):
+                with anyio.move_on_after(roster_client.WAIT):
                     await changed.wait()
                 out["results"].append({"list_changed": changed.is_set()})
                 changed = anyio.Event()
                 continue
-            try:
-                result = await client.call_tool(name, arguments)
-                out["results"].append(result.model_dump(mode="json", by_alias=True, exclude_none=True))
-            except MCPError as e:
-                out["results"].append({"error": {"code": e.error.code, "message": e.error.message}})
+            out["results"].append(await roster_client.on_the_wire(client.call_tool(name, arguments), MCPError))
         caps = client.server_capabilities
         if caps.resources is not None:
             resources = await client.list_resources()
@@ -65,8 +50,4 @@ async def main() -> dict:
     return out
 
 
-try:
-    print(json.dumps(anyio.run(main)))
-except Exception as e:  # noqa: BLE001 - reported to the Rust test
-    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
-    sys.exit(1)
+roster_client.report(main)

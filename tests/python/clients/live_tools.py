@@ -13,25 +13,16 @@ Usage: live_tools.py --mode legacy|2026-07-28 (--url URL | --stdio ROSTER_BIN CO
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-
 import anyio
-import httpx2
-from mcp import StdioServerParameters
 from mcp.client.client import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import TextContent, ToolListChangedNotification
 
-WAIT = 30  # seconds; generous: this bounds a hang, it does not measure speed
+import roster_client
+from roster_client import WAIT
 
-parser = argparse.ArgumentParser()
+parser = roster_client.parser()
 parser.add_argument("--mode", required=True)
-parser.add_argument("--url")
-parser.add_argument("--stdio", nargs=2, metavar=("ROSTER", "CONFIG"))
-parser.add_argument("--token")
 args = parser.parse_args()
 
 
@@ -49,13 +40,7 @@ async def main() -> dict:
             changes += 1
             changed.set()
 
-    if args.url:
-        headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-        http = httpx2.AsyncClient(headers=headers, timeout=WAIT)
-        server = streamable_http_client(args.url, http_client=http)
-    else:
-        roster, config = args.stdio
-        server = StdioServerParameters(command=roster, args=["--config", config, "serve"])
+    server = roster_client.server(args)
 
     modern = args.mode != "legacy"
     report: dict = {}
@@ -121,8 +106,4 @@ async def main() -> dict:
     return report
 
 
-try:
-    print(json.dumps(anyio.run(main)))
-except Exception as e:  # noqa: BLE001 - report any failure to the Rust test, which prints it
-    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
-    sys.exit(1)
+roster_client.report(main)

@@ -19,15 +19,12 @@ Usage: next_list.py --url URL --server NAME [--server NAME...]
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import warnings
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 
-import anyio
-
-WAIT = 30  # seconds; bounds a hang, measures nothing
+import roster_client
+from roster_client import WAIT
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--url", required=True)
@@ -141,8 +138,4 @@ async def main() -> dict:
     return report
 
 
-try:
-    print(json.dumps(anyio.run(main)))
-except Exception as e:  # noqa: BLE001 - report any failure to the Rust test, which prints it
-    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
-    sys.exit(1)
+roster_client.report(main)

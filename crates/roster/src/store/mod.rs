@@ -5,8 +5,13 @@
 //! read-only at run time: [`index_dir`] writes, [`load_catalog`] reads. The [`CatalogStore`]
 //! trait is all the rest of roster sees, so a shared store (Postgres, for several gateway
 //! replicas) can replace the embedded SQLite one.
+//!
+//! The SQLite store is behind the `sqlite-store` feature (off by default): nothing in the
+//! gateway reads the catalog from it yet, and its bundled SQLite is a C build every build of
+//! roster would otherwise pay for.
 
 mod dir;
+#[cfg(feature = "sqlite-store")]
 mod sqlite;
 
 use roster_core::catalog::Catalog;
@@ -15,6 +20,7 @@ use roster_core::skills::{InvalidSkill, SkillSource, load};
 pub use dir::{
     DEFAULT_MAX_SKILL_FILE_SIZE, SkillDirScan, UnreadableSkill, read_skill_file, scan_skills_dir,
 };
+#[cfg(feature = "sqlite-store")]
 pub use sqlite::SqliteStore;
 
 /// Where skill sources are kept between runs.
@@ -45,6 +51,7 @@ pub struct IndexStats {
 #[non_exhaustive]
 pub enum StoreError {
     /// The SQLite database could not be opened, read or written.
+    #[cfg(feature = "sqlite-store")]
     #[error("skill catalog database {path}: {source}")]
     Sqlite {
         /// The database path (`:memory:` for an in-memory one).

@@ -8,6 +8,12 @@
 
 #![allow(dead_code)]
 
+mod gateway;
+
+// Each test binary compiles this module and uses only some of it.
+#[allow(unused_imports)]
+pub use gateway::{Gateway, call_tools, example_config, roster_stdout, serve_command};
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -281,11 +287,24 @@ pub fn python_client_report_with(
     script: &str,
     args: &[&str],
 ) -> serde_json::Value {
-    let output = std::process::Command::new(python)
-        .arg(workspace_root().join("tests/python/clients").join(script))
+    let output = python_client(python, script)
         .args(args)
         .output()
         .expect("run the Python client");
+    client_report(script, &output)
+}
+
+/// The command that runs the Python client script `script` (under `tests/python/clients/`)
+/// with `python`; the caller adds its arguments.
+pub fn python_client(python: &std::path::Path, script: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(python);
+    command.arg(workspace_root().join("tests/python/clients").join(script));
+    command
+}
+
+/// The one JSON report a Python client script printed; panics (showing its stderr) when it
+/// printed none, failed, or reported an `error`.
+pub fn client_report(script: &str, output: &std::process::Output) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
         panic!(
@@ -299,4 +318,12 @@ pub fn python_client_report_with(
         String::from_utf8_lossy(&output.stderr)
     );
     report
+}
+
+/// What `command` printed on stdout; panics showing its stderr when it failed.
+pub fn stdout_of(command: &mut std::process::Command) -> String {
+    let output = command.output().expect("run the command");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{command:?} failed: {stderr}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }

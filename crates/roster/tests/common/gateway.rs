@@ -1,0 +1,154 @@
+//! A real `roster serve --http` for a test, with its config and state in a temp dir of its own,
+//! and the official Python SDK client (`tests/python/clients/call_tools.py`) calling its tools.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{KillOnDrop, python_client_report, serve_http, stdout_of, workspace_root};
+
+/// `roster --config CONFIG serve --http 127.0.0.1:0`, without the caller's `ROSTER_STATE_DIR`:
+/// a test's state lives where its config says, never in the developer's state dir.
+pub fn serve_command(config: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_roster"));
+    command
+        .arg("--config")
+        .arg(config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env_remove("ROSTER_STATE_DIR");
+    command
+}
+
+/// A running `roster serve --http` whose `roster.toml` and state are in `dir`; killed when
+/// dropped (before `dir` goes).
+pub struct Gateway {
+    /// The gateway process.
+    pub child: KillOnDrop,
+    /// Its MCP endpoint (`http://127.0.0.1:PORT/mcp`).
+    pub url: String,
+    /// Holds `roster.toml` and, by the configs these tests write, `state/`.
+    pub dir: tempfile::TempDir,
+}
+
+impl Gateway {
+    /// Writes `config(dir)` as `dir/roster.toml` in a new temp dir and serves it, with `env`
+    /// set for the process.
+    pub fn start(config: impl FnOnce(&Path) -> String, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("roster.toml");
+        std::fs::write(&path, config(dir.path())).expect("write config");
+        Self::serve(dir, &path, env)
+    }
+
+    /// Serves `config`, a file the caller wrote (in `dir`, which the gateway keeps).
+    pub fn serve(dir: tempfile::TempDir, config: &Path, env: &[(&str, &str)]) -> Self {
+        let mut command = serve_command(config);
+        command.envs(env.iter().copied());
+        let (child, url) = serve_http(command);
+        Self {
+            child: KillOnDrop(child),
+            url,
+            dir,
+        }
+    }
+
+    /// `dir/state`, the state dir of every config these tests write.
+    pub fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// `127.0.0.1:PORT`, for a raw TCP connection.
+    pub fn addr(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+
+    /// The `/healthz` URL.
+    pub fn healthz(&self) -> String {
+        self.url.replace("/mcp", "/healthz")
+    }
+
+    /// `/healthz` as the holder of the admin token `token` sees it: the servers' state too.
+    pub async fn health(&self, token: &str) -> serde_json::Value {
+        reqwest::Client::new()
+            .get(self.healthz())
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("GET /healthz")
+            .json()
+            .await
+            .expect("healthz is JSON")
+    }
+}
+
+/// The Python SDK client's report for `calls` (`[tool, arguments]` pairs) made at `target`
+/// (`--url URL [--token T]` or `--stdio ROSTER CONFIG`); see `call_tools.py`.
+pub fn call_tools(target: &[&str], calls: &serde_json::Value) -> serde_json::Value {
+    let calls = calls.to_string();
+    let mut args = target.to_vec();
+    args.extend(["--calls", &calls]);
+    python_client_report("call_tools.py", &args)
+}
+
+/// `examples/roster.toml` written into `dir` as it is, except that `[servers.demo]` runs the
+/// built binary (under `cargo test`, the example's `cargo run` would wait on the build lock),
+/// the skills are the example's own by absolute path, and the state dir is `dir/state`.
+pub fn example_config(dir: &Path) -> PathBuf {
+    let root = workspace_root();
+    let text = std::fs::read_to_string(root.join("examples/roster.toml")).expect("example config");
+    let mut table: toml::Table = text.parse().expect("the example is valid TOML");
+    let demo = table_at(&mut table, &["servers", "demo"]);
+    assert_eq!(
+        demo.get("args")
+            .and_then(|a| a.as_array())
+            .and_then(|a| a.last()),
+        Some(&toml::Value::String("demo-server".into())),
+        "the example runs the built-in demo server"
+    );
+    demo.insert(
+        "command".into(),
+        toml::Value::String(env!("CARGO_BIN_EXE_roster").into()),
+    );
+    demo.insert(
+        "args".into(),
+        toml::Value::Array(vec![toml::Value::String("demo-server".into())]),
+    );
+    demo.remove("cwd");
+    table_at(&mut table, &["skills"]).insert(
+        "paths".into(),
+        toml::Value::Array(vec![toml::Value::String(
+            root.join("examples/skills").display().to_string(),
+        )]),
+    );
+    table_at(&mut table, &["gateway"]).insert(
+        "state_dir".into(),
+        toml::Value::String(dir.join("state").display().to_string()),
+    );
+    let path = dir.join("roster.toml");
+    std::fs::write(&path, table.to_string()).expect("write config");
+    path
+}
+
+/// The example's table at `keys` (`["servers", "demo"]` is `[servers.demo]`).
+fn table_at<'a>(table: &'a mut toml::Table, keys: &[&str]) -> &'a mut toml::Table {
+    keys.iter().fold(table, |table, key| {
+        table
+            .get_mut(*key)
+            .and_then(|t| t.as_table_mut())
+            .unwrap_or_else(|| panic!("the example has [{}]", keys.join(".")))
+    })
+}
+
+/// What `roster --config CONFIG ARGS` (an admin command such as `status --json`) printed;
+/// panics showing its stderr when it failed.
+pub fn roster_stdout(config: &Path, args: &[&str]) -> String {
+    stdout_of(
+        Command::new(env!("CARGO_BIN_EXE_roster"))
+            .arg("--config")
+            .arg(config)
+            .args(args)
+            .env_remove("ROSTER_STATE_DIR"),
+    )
+}
