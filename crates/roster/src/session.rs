@@ -33,8 +33,10 @@ pub struct Session {
 #[derive(Default)]
 struct Queued {
     deltas: DeltaQueue,
-    /// Notes drained at a turn that no tool result has carried yet.
-    notes: Vec<String>,
+    /// What turns drained that no tool result has carried in a note yet, merged: bounded by
+    /// the tool set however many turns pass without a tool call, and a tool that came and went
+    /// in between is no news.
+    unnoted: DeltaQueue,
     /// Notices made so far; a waiter compares it with the count it last saw.
     notices: u64,
     /// Whether the deltas now queued have had their notice (the turn that drains them ends
@@ -100,20 +102,14 @@ impl Session {
     pub(crate) async fn begin_turn_keeping_note(&self) {
         self.rt.list_due().await;
         let mut queued = self.queued();
-        if let Some(note) = queued.drain().note {
-            queued.notes.push(note);
+        if let Some(delta) = queued.drain().delta {
+            queued.unnoted.push(delta);
         }
     }
 
-    /// Takes the notes a tool result should carry, joined into one text.
+    /// Takes the note a tool result should carry: what changed since it was last carried.
     pub(crate) fn take_note(&self) -> Option<String> {
-        let mut queued = self.queued();
-        if queued.notes.is_empty() {
-            return None;
-        }
-        let note = queued.notes.join("\n");
-        queued.notes.clear();
-        Some(note)
+        self.queued().unnoted.drain().as_ref().and_then(Delta::note)
     }
 
     /// Whether deltas are waiting for this session's next turn.
@@ -307,5 +303,31 @@ mod tests {
             session.changed().now_or_never().is_none(),
             "edge-triggered: the same burst fires once"
         );
+    }
+
+    #[tokio::test]
+    async fn the_note_carries_every_turn_since_the_last_tool_result_merged() {
+        let session = Session::open(runtime());
+        for name in ["a__x", "a__y", "a__z"] {
+            session.queue(added(name));
+            session.begin_turn_keeping_note().await;
+        }
+        session.queue(Delta {
+            removed: named(&["a__z"]),
+            ..Delta::default()
+        });
+        session.begin_turn_keeping_note().await;
+        let note = session.take_note().expect("a note for the turns' changes");
+        assert!(note.contains("a__x") && note.contains("a__y"), "{note}");
+        assert!(
+            !note.contains("a__z"),
+            "a tool that came and went is no news: {note}"
+        );
+        assert_eq!(
+            note.matches("The available tools changed.").count(),
+            1,
+            "one note, however many turns: {note}"
+        );
+        assert!(session.take_note().is_none(), "carried once");
     }
 }
