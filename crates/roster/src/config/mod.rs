@@ -15,7 +15,7 @@
 //! debounce = "500ms"           # list_changed trailing edge; negative is an error
 //! dynamic_tools = true         # ROSTER_DYNAMIC_TOOLS=0 turns re-listing on list_changed off
 //! subscriptions = ["eng"]      # default subscriptions of stdio clients
-//! state_dir = "state"          # default: $ROSTER_STATE_DIR, else $XDG_STATE_HOME/roster
+//! state_dir = "state"          # $ROSTER_STATE_DIR wins; default $XDG_STATE_HOME/roster
 //! admin_max_line = 65536       # longest request line the admin socket reads (bytes)
 //! call_timeout = "60s"         # per tools/call; notifications/cancelled on expiry
 //! connect_timeout = "30s"      # spawn/open + handshake
