@@ -9,7 +9,9 @@ use rmcp::model::{
     ErrorData, Implementation, InitializeRequestParams, ProtocolVersion, ServerNotification,
     ServerRequest,
 };
-use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
+use rmcp::service::{
+    InboundStreamOrigin, NotificationContext, RequestContext, Subscription, SubscriptionEnd,
+};
 use rmcp::{RoleClient, Service};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
@@ -35,8 +37,25 @@ pub(super) struct ClientShared {
     pub(super) server: Arc<str>,
     pub(super) notifications: Arc<Notifications>,
     pub(super) in_flight: InFlight,
-    /// How many log messages and progress updates were handled (see [`super::wire`]).
+    /// How many notifications a result waits for were handled (see [`super::wire`]).
     pub(super) awaited_handled: watch::Sender<u64>,
+}
+
+impl ClientShared {
+    /// Handles one notification of the server, however it came (rmcp's notification handler,
+    /// or a `subscriptions/listen` stream): a log message goes to the caller it belongs to,
+    /// every event to the listeners, and one a call's result waits for is counted as handled.
+    /// One place, so the count of handled events can never fall behind the count the wire saw
+    /// (a call would then wait out its bound on every later call).
+    pub(super) fn handle(&self, event: &ServerEvent) {
+        if let ServerEvent::Log { params } = event {
+            self.relay_log(params);
+        }
+        self.notifications.dispatch(event);
+        if event.awaited_by_results() {
+            self.awaited_handled.send_modify(|handled| *handled += 1);
+        }
+    }
 }
 
 /// Why a server's request got no result.
@@ -101,17 +120,8 @@ impl Service<RoleClient> for ClientSide {
         notification: ServerNotification,
         _context: NotificationContext<RoleClient>,
     ) -> Result<(), ErrorData> {
-        let Some(event) = ServerEvent::from_notification(&notification) else {
-            return Ok(());
-        };
-        if let ServerEvent::Log { params } = &event {
-            self.shared.relay_log(params);
-        }
-        self.shared.notifications.dispatch(&event);
-        if event.awaited_by_results() {
-            self.shared
-                .awaited_handled
-                .send_modify(|handled| *handled += 1);
+        if let Some(event) = ServerEvent::from_notification(&notification) {
+            self.shared.handle(&event);
         }
         Ok(())
     }
@@ -271,6 +281,35 @@ fn confirm_content(schema: Option<&Value>) -> Option<Value> {
 
 fn method_of(value: &Value) -> &str {
     value.get("method").and_then(Value::as_str).unwrap_or("?")
+}
+
+/// Hands a `subscriptions/listen` stream's notifications to the connection's
+/// [`ClientShared::handle`] until `stop` is cancelled (the subscription is dropped, which
+/// cancels it) or the stream ends (`ended` is told how).
+pub(super) fn relay_listen(
+    mut subscription: Subscription,
+    shared: Arc<ClientShared>,
+    stop: CancellationToken,
+    ended: impl FnOnce(Option<&SubscriptionEnd>) + Send + 'static,
+) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                next = subscription.next() => match next {
+                    Ok(Some(notification)) => {
+                        if let Some(event) = ServerEvent::from_notification(&notification) {
+                            shared.handle(&event);
+                        }
+                    }
+                    Ok(None) | Err(_) => {
+                        ended(subscription.end());
+                        return;
+                    }
+                },
+                () = stop.cancelled() => return,
+            }
+        }
+    });
 }
 
 #[cfg(test)]

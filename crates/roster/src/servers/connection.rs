@@ -23,11 +23,12 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::client_side::relay_listen;
 use super::client_side::{ClientShared, ClientSide};
 use super::error::{ConnectError, RequestError};
 use super::event::ServerEvent;
 use super::gate::{GatedTransport, NotificationGate, NotificationRate};
-use super::notifications::{ListenerId, Notifications, relay_listen};
+use super::notifications::{ListenerId, Notifications};
 use super::relay::{InFlight, LogLevel};
 use super::stdio::ChildGuard;
 use super::wire::RawResults;
@@ -268,18 +269,13 @@ impl Connection {
             match subscription {
                 Ok(subscription) => {
                     let (stop_listen, name_listen) = (stop.clone(), name.clone());
-                    relay_listen(
-                        subscription,
-                        notifications.clone(),
-                        stop.clone(),
-                        move |end| {
-                            // Without the stream list_changed is never heard again while the
-                            // connection looks healthy: end the connection so supervision
-                            // reconnects and listens anew.
-                            tracing::warn!(server = %name_listen, ?end, "subscriptions/listen ended; closing the connection");
-                            stop_listen.cancel();
-                        },
-                    );
+                    relay_listen(subscription, shared.clone(), stop.clone(), move |end| {
+                        // Without the stream list_changed is never heard again while the
+                        // connection looks healthy: end the connection so supervision
+                        // reconnects and listens anew.
+                        tracing::warn!(server = %name_listen, ?end, "subscriptions/listen ended; closing the connection");
+                        stop_listen.cancel();
+                    });
                 }
                 Err(error) => {
                     tracing::warn!(server, %error, "subscriptions/listen refused; only the list_changed it sends unasked will be heard");

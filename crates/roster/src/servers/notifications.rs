@@ -11,9 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use rmcp::service::{Subscription, SubscriptionEnd};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use super::event::ServerEvent;
 use crate::inbox::ConfirmRequest;
@@ -177,35 +175,6 @@ impl Notifications {
     pub(super) fn unwatch_progress(&self, token: &str) {
         lock(&self.progress).listeners.remove(token);
     }
-}
-
-/// Feeds a `subscriptions/listen` stream's notifications into `fanout` until `stop` is
-/// cancelled (the subscription is dropped, which cancels it) or the stream ends (`ended` is
-/// told how).
-pub(super) fn relay_listen(
-    mut subscription: Subscription,
-    fanout: Arc<Notifications>,
-    stop: CancellationToken,
-    ended: impl FnOnce(Option<&SubscriptionEnd>) + Send + 'static,
-) {
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                next = subscription.next() => match next {
-                    Ok(Some(notification)) => {
-                        if let Some(event) = ServerEvent::from_notification(&notification) {
-                            fanout.dispatch(&event);
-                        }
-                    }
-                    Ok(None) | Err(_) => {
-                        ended(subscription.end());
-                        return;
-                    }
-                },
-                () = stop.cancelled() => return,
-            }
-        }
-    });
 }
 
 #[cfg(test)]

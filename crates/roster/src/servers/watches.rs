@@ -18,10 +18,10 @@ use rmcp::model::SubscriptionFilter;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::client_side::relay_listen;
 use super::connection::Connection;
 use super::error::RequestError;
 use super::event::ServerEvent;
-use super::notifications::relay_listen;
 use super::offerings::RouteError;
 use super::runtime::{Runtime, Slot};
 
@@ -268,7 +268,7 @@ impl Connection {
         let (server, uri) = (self.server.clone(), uri.to_owned());
         relay_listen(
             subscription,
-            self.notifications.clone(),
+            self.shared.clone(),
             stop.clone(),
             move |end| {
                 // Heard again after the next reconnect, which watches anew.

@@ -106,7 +106,12 @@ impl RawResults {
         // its id may equal one of ours that is still waiting for its raw result.
         if let Some(method) = message.get("method").and_then(Value::as_str) {
             if message.get("id").is_none() && AWAITED_BY_RESULTS.contains(&method) {
-                self.lock().awaited += 1;
+                let mut inner = self.lock();
+                // No call waits for what came during the handshake, whether or not rmcp hands
+                // it to a handler: counted, it could leave the count ahead for good.
+                if inner.handshake.is_none() {
+                    inner.awaited += 1;
+                }
             }
             return;
         }
