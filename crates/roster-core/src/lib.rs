@@ -13,6 +13,7 @@ pub mod delta;
 pub mod fingerprint;
 pub mod flow;
 pub mod naming;
+pub mod pin;
 pub mod registry;
 pub mod schedule;
 pub mod skills;
