@@ -1,7 +1,7 @@
 //! What a reconcile changed, in exposed names, and the per-session queue that holds deltas until
 //! the client's next turn.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
@@ -18,6 +18,10 @@ pub struct Delta {
     pub changed: Vec<String>,
     /// Names that no longer exist.
     pub removed: Vec<String>,
+    /// Why, for names a person set rules for: "its description changed since it was approved",
+    /// "withheld until a person approves it: …". Only names in one of the three lists.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasons: BTreeMap<String, String>,
 }
 
 /// How many names a note lists per kind before it says "and N more".
@@ -56,7 +60,7 @@ impl Delta {
     /// then removed is removed, added then changed is still added.
     ///
     /// Names keep the order in which they first appeared.
-    pub fn merge(&mut self, later: Delta) {
+    pub fn merge(&mut self, mut later: Delta) {
         if later.is_empty() {
             return;
         }
@@ -64,6 +68,12 @@ impl Delta {
             *self = later;
             return;
         }
+        // A later delta that names a name says all there is to say about it now.
+        let mut reasons = std::mem::take(&mut self.reasons);
+        for name in later.names() {
+            reasons.remove(name);
+        }
+        reasons.extend(std::mem::take(&mut later.reasons));
         let mut order: Vec<(String, Option<Kind>)> = Vec::with_capacity(self.len() + later.len());
         let mut index: HashMap<String, usize> = HashMap::with_capacity(order.capacity());
         for (name, kind) in std::mem::take(self).into_entries() {
@@ -99,6 +109,15 @@ impl Delta {
                 None => {}
             }
         }
+        if !reasons.is_empty() {
+            let named: std::collections::HashSet<&String> = self.names().collect();
+            reasons.retain(|name, _| named.contains(name));
+        }
+        self.reasons = reasons;
+    }
+
+    fn names(&self) -> impl Iterator<Item = &String> {
+        self.added.iter().chain(&self.changed).chain(&self.removed)
     }
 
     fn len(&self) -> usize {
@@ -107,7 +126,7 @@ impl Delta {
 
     /// Removed first: within one delta a name is in one list only, and reading removals first
     /// keeps a malformed delta's "removed then added" meaning changed.
-    fn into_entries(self) -> impl Iterator<Item = (String, Kind)> {
+    fn into_entries(self) -> impl Iterator<Item = (String, Kind)> + use<> {
         let removed = self.removed.into_iter().map(|n| (n, Kind::Removed));
         let added = self.added.into_iter().map(|n| (n, Kind::Added));
         let changed = self.changed.into_iter().map(|n| (n, Kind::Changed));
@@ -139,6 +158,9 @@ impl Delta {
                 "Removed tools: {}. They are no longer available; do not call them.",
                 name_list(&self.removed)
             ));
+        }
+        for (name, reason) in self.reasons.iter().take(NOTE_NAMES) {
+            parts.push(format!("{name}: {reason}."));
         }
         Some(parts.join(" "))
     }
@@ -194,6 +216,7 @@ mod tests {
             added: owned(added),
             changed: owned(changed),
             removed: owned(removed),
+            ..Delta::default()
         }
     }
 
@@ -257,6 +280,28 @@ mod tests {
     }
 
     #[test]
+    fn reasons_follow_the_latest_word_on_each_name() {
+        let mut withheld = delta(&[], &[], &["s__echo"]);
+        withheld
+            .reasons
+            .insert("s__echo".into(), "withheld until a person approves it".into());
+        let note = withheld.note().expect("note");
+        assert!(
+            note.ends_with("s__echo: withheld until a person approves it."),
+            "{note}"
+        );
+        // Approved and served again: the reason is no longer true.
+        let back = merged(withheld.clone(), delta(&["s__echo"], &[], &[]));
+        assert_eq!(back, delta(&[], &["s__echo"], &[]));
+        // Withheld, then something else changed: the reason stays.
+        let later = merged(withheld.clone(), delta(&["s__other"], &[], &[]));
+        assert_eq!(later.reasons.len(), 1);
+        // Withheld after being added in the same span: nothing left to say.
+        let gone = merged(delta(&["s__echo"], &[], &[]), withheld);
+        assert!(gone.is_empty() && gone.reasons.is_empty(), "{gone:?}");
+    }
+
+    #[test]
     fn long_notes_are_cut() {
         let names: Vec<String> = (0..50).map(|i| format!("s__t{i}")).collect();
         let d = Delta {
@@ -292,6 +337,7 @@ mod tests {
                 .cloned()
                 .collect(),
             removed: before.difference(after).cloned().collect(),
+            ..Delta::default()
         }
     }
 

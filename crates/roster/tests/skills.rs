@@ -1,11 +1,9 @@
 //! Skills seen from outside: real skill directories on disk, the SQLite store, and the
-//! `roster skills check` binary. The store's tests need the `sqlite-store` feature
-//! (scripts/test turns it on).
+//! `roster skills check` binary.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-#[cfg(feature = "sqlite-store")]
 use {
     roster::core::catalog::{ListFilter, Subscriptions},
     roster::core::skills::{Availability, SkillError, SkillKind},
@@ -30,13 +28,11 @@ fn invalid_fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/skills-invalid")
 }
 
-#[cfg(feature = "sqlite-store")]
 /// The demo server's tools as the tool registry would answer for them once it is listed.
 struct DemoTools {
     gone: Vec<&'static str>,
 }
 
-#[cfg(feature = "sqlite-store")]
 impl ToolLookup for DemoTools {
     fn presence(&self, reference: &str) -> ToolPresence {
         const DEMO: [&str; 7] = [
@@ -58,7 +54,6 @@ impl ToolLookup for DemoTools {
     }
 }
 
-#[cfg(feature = "sqlite-store")]
 fn indexed(root: &std::path::Path) -> SqliteStore {
     let mut store = SqliteStore::open_in_memory().expect("in-memory sqlite");
     let (_, scan) =
@@ -68,7 +63,6 @@ fn indexed(root: &std::path::Path) -> SqliteStore {
 }
 
 #[test]
-#[cfg(feature = "sqlite-store")]
 fn the_example_skills_load_from_disk_through_the_store() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("catalog.sqlite");
@@ -120,7 +114,6 @@ fn the_example_skills_load_from_disk_through_the_store() {
 }
 
 #[test]
-#[cfg(feature = "sqlite-store")]
 fn example_flow_templates_resolve_with_defaults_and_types() {
     let (catalog, _) = load_catalog(&indexed(&examples())).expect("load");
     let everyone = Subscriptions::none();
@@ -183,7 +176,6 @@ fn example_flow_templates_resolve_with_defaults_and_types() {
 }
 
 #[test]
-#[cfg(feature = "sqlite-store")]
 fn example_skills_refresh_against_the_demo_tools() {
     let (mut catalog, _) = load_catalog(&indexed(&examples())).expect("load");
     catalog
@@ -226,7 +218,6 @@ fn example_skills_refresh_against_the_demo_tools() {
 }
 
 #[test]
-#[cfg(feature = "sqlite-store")]
 fn an_invalid_skill_is_reported_and_skipped() {
     let (mut catalog, invalid) = load_catalog(&indexed(&invalid_fixture())).expect("load");
     let reasons: Vec<String> = invalid.iter().map(ToString::to_string).collect();
@@ -255,7 +246,6 @@ fn an_invalid_skill_is_reported_and_skipped() {
 }
 
 #[test]
-#[cfg(feature = "sqlite-store")]
 fn the_store_forgets_a_removed_skill_directory() {
     let dir = tempfile::tempdir().expect("temp dir");
     for name in ["one", "two"] {

@@ -6,12 +6,11 @@
 //! trait is all the rest of roster sees, so a shared store (Postgres, for several gateway
 //! replicas) can replace the embedded SQLite one.
 //!
-//! The SQLite store is behind the `sqlite-store` feature (off by default): nothing in the
-//! gateway reads the catalog from it yet, and its bundled SQLite is a C build every build of
-//! roster would otherwise pay for.
+//! The same embedded SQLite file keeps the tool pins ([`PinStore`]): the approved definition of
+//! every tool and the definitions waiting for a person.
 
 mod dir;
-#[cfg(feature = "sqlite-store")]
+mod pins;
 mod sqlite;
 
 use roster_core::catalog::Catalog;
@@ -20,7 +19,10 @@ use roster_core::skills::{InvalidSkill, SkillSource, load};
 pub use dir::{
     DEFAULT_MAX_SKILL_FILE_SIZE, SkillDirScan, UnreadableSkill, read_skill_file, scan_skills_dir,
 };
-#[cfg(feature = "sqlite-store")]
+pub use pins::{
+    DecidedBy, Decision, PinBook, PinRecord, PinStore, PinWrite, ReviewEntry, ReviewRecord,
+    STORE_FILE, ServerPins,
+};
 pub use sqlite::SqliteStore;
 
 /// Where skill sources are kept between runs.
@@ -51,16 +53,15 @@ pub struct IndexStats {
 #[non_exhaustive]
 pub enum StoreError {
     /// The SQLite database could not be opened, read or written.
-    #[cfg(feature = "sqlite-store")]
-    #[error("skill catalog database {path}: {source}")]
+        #[error("database {path}: {source}")]
     Sqlite {
         /// The database path (`:memory:` for an in-memory one).
         path: String,
         /// The SQLite error.
         source: rusqlite::Error,
     },
-    /// The skills directory could not be read.
-    #[error("cannot read skills directory {path}: {source}")]
+    /// A directory (the skills directory, the state directory) could not be read or made.
+    #[error("cannot read directory {path}: {source}")]
     Io {
         /// The directory.
         path: std::path::PathBuf,

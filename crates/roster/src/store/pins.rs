@@ -1,0 +1,607 @@
+//! The pin store: the approved definition of every tool ([`PinRecord`]) and the definitions
+//! waiting for a person ([`ReviewRecord`]), keyed by server and the server's own tool name, in
+//! the state directory's SQLite file so they survive restarts.
+//!
+//! The gateway reads the whole store into a [`PinBook`] and writes through
+//! [`PinStore::apply`]; `roster tools approve`/`reject` write from another process, and the
+//! gateway notices by [`PinStore::data_version`] (SQLite's count of commits made by other
+//! connections) and reloads.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use roster_core::pin::{Pin, Review};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::StoreError;
+
+/// The store's file in the state directory.
+pub const STORE_FILE: &str = "roster.sqlite3";
+
+const SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+CREATE TABLE IF NOT EXISTS tool_pin (
+    server      TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    definition  TEXT NOT NULL,
+    decided_by  TEXT NOT NULL,
+    decided_at  INTEGER NOT NULL,
+    PRIMARY KEY (server, tool)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tool_review (
+    server      TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    definition  TEXT NOT NULL,
+    withheld    INTEGER NOT NULL,
+    rejected    INTEGER NOT NULL,
+    seen_at     INTEGER NOT NULL,
+    PRIMARY KEY (server, tool)
+) WITHOUT ROWID;
+";
+
+/// How long a write waits for another process's transaction (`roster tools approve` while the
+/// gateway pins a listing) before it fails.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Who made a definition the pin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecidedBy {
+    /// The first definition roster saw (trust on first use).
+    FirstUse,
+    /// A person, with `roster tools approve`.
+    Person,
+}
+
+impl DecidedBy {
+    /// As stored and shown: `first use` or `person`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecidedBy::FirstUse => "first use",
+            DecidedBy::Person => "person",
+        }
+    }
+
+    fn parse(text: &str) -> DecidedBy {
+        if text == "person" {
+            DecidedBy::Person
+        } else {
+            DecidedBy::FirstUse
+        }
+    }
+}
+
+/// A tool's pin as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinRecord {
+    /// The approved definition.
+    pub pin: Pin,
+    /// Who approved it.
+    pub decided_by: DecidedBy,
+    /// When, in milliseconds since the Unix epoch.
+    pub decided_at_ms: u64,
+}
+
+/// A definition that is not the pin, waiting for a person (or flagged for one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewRecord {
+    /// The definition and whether a person rejected it.
+    pub review: Review,
+    /// Whether the gateway withholds it (else it is served and only flagged).
+    pub withheld: bool,
+    /// When roster last listed this definition, in milliseconds since the Unix epoch.
+    pub seen_at_ms: u64,
+}
+
+/// One server's pins and reviews, by the server's own tool name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerPins {
+    /// Approved definitions.
+    pub pins: HashMap<String, PinRecord>,
+    /// Definitions waiting for a person.
+    pub reviews: HashMap<String, ReviewRecord>,
+}
+
+/// Everything in the store, by server.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PinBook {
+    /// Per server name.
+    pub servers: HashMap<String, ServerPins>,
+}
+
+impl PinBook {
+    /// `server`'s pins and reviews, if it has any.
+    pub fn server(&self, server: &str) -> Option<&ServerPins> {
+        self.servers.get(server)
+    }
+
+    /// Servers whose pins or reviews differ between `self` and `other`.
+    pub fn changed_servers(&self, other: &PinBook) -> Vec<String> {
+        let empty = ServerPins::default();
+        let mut names: Vec<String> = self
+            .servers
+            .keys()
+            .chain(other.servers.keys())
+            .filter(|name| {
+                self.servers.get(*name).unwrap_or(&empty)
+                    != other.servers.get(*name).unwrap_or(&empty)
+            })
+            .cloned()
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Every review, ordered by server and tool, with the pin it differs from.
+    pub fn reviews(&self) -> Vec<ReviewEntry<'_>> {
+        let mut all: Vec<ReviewEntry<'_>> = self
+            .servers
+            .iter()
+            .flat_map(|(server, pins)| {
+                pins.reviews.iter().map(move |(tool, review)| ReviewEntry {
+                    server,
+                    tool,
+                    review,
+                    pin: pins.pins.get(tool),
+                })
+            })
+            .collect();
+        all.sort_by(|a, b| (a.server, a.tool).cmp(&(b.server, b.tool)));
+        all
+    }
+}
+
+/// One review with its keys and the pin it differs from (none for a tool never pinned).
+#[derive(Debug, Clone, Copy)]
+pub struct ReviewEntry<'a> {
+    /// The server.
+    pub server: &'a str,
+    /// The server's own tool name.
+    pub tool: &'a str,
+    /// The listed definition waiting for a person.
+    pub review: &'a ReviewRecord,
+    /// The approved definition, if any.
+    pub pin: Option<&'a PinRecord>,
+}
+
+/// A change the gateway makes to one server's entries after a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PinWrite {
+    /// Pin this definition of a tool never pinned (first use).
+    FirstUse {
+        /// The server's own tool name.
+        tool: String,
+        /// The definition.
+        pin: Pin,
+    },
+    /// Keep this definition for a person; a rejection stands while the definition is the same.
+    Review {
+        /// The server's own tool name.
+        tool: String,
+        /// The listed definition.
+        definition: Pin,
+        /// Whether it is withheld.
+        withheld: bool,
+    },
+    /// Nothing waits for this tool any more (it is its pin again, or no longer listed).
+    Settled {
+        /// The server's own tool name.
+        tool: String,
+    },
+}
+
+/// What a person decided with [`PinStore::decide`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The waiting definition becomes the pin.
+    Approve,
+    /// The waiting definition stays withheld until the server lists a different one.
+    Reject,
+}
+
+/// The SQLite file holding pins and reviews.
+#[derive(Debug)]
+pub struct PinStore {
+    conn: Connection,
+    path: String,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl PinStore {
+    /// The store's path in `state_dir`.
+    pub fn path_in(state_dir: &Path) -> PathBuf {
+        state_dir.join(STORE_FILE)
+    }
+
+    /// Opens (creating the state directory and the file if needed) the store in `state_dir`.
+    pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
+        let path = PinStore::path_in(state_dir);
+        let name = path.display().to_string();
+        crate::inbox::ensure_state_dir(state_dir).map_err(|source| StoreError::Io {
+            path: state_dir.to_owned(),
+            source,
+        })?;
+        let conn = Connection::open(&path).map_err(|source| StoreError::Sqlite {
+            path: name.clone(),
+            source,
+        })?;
+        PinStore::init(conn, name)
+    }
+
+    /// Opens the store in `state_dir` only if its file exists (for commands that only read).
+    pub fn open_existing(state_dir: &Path) -> Result<Option<Self>, StoreError> {
+        if PinStore::path_in(state_dir).is_file() {
+            PinStore::open(state_dir).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// A store that lives as long as this value.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        let name = ":memory:".to_owned();
+        let conn = Connection::open_in_memory().map_err(|source| StoreError::Sqlite {
+            path: name.clone(),
+            source,
+        })?;
+        PinStore::init(conn, name)
+    }
+
+    fn init(conn: Connection, path: String) -> Result<Self, StoreError> {
+        let store = PinStore { conn, path };
+        store
+            .conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| store.error(e))?;
+        store
+            .conn
+            .execute_batch(SCHEMA)
+            .map_err(|e| store.error(e))?;
+        Ok(store)
+    }
+
+    fn error(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn corrupt(&self, what: &str, error: serde_json::Error) -> StoreError {
+        self.error(rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Text,
+            format!("{what}: {error}").into(),
+        ))
+    }
+
+    /// Changes whenever another connection (another process) committed to the store.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .map_err(|e| self.error(e))
+    }
+
+    /// Everything in the store.
+    pub fn load(&self) -> Result<PinBook, StoreError> {
+        let mut book = PinBook::default();
+        let mut select = self
+            .conn
+            .prepare("SELECT server, tool, definition, decided_by, decided_at FROM tool_pin")
+            .map_err(|e| self.error(e))?;
+        let rows = select
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                    row.get::<_, i64>(4)?,
+                ))
+            })
+            .map_err(|e| self.error(e))?;
+        for row in rows {
+            let (server, tool, definition, decided_by, at) = row.map_err(|e| self.error(e))?;
+            let pin: Pin = serde_json::from_str(&definition)
+                .map_err(|e| self.corrupt(&format!("the pin of {server}/{tool}"), e))?;
+            book.servers.entry(server).or_default().pins.insert(
+                tool,
+                PinRecord {
+                    pin,
+                    decided_by: DecidedBy::parse(&decided_by),
+                    decided_at_ms: at.max(0) as u64,
+                },
+            );
+        }
+        let mut select = self
+            .conn
+            .prepare("SELECT server, tool, definition, withheld, rejected, seen_at FROM tool_review")
+            .map_err(|e| self.error(e))?;
+        let rows = select
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, bool>(3)?,
+                    row.get::<_, bool>(4)?,
+                    row.get::<_, i64>(5)?,
+                ))
+            })
+            .map_err(|e| self.error(e))?;
+        for row in rows {
+            let (server, tool, definition, withheld, rejected, seen) =
+                row.map_err(|e| self.error(e))?;
+            let definition: Pin = serde_json::from_str(&definition)
+                .map_err(|e| self.corrupt(&format!("the waiting definition of {server}/{tool}"), e))?;
+            book.servers.entry(server).or_default().reviews.insert(
+                tool,
+                ReviewRecord {
+                    review: Review {
+                        definition,
+                        rejected,
+                    },
+                    withheld,
+                    seen_at_ms: seen.max(0) as u64,
+                },
+            );
+        }
+        Ok(book)
+    }
+
+    /// Writes what one listing of `server` changed, in one transaction.
+    pub fn apply(&mut self, server: &str, writes: &[PinWrite]) -> Result<(), StoreError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let now = now_ms() as i64;
+        let path = self.path.clone();
+        let error = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(error)?;
+        for write in writes {
+            match write {
+                PinWrite::FirstUse { tool, pin } => {
+                    // Another gateway on this state directory may have pinned it first: the
+                    // first pin stands.
+                    tx.execute(
+                        "INSERT OR IGNORE INTO tool_pin (server, tool, definition, decided_by, decided_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                        params![server, tool, pin.canonical_json(), DecidedBy::FirstUse.as_str(), now],
+                    )
+                    .map_err(error)?;
+                }
+                PinWrite::Review {
+                    tool,
+                    definition,
+                    withheld,
+                } => {
+                    // Every right-hand side reads the row as it was: a rejection stands only
+                    // for the definition that was rejected.
+                    tx.execute(
+                        "INSERT INTO tool_review (server, tool, definition, withheld, rejected, seen_at) \
+                         VALUES (?1, ?2, ?3, ?4, 0, ?5) \
+                         ON CONFLICT (server, tool) DO UPDATE SET \
+                           rejected = CASE WHEN definition = excluded.definition THEN rejected ELSE 0 END, \
+                           definition = excluded.definition, \
+                           withheld = excluded.withheld, \
+                           seen_at = excluded.seen_at",
+                        params![server, tool, definition.canonical_json(), withheld, now],
+                    )
+                    .map_err(error)?;
+                }
+                PinWrite::Settled { tool } => {
+                    tx.execute(
+                        "DELETE FROM tool_review WHERE server = ?1 AND tool = ?2",
+                        params![server, tool],
+                    )
+                    .map_err(error)?;
+                }
+            }
+        }
+        tx.commit().map_err(error)
+    }
+
+    /// A person's decision on the waiting definitions of `keys` (server, tool), in one
+    /// transaction. Returns the keys that had a waiting definition; the others are left alone.
+    pub fn decide(
+        &mut self,
+        decision: Decision,
+        keys: &[(String, String)],
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let now = now_ms() as i64;
+        let path = self.path.clone();
+        let error = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(error)?;
+        let mut decided = Vec::new();
+        for (server, tool) in keys {
+            let definition: Option<String> = tx
+                .query_row(
+                    "SELECT definition FROM tool_review WHERE server = ?1 AND tool = ?2",
+                    params![server, tool],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(error)?;
+            let Some(definition) = definition else {
+                continue;
+            };
+            match decision {
+                Decision::Approve => {
+                    tx.execute(
+                        "INSERT INTO tool_pin (server, tool, definition, decided_by, decided_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5) \
+                         ON CONFLICT (server, tool) DO UPDATE SET definition = excluded.definition, \
+                           decided_by = excluded.decided_by, decided_at = excluded.decided_at",
+                        params![server, tool, definition, DecidedBy::Person.as_str(), now],
+                    )
+                    .map_err(error)?;
+                    tx.execute(
+                        "DELETE FROM tool_review WHERE server = ?1 AND tool = ?2",
+                        params![server, tool],
+                    )
+                    .map_err(error)?;
+                }
+                Decision::Reject => {
+                    tx.execute(
+                        "UPDATE tool_review SET rejected = 1, withheld = 1 WHERE server = ?1 AND tool = ?2",
+                        params![server, tool],
+                    )
+                    .map_err(error)?;
+                }
+            }
+            decided.push((server.clone(), tool.clone()));
+        }
+        tx.commit().map_err(error)?;
+        Ok(decided)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roster_core::Tool;
+    use serde_json::json;
+
+    fn pin(description: &str) -> Pin {
+        let Ok(schema) = serde_json::from_value(json!({"type": "object"})) else {
+            panic!("a schema object")
+        };
+        Pin::of(
+            &Tool::new("echo")
+                .with_description(description)
+                .with_input_schema(schema),
+        )
+    }
+
+    fn key(server: &str, tool: &str) -> (String, String) {
+        (server.to_owned(), tool.to_owned())
+    }
+
+    #[test]
+    fn first_use_pins_and_a_person_approves_what_waits() {
+        let mut store = PinStore::open_in_memory().expect("store");
+        store
+            .apply(
+                "a",
+                &[PinWrite::FirstUse {
+                    tool: "echo".into(),
+                    pin: pin("v1"),
+                }],
+            )
+            .expect("pin");
+        // A second first use does not replace the pin.
+        store
+            .apply(
+                "a",
+                &[PinWrite::FirstUse {
+                    tool: "echo".into(),
+                    pin: pin("other"),
+                }],
+            )
+            .expect("pin again");
+        store
+            .apply(
+                "a",
+                &[PinWrite::Review {
+                    tool: "echo".into(),
+                    definition: pin("v2"),
+                    withheld: true,
+                }],
+            )
+            .expect("review");
+        let book = store.load().expect("load");
+        let a = book.server("a").expect("server a");
+        assert_eq!(a.pins["echo"].pin, pin("v1"));
+        assert_eq!(a.pins["echo"].decided_by, DecidedBy::FirstUse);
+        assert!(a.reviews["echo"].withheld);
+        assert_eq!(book.reviews().len(), 1);
+
+        let decided = store
+            .decide(Decision::Approve, &[key("a", "echo"), key("a", "nothing")])
+            .expect("approve");
+        assert_eq!(decided, vec![key("a", "echo")]);
+        let book = store.load().expect("load");
+        let a = book.server("a").expect("server a");
+        assert_eq!(a.pins["echo"].pin, pin("v2"));
+        assert_eq!(a.pins["echo"].decided_by, DecidedBy::Person);
+        assert!(a.reviews.is_empty());
+    }
+
+    #[test]
+    fn a_rejection_stands_for_its_definition_only() {
+        let mut store = PinStore::open_in_memory().expect("store");
+        let review = |d: &str| PinWrite::Review {
+            tool: "echo".into(),
+            definition: pin(d),
+            withheld: false,
+        };
+        store.apply("a", &[review("v2")]).expect("review");
+        store
+            .decide(Decision::Reject, &[key("a", "echo")])
+            .expect("reject");
+        store.apply("a", &[review("v2")]).expect("same again");
+        let rejected = |store: &PinStore| {
+            store.load().expect("load").servers["a"].reviews["echo"]
+                .review
+                .rejected
+        };
+        assert!(rejected(&store), "the same definition stays rejected");
+        store.apply("a", &[review("v3")]).expect("a different one");
+        assert!(!rejected(&store), "a different definition asks again");
+        store
+            .apply(
+                "a",
+                &[PinWrite::Settled {
+                    tool: "echo".into(),
+                }],
+            )
+            .expect("settled");
+        assert!(store.load().expect("load").reviews().is_empty());
+    }
+
+    #[test]
+    fn another_connection_s_commit_changes_the_data_version_and_survives_reopening() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let gateway = PinStore::open(dir.path()).expect("open");
+        let before = gateway.data_version().expect("version");
+        let mut cli = PinStore::open(dir.path()).expect("open again");
+        cli.apply(
+            "a",
+            &[PinWrite::FirstUse {
+                tool: "echo".into(),
+                pin: pin("v1"),
+            }],
+        )
+        .expect("pin");
+        assert_ne!(gateway.data_version().expect("version"), before);
+        assert_eq!(
+            gateway.load().expect("load"),
+            PinStore::open(dir.path()).expect("reopen").load().expect("load")
+        );
+        let book = gateway.load().expect("load");
+        assert_eq!(book.changed_servers(&PinBook::default()), vec!["a"]);
+        assert!(book.changed_servers(&book).is_empty());
+    }
+
+    #[test]
+    fn a_store_that_cannot_be_opened_names_its_path() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, "x").expect("write");
+        let error = PinStore::open(&file).expect_err("a file is no state directory");
+        assert!(error.to_string().contains("not-a-dir"), "{error}");
+    }
+}
