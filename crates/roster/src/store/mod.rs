@@ -60,9 +60,17 @@ pub enum StoreError {
         /// The SQLite error.
         source: rusqlite::Error,
     },
-    /// A directory (the skills directory, the state directory) could not be read or made.
-    #[error("cannot read directory {path}: {source}")]
+    /// The skills directory could not be read.
+    #[error("cannot read skills directory {path}: {source}")]
     Io {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The state directory could not be made.
+    #[error("cannot make the state directory {path}: {source}")]
+    StateDir {
         /// The directory.
         path: std::path::PathBuf,
         /// The I/O error.

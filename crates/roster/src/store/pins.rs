@@ -224,7 +224,7 @@ impl PinStore {
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
         let path = PinStore::path_in(state_dir);
         let name = path.display().to_string();
-        crate::inbox::ensure_state_dir(state_dir).map_err(|source| StoreError::Io {
+        crate::inbox::ensure_state_dir(state_dir).map_err(|source| StoreError::StateDir {
             path: state_dir.to_owned(),
             source,
         })?;
