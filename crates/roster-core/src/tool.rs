@@ -85,6 +85,9 @@ pub enum ToolPresence {
     Missing,
     /// Nothing can be said yet: the owning server was never listed, or its listing failed.
     Unknown,
+    /// Its server lists it, but its definition changed since a person approved it (or it is new
+    /// and new tools need approval): it is withheld until a person decides.
+    Withheld,
 }
 
 /// The one question the skill catalog asks of the tools: does this exposed tool exist, and is

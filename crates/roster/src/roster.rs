@@ -32,7 +32,9 @@ use serde_json::{Map, Value};
 use crate::Session;
 use crate::config::{Config, TaskSupport};
 use crate::servers::runtime::{ReconcileHook, Relisting, Runtime};
+use crate::servers::pinning::Pinning;
 use crate::servers::watches::ResourceWatches;
+use crate::store::PinStore;
 use crate::servers::{
     CallOptions, LogLevel, LogSink, NotificationSink, Notifications, OfferingsGeneration,
     PromptEntry, RefreshHookError, RelistError, RequestError, ResourceUpdate, ResourceWatch,
@@ -52,6 +54,9 @@ pub enum StartError {
     /// The refresh hooks could not be started.
     #[error(transparent)]
     RefreshHook(#[from] RefreshHookError),
+    /// The tool pins could not be read.
+    #[error("cannot read the tool pins: {0}")]
+    Pins(#[from] crate::store::StoreError),
 }
 
 /// A tool call could not be made or failed on the way.
@@ -65,6 +70,10 @@ pub enum CallError {
     /// names each one's exposed name.
     #[error(transparent)]
     AmbiguousTool(CallRouteError),
+    /// The tool is withheld: its definition changed since a person approved it (or it is new
+    /// and new tools need approval), and only a person can let it through.
+    #[error("{0}")]
+    Withheld(String),
     /// The tool's server is restarting or disconnected.
     #[error("the server `{server}` offering `{tool}` is not connected right now")]
     Unavailable {
@@ -115,6 +124,9 @@ pub struct RosterOptions {
     /// Called with `(server, delta)` after every non-empty delta (plug
     /// `SkillRegistry::refresh_all` in here, with [`Roster::tool_lookup`] as its lookup).
     pub on_reconcile: Option<ReconcileHook>,
+    /// The state directory whose store keeps tool pins across restarts (`roster serve` gives
+    /// `[gateway] state_dir`). `None`: pins live as long as this roster.
+    pub pins_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for RosterOptions {
@@ -122,6 +134,7 @@ impl Default for RosterOptions {
         RosterOptions {
             sink: Arc::new(LogSink),
             on_reconcile: None,
+            pins_dir: None,
         }
     }
 }
@@ -138,9 +151,13 @@ struct LiveTools(std::sync::Weak<Runtime>);
 
 impl ToolLookup for LiveTools {
     fn presence(&self, reference: &str) -> ToolPresence {
-        match self.0.upgrade() {
-            Some(rt) => rt.state().registry.presence(reference),
-            None => ToolPresence::Unknown,
+        let Some(rt) = self.0.upgrade() else {
+            return ToolPresence::Unknown;
+        };
+        match rt.state().registry.presence(reference) {
+            ToolPresence::Present => ToolPresence::Present,
+            _ if rt.pinning.is_withheld(reference) => ToolPresence::Withheld,
+            other => other,
         }
     }
 }
@@ -183,12 +200,17 @@ impl Roster {
         config.gateway.naming_config().validate()?;
         config.gateway.schedule_config().validate()?;
         let startup_wait = config.gateway.startup_wait;
+        let store = match &options.pins_dir {
+            Some(dir) => PinStore::open(dir)?,
+            None => PinStore::open_in_memory()?,
+        };
         let rt = Runtime::new(
             config.gateway,
             &config.servers,
             &config.server_order,
             options.sink,
             options.on_reconcile,
+            Pinning::new(store)?,
         );
         let lifetime = Arc::new(Lifetime(rt.clone()));
         rt.launch()?;
@@ -251,6 +273,17 @@ impl Roster {
         Ok(routed.exposed_name.to_owned())
     }
 
+    /// When a call of `name` means a withheld tool: what the caller is told (why, and the
+    /// command a person runs to decide).
+    pub fn withheld(&self, name: &str) -> Option<String> {
+        let (server, w) = self.rt.pinning.withheld(name)?;
+        Some(format!(
+            "tool `{}` of server `{server}` is {}. Only a person can decide: `roster tools \
+             drift` shows what changed and `roster tools approve {}` serves it.",
+            w.exposed, w.reason, w.exposed
+        ))
+    }
+
     /// Calls a tool by its exposed name (or a server's own name, see [`Roster::route_call`])
     /// with the server's configured timeout.
     pub async fn call(
@@ -276,7 +309,10 @@ impl Roster {
                 .registry
                 .route_call(exposed_name)
                 .map_err(|e| match e {
-                    CallRouteError::Unknown(name) => CallError::UnknownTool(name),
+                    CallRouteError::Unknown(name) => match self.withheld(&name) {
+                        Some(why) => CallError::Withheld(why),
+                        None => CallError::UnknownTool(name),
+                    },
                     ambiguous => CallError::AmbiguousTool(ambiguous),
                 })?;
             (route.server.to_owned(), route.tool.name.clone())

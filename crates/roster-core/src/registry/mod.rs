@@ -452,6 +452,21 @@ impl ToolRegistry {
         })
     }
 
+    /// The name `server`'s tool of its own name `tool` is exposed under, if it is listed.
+    pub fn exposed_name(&self, server: &str, tool: &str) -> Option<&str> {
+        let server = &self.servers[*self.server_index.get(server)? as usize];
+        let slot = *server.by_name.get(tool)?;
+        server.slots[slot as usize]
+            .as_ref()
+            .map(|entry| &*entry.exposed)
+    }
+
+    /// The name `tool` of `server` would be exposed under if nothing contested it (its first
+    /// candidate): how to name a tool that is not listed now.
+    pub fn first_candidate(&self, server: &str, tool: &str) -> String {
+        self.naming.candidate(server, tool, self.bare_first(), 0)
+    }
+
     /// Whether `server` has a listing (reconciled and not removed since).
     pub fn is_listed(&self, server: &str) -> bool {
         self.server_index

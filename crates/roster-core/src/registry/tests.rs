@@ -296,6 +296,20 @@ fn presence_follows_listings() {
     assert_eq!(bare.presence("y"), ToolPresence::Missing);
 }
 
+#[test]
+fn exposed_names_by_server_and_own_name() {
+    let mut r = registry(&["a", "b"], NamingMode::Never);
+    r.reconcile("a", tools(&["x"]));
+    r.reconcile("b", tools(&["x", "y"]));
+    assert_eq!(r.exposed_name("a", "x"), Some("x"));
+    assert_eq!(r.exposed_name("b", "x"), Some("b__x"), "a keeps the bare name");
+    assert_eq!(r.exposed_name("b", "z"), None);
+    assert_eq!(r.exposed_name("c", "x"), None);
+    assert_eq!(r.first_candidate("b", "z"), "z");
+    let prefixed = registry(&["a"], NamingMode::Always);
+    assert_eq!(prefixed.first_candidate("a", "z"), "a__z");
+}
+
 // ---- properties ----
 
 /// Serial dictatorship from scratch: the assignment the incremental one must equal.

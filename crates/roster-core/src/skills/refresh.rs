@@ -228,17 +228,29 @@ impl SkillRegistry {
             return Outcome::Refreshed;
         };
         let mut missing = Vec::new();
+        let mut withheld = Vec::new();
         let mut unknown = false;
         for reference in &references {
             match tools.presence(reference) {
                 ToolPresence::Present => {}
                 ToolPresence::Missing => missing.push(reference.as_str()),
+                ToolPresence::Withheld => withheld.push(reference.as_str()),
                 ToolPresence::Unknown => unknown = true,
             }
         }
         // A reference known to be gone outweighs one that cannot be checked yet.
+        let mut reasons = Vec::new();
         if !missing.is_empty() {
-            Outcome::Failed(format!("missing tool(s): {}", missing.join(", ")))
+            reasons.push(format!("missing tool(s): {}", missing.join(", ")));
+        }
+        if !withheld.is_empty() {
+            reasons.push(format!(
+                "withheld tool(s), changed since a person approved them: {}",
+                withheld.join(", ")
+            ));
+        }
+        if !reasons.is_empty() {
+            Outcome::Failed(reasons.join("; "))
         } else if unknown {
             Outcome::Skipped
         } else {
@@ -273,6 +285,7 @@ mod tests {
             ("demo__add", ToolPresence::Present),
             ("demo__gone", ToolPresence::Missing),
             ("demo__also_gone", ToolPresence::Missing),
+            ("demo__changed", ToolPresence::Withheld),
         ])))
     }
 
@@ -380,6 +393,22 @@ mod tests {
             result(&[], &[], &["a"])
         );
         assert_eq!(skills.availability("a"), Some(&Availability::Available));
+    }
+
+    #[test]
+    fn a_withheld_reference_makes_the_skill_unavailable_and_says_why() {
+        let mut skills = registry(vec![skill("a", &[], &["demo__echo", "demo__changed"])]);
+        assert_eq!(
+            skills.refresh("a").expect("known"),
+            result(
+                &[],
+                &[(
+                    "a",
+                    "withheld tool(s), changed since a person approved them: demo__changed"
+                )],
+                &[]
+            )
+        );
     }
 
     #[test]

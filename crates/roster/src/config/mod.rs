@@ -47,6 +47,10 @@
 //! max_listing_bytes = 33554432 # per server: a listing's pages summed (32 MiB); past it, it fails
 //! max_log_line = 4096          # bytes of a server's stderr line in roster's log (control chars escaped)
 //! kill_grace = "5s"            # SIGTERM to a stdio server's process group, SIGKILL after this
+//! pin = "warn"                 # a tool whose definition changed since it was pinned: "warn"
+//!                              #   serves it and tells you, "approve" withholds it until
+//!                              #   `roster tools approve`, "off" pins nothing
+//! new_tools = "trust"          # a tool never seen: "trust" pins it, "approve" waits for you
 //!
 //! [skills]
 //! paths = ["skills"]           # relative to this file
@@ -65,7 +69,8 @@
 //! tasks.required = ["build_*"]  # run only as tasks (a client without tasks gets -32021)
 //! tasks.forbidden = ["quick_*"] # never run as tasks; other tools as the server says
 //!                               #   (execution.taskSupport), else as tasks when slow
-//! # call_timeout, connect_timeout, list_timeout, ping_interval override [gateway] per server
+//! # call_timeout, connect_timeout, list_timeout, ping_interval, pin, new_tools override
+//! # [gateway] per server
 //!
 //! [servers.web]                # an HTTP server
 //! url = "https://example.com/mcp?key=${WEB_KEY}"   # ${VAR} here too
@@ -210,6 +215,10 @@ pub struct ServerConfig {
     pub era: Era,
     /// What this server may cost roster (from `[gateway]`).
     pub limits: ServerLimits,
+    /// What a changed tool definition does (`pin`; default from `[gateway]`).
+    pub pin: PinPolicy,
+    /// What a tool never seen before does (`new_tools`; default from `[gateway]`).
+    pub new_tools: NewTools,
 }
 
 /// Which MCP lifecycle roster uses with a server.
@@ -256,6 +265,7 @@ pub enum TransportConfig {
 }
 
 pub use roster_core::NamingMode;
+pub use roster_core::pin::{NewTools, PinPolicy};
 use roster_core::{BackoffConfig, NamingConfig, ScheduleConfig};
 
 /// The `[gateway]` table.
@@ -332,6 +342,12 @@ pub struct GatewayConfig {
     pub admin_token_env: Option<String>,
     /// What one server may cost roster (every server gets these).
     pub server_limits: ServerLimits,
+    /// What a changed tool definition does, for servers that do not say (`pin`, default
+    /// `warn`).
+    pub pin: PinPolicy,
+    /// What a tool never seen before does, for servers that do not say (`new_tools`, default
+    /// `trust`).
+    pub new_tools: NewTools,
 }
 
 impl GatewayConfig {
@@ -396,6 +412,8 @@ impl GatewayConfig {
             session_idle_timeout: Duration::from_secs(15 * 60),
             admin_token_env: None,
             server_limits: ServerLimits::default(),
+            pin: PinPolicy::default(),
+            new_tools: NewTools::default(),
         }
     }
 }
@@ -472,6 +490,8 @@ impl ServerConfig {
             ping_interval: Some(Duration::from_secs(30)),
             era: Era::Auto,
             limits: ServerLimits::default(),
+            pin: PinPolicy::default(),
+            new_tools: NewTools::default(),
         }
     }
 }

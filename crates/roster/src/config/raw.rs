@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::duration::{parse_duration, seconds};
 use super::env::{EnvLookup, ExpandError, expand_vars};
 use super::state_dir;
+use roster_core::pin::{NewTools, PinPolicy};
 use super::{
     ClientConfig, Config, ConfigError, Era, GatewayConfig, NamingMode, ServerConfig, ServerLimits,
     SkillsConfig, TaskPolicy, ToolFilter, TransportConfig,
@@ -54,6 +55,8 @@ pub(super) struct RawServer {
     pub(super) list_timeout: Option<RawDuration>,
     pub(super) ping_interval: Option<RawDuration>,
     pub(super) protocol: Option<Era>,
+    pub(super) pin: Option<PinPolicy>,
+    pub(super) new_tools: Option<NewTools>,
 }
 
 #[derive(Deserialize, Default)]
@@ -116,6 +119,8 @@ struct RawGateway {
     max_listing_bytes: Option<usize>,
     max_log_line: Option<usize>,
     kill_grace: Option<RawDuration>,
+    pin: Option<PinPolicy>,
+    new_tools: Option<NewTools>,
 }
 
 #[derive(Deserialize)]
@@ -481,6 +486,12 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
             return Err(ctx.invalid(key, "a duration above zero"));
         }
     }
+    if let Some(pin) = raw.pin {
+        g.pin = pin;
+    }
+    if let Some(new_tools) = raw.new_tools {
+        g.new_tools = new_tools;
+    }
     if let Some(var) = raw.admin_token_env {
         g.admin_token_env = Some(var);
     }
@@ -629,6 +640,8 @@ pub(super) fn build_server_keyed(
         ping_interval,
         era: raw.protocol.unwrap_or_default(),
         limits: gateway.server_limits.clone(),
+        pin: raw.pin.unwrap_or(gateway.pin),
+        new_tools: raw.new_tools.unwrap_or(gateway.new_tools),
     })
 }
 

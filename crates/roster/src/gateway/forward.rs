@@ -261,6 +261,7 @@ async fn finish(forwarder: Option<tokio::task::JoinHandle<()>>) {
 fn call_error(error: crate::CallError) -> CallError {
     match error {
         crate::CallError::UnknownTool(name) => CallError::UnknownTool(name),
+        crate::CallError::Withheld(why) => CallError::Withheld(why),
         crate::CallError::AmbiguousTool(error) => CallError::Server {
             code: ErrorCode::INVALID_PARAMS.0,
             message: error.to_string(),

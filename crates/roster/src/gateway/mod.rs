@@ -92,6 +92,10 @@ pub enum CallError {
     /// No server offers a tool under this exposed name.
     #[error("unknown tool {0:?}; list the tools again with tools/list")]
     UnknownTool(String),
+    /// The tool is withheld until a person approves its definition; the text says why and
+    /// which command decides.
+    #[error("{0}")]
+    Withheld(String),
     /// The owning server could not answer.
     #[error("server {server:?} is unavailable: {reason}")]
     ServerDown {

@@ -384,7 +384,7 @@ impl CallError {
                 message,
                 data,
             } => Err(ErrorData::new(ErrorCode(code), message, data)),
-            e @ (CallError::ServerDown { .. } | CallError::Cancelled) => {
+            e @ (CallError::ServerDown { .. } | CallError::Withheld(_) | CallError::Cancelled) => {
                 Ok(native::error(e.to_string()))
             }
         }

@@ -49,6 +49,7 @@ mod event;
 pub mod gate;
 mod notifications;
 pub(crate) mod offerings;
+pub(crate) mod pinning;
 mod refresh;
 pub mod relay;
 pub(crate) mod runtime;

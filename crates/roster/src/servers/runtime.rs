@@ -27,6 +27,7 @@ use super::connection::Connection;
 use super::event::{ListKind, ServerEvent};
 use super::notifications::Notifications;
 use super::offerings::{Changed, Offerings};
+use super::pinning::{DRIFT_CHANNEL, DRIFT_METHOD, Pinning};
 use super::refresh::RefreshHook;
 use super::relay::LogLevel;
 use super::sink::NotificationSink;
@@ -34,6 +35,9 @@ use super::status::{ServerState, ServerStatus};
 use super::stdio::ChildExit;
 use super::watches::ResourceWatches;
 use crate::config::{GatewayConfig, ServerConfig};
+
+/// How often a running roster looks for a person's pin decisions made by another process.
+const PIN_DECISIONS_EVERY: Duration = Duration::from_millis(500);
 
 /// Called with `(server, delta)` after every non-empty delta (a reconcile, or a server's tools
 /// removed when it went down), once the delta is queued for the sessions. The skill catalog
@@ -144,6 +148,8 @@ pub(crate) struct Runtime {
     sessions: Mutex<Vec<Weak<crate::Session>>>,
     sink: Arc<dyn NotificationSink>,
     reconcile_hook: RwLock<Option<ReconcileHook>>,
+    /// Pins, reviews and the tools withheld now.
+    pub(crate) pinning: Pinning,
     /// The most verbose log level any client asked for; sent to every initialize-era server
     /// that advertises `logging`, at each connection.
     pub(crate) log_level: Mutex<Option<LogLevel>>,
@@ -168,6 +174,7 @@ impl Runtime {
         order: &[String],
         sink: Arc<dyn NotificationSink>,
         reconcile_hook: Option<ReconcileHook>,
+        pinning: Pinning,
     ) -> Arc<Runtime> {
         // Config order first; any server the order misses (a hand-built Config) by name.
         let mut ordered: Vec<&String> = order.iter().filter(|n| servers.contains_key(*n)).collect();
@@ -219,6 +226,7 @@ impl Runtime {
             sessions: Mutex::new(Vec::new()),
             sink,
             reconcile_hook: RwLock::new(reconcile_hook),
+            pinning,
             log_level: Mutex::new(None),
             server_logs: broadcast::channel(64).0,
             shutdown: CancellationToken::new(),
@@ -298,7 +306,25 @@ impl Runtime {
             }
             tokio::spawn(super::supervisor::supervise(self.clone(), slot.clone()));
         }
+        self.watch_pin_decisions();
         Ok(())
+    }
+
+    /// Follows a person's pin decisions while no turn comes: reads the store's version every
+    /// [`PIN_DECISIONS_EVERY`] (one small query) until roster stops.
+    pub(crate) fn watch_pin_decisions(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let stop = self.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(PIN_DECISIONS_EVERY) => {}
+                }
+                let Some(rt) = weak.upgrade() else { return };
+                rt.follow_pin_decisions();
+            }
+        });
     }
 
     /// Waits until every enabled server finished its first connection attempt, or `limit`.
@@ -502,11 +528,14 @@ impl Runtime {
             Ok(listing) => {
                 // Fingerprints are computed here, outside the lock; the copies the reconcile
                 // does not keep are freed after the lock is released.
-                let tools: Listing = listing
+                let permitted: Vec<_> = listing
                     .tools
                     .into_iter()
                     .filter(|t| slot.config.tools.permits(&t.name))
                     .collect();
+                // Pins before the registry: a withheld definition never reaches it.
+                let gated = self.pinning.gate(&slot.name, &slot.config, permitted);
+                let tools: Listing = gated.tools.into_iter().collect();
                 let (delta, superseded) = {
                     let mut state = self.state();
                     // Checked under the state lock: the death path takes the connection before
@@ -523,9 +552,18 @@ impl Runtime {
                         let ttl = effective_ttl(listing.ttl, announces);
                         schedule.listed_with(ticket, Instant::now(), ttl);
                     }
-                    state.registry.reconcile_listing(&slot.name, tools)
+                    let withheld =
+                        self.pinning
+                            .set_withheld(&slot.name, &gated.withheld, &state.registry);
+                    let (mut delta, superseded) =
+                        state.registry.reconcile_listing(&slot.name, tools);
+                    explain(&mut delta, &slot.name, &gated.flagged, &withheld, &state.registry);
+                    (delta, superseded)
                 };
                 drop(superseded);
+                for params in gated.entries {
+                    self.sink.record(DRIFT_CHANNEL, DRIFT_METHOD, params, false);
+                }
                 self.publish(&slot.name, &delta);
                 Ok(delta)
             }
@@ -549,6 +587,21 @@ impl Runtime {
                     error,
                 })
             }
+        }
+    }
+
+    /// Lists again, at the next turn or now in the background, the servers whose pins a
+    /// person decided on in another process (`roster tools approve`/`reject`).
+    pub(crate) fn follow_pin_decisions(self: &Arc<Self>) {
+        for server in self.pinning.decisions() {
+            let Some(slot) = self.slots.get(&server).cloned() else {
+                continue;
+            };
+            self.mark_stale(&server, ListKind::Tools);
+            let rt = self.clone();
+            tokio::spawn(async move {
+                let _ = rt.relist(&slot, Relisting::IfStale).await;
+            });
         }
     }
 
@@ -577,6 +630,7 @@ impl Runtime {
     /// `turn_wait`: a slower listing goes on in the background and its delta reaches the
     /// session at a later turn.
     pub(crate) async fn list_due(self: &Arc<Self>) {
+        self.follow_pin_decisions();
         let turn_started = Instant::now();
         let due: Vec<(Arc<Slot>, bool, Relisting)> = {
             let state = self.state();
@@ -737,5 +791,28 @@ mod tests {
         let all = BTreeSet::from([ListKind::Prompts, ListKind::Resources]);
         assert_eq!(offerings_to_list(Relisting::Always, named), all);
         assert_eq!(offerings_to_list(Relisting::IfStale, BTreeSet::new()), all);
+    }
+}
+
+/// Puts the reasons a person set rules for into `delta`, by exposed name: served tools that
+/// drifted or hide text (named as they are now), and withheld ones (named as clients knew them).
+fn explain(
+    delta: &mut Delta,
+    server: &str,
+    flagged: &[(String, String)],
+    withheld: &[super::pinning::Withheld],
+    registry: &ToolRegistry,
+) {
+    for (tool, reason) in flagged {
+        if let Some(name) = registry.exposed_name(server, tool)
+            && (delta.changed.iter().chain(&delta.added)).any(|n| n == name)
+        {
+            delta.reasons.insert(name.to_owned(), reason.clone());
+        }
+    }
+    for w in withheld {
+        if delta.removed.contains(&w.exposed) {
+            delta.reasons.insert(w.exposed.clone(), w.reason.clone());
+        }
     }
 }

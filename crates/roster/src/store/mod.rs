@@ -21,7 +21,7 @@ pub use dir::{
 };
 pub use pins::{
     DecidedBy, Decision, PinBook, PinRecord, PinStore, PinWrite, ReviewEntry, ReviewRecord,
-    STORE_FILE, ServerPins,
+    STORE_FILE, ServerPins, now_ms,
 };
 pub use sqlite::SqliteStore;
 

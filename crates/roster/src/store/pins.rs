@@ -133,6 +133,49 @@ impl PinBook {
         names
     }
 
+    /// Makes this book what [`PinStore::apply`] with the same writes makes the store (without
+    /// reading it back): the gateway's copy follows its own writes.
+    pub fn apply(&mut self, server: &str, writes: &[PinWrite], now_ms: u64) {
+        let entry = self.servers.entry(server.to_owned()).or_default();
+        for write in writes {
+            match write {
+                PinWrite::FirstUse { tool, pin } => {
+                    entry.pins.entry(tool.clone()).or_insert_with(|| PinRecord {
+                        pin: pin.clone(),
+                        decided_by: DecidedBy::FirstUse,
+                        decided_at_ms: now_ms,
+                    });
+                }
+                PinWrite::Review {
+                    tool,
+                    definition,
+                    withheld,
+                } => {
+                    let rejected = entry.reviews.get(tool).is_some_and(|r| {
+                        r.review.rejected && r.review.definition.canonical_json() == definition.canonical_json()
+                    });
+                    entry.reviews.insert(
+                        tool.clone(),
+                        ReviewRecord {
+                            review: Review {
+                                definition: definition.clone(),
+                                rejected,
+                            },
+                            withheld: *withheld,
+                            seen_at_ms: now_ms,
+                        },
+                    );
+                }
+                PinWrite::Settled { tool } => {
+                    entry.reviews.remove(tool);
+                }
+            }
+        }
+        if entry.pins.is_empty() && entry.reviews.is_empty() {
+            self.servers.remove(server);
+        }
+    }
+
     /// Every review, ordered by server and tool, with the pin it differs from.
     pub fn reviews(&self) -> Vec<ReviewEntry<'_>> {
         let mut all: Vec<ReviewEntry<'_>> = self
@@ -207,7 +250,8 @@ pub struct PinStore {
     path: String,
 }
 
-fn now_ms() -> u64 {
+/// Milliseconds since the Unix epoch, as the store keeps times.
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -358,10 +402,20 @@ impl PinStore {
 
     /// Writes what one listing of `server` changed, in one transaction.
     pub fn apply(&mut self, server: &str, writes: &[PinWrite]) -> Result<(), StoreError> {
+        self.apply_at(server, writes, now_ms())
+    }
+
+    /// [`PinStore::apply`] with the time to record.
+    pub fn apply_at(
+        &mut self,
+        server: &str,
+        writes: &[PinWrite],
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
         if writes.is_empty() {
             return Ok(());
         }
-        let now = now_ms() as i64;
+        let now = now_ms as i64;
         let path = self.path.clone();
         let error = |source| StoreError::Sqlite {
             path: path.clone(),
@@ -594,6 +648,59 @@ mod tests {
         let book = gateway.load().expect("load");
         assert_eq!(book.changed_servers(&PinBook::default()), vec!["a"]);
         assert!(book.changed_servers(&book).is_empty());
+    }
+
+    #[test]
+    fn the_book_follows_the_same_writes_as_the_store() {
+        let mut store = PinStore::open_in_memory().expect("store");
+        let mut book = PinBook::default();
+        let steps: Vec<Vec<PinWrite>> = vec![
+            vec![PinWrite::FirstUse {
+                tool: "echo".into(),
+                pin: pin("v1"),
+            }],
+            vec![PinWrite::Review {
+                tool: "echo".into(),
+                definition: pin("v2"),
+                withheld: true,
+            }],
+            vec![PinWrite::Review {
+                tool: "echo".into(),
+                definition: pin("v3"),
+                withheld: false,
+            }],
+            vec![PinWrite::Settled {
+                tool: "echo".into(),
+            }],
+        ];
+        for writes in steps {
+            store.apply_at("a", &writes, 7).expect("apply");
+            book.apply("a", &writes, 7);
+            assert_eq!(book, store.load().expect("load"));
+        }
+        store
+            .apply_at(
+                "a",
+                &[PinWrite::Review {
+                    tool: "echo".into(),
+                    definition: pin("v2"),
+                    withheld: true,
+                }],
+                8,
+            )
+            .expect("apply");
+        store
+            .decide(Decision::Reject, &[key("a", "echo")])
+            .expect("reject");
+        let mut book = store.load().expect("load");
+        let again = [PinWrite::Review {
+            tool: "echo".into(),
+            definition: pin("v2"),
+            withheld: true,
+        }];
+        store.apply_at("a", &again, 9).expect("apply");
+        book.apply("a", &again, 9);
+        assert_eq!(book, store.load().expect("load"), "the rejection stands in both");
     }
 
     #[test]

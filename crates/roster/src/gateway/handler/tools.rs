@@ -51,11 +51,19 @@ impl GatewayHandler {
         session.begin_turn_keeping_note().await;
         // From here on the call goes by its exposed name, also when it came by a server's own
         // name (an MCP App's call).
-        let name = self
-            .gateway
-            .roster()
-            .route_call(&request.name)
-            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let name = match self.gateway.roster().route_call(&request.name) {
+            Ok(name) => name,
+            Err(e) => {
+                // A withheld tool is known and waits for a person: a tool error says so, where
+                // the model (and whoever reads its transcript) sees it.
+                let Some(why) = self.gateway.roster().withheld(&request.name) else {
+                    return Err(ErrorData::invalid_params(e.to_string(), None));
+                };
+                let mut result = native::error(why);
+                self.carry_note(&session, &who, &mut result);
+                return Ok(result.into());
+            }
+        };
         let input = input_round(request.input_responses, request.request_state);
         if let Dispatch::Answered(mut response) = self
             .call_as_task(&name, input.clone(), &arguments, &who, &context)

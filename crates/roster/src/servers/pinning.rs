@@ -1,0 +1,354 @@
+//! Pins at run time: every listing passes through [`Pinning::gate`] before it is reconciled.
+//!
+//! The gate asks the core's [`judge`] about each tool, given the server's `pin` and `new_tools`
+//! policy, the tool's pin and what a person last decided. A tool never seen is pinned (trust on
+//! first use) or withheld; a drifted one is served and flagged (`warn`) or withheld
+//! (`approve`); hidden text is flagged under every policy. What a person should know goes to
+//! the inbox on the [`DRIFT_CHANNEL`] once per definition, and into the reasons of the delta
+//! the model's change note is made from.
+//!
+//! A person decides with `roster tools approve`/`reject`, another process writing the same
+//! store: [`Pinning::decisions`] notices (SQLite's `data_version`), reloads, and names the
+//! servers to list again.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Mutex, RwLock};
+
+use roster_core::pin::{Drift, Hidden, Pin, Verdict, judge};
+use roster_core::{Tool, ToolRegistry};
+use serde_json::{Value, json};
+
+use crate::config::ServerConfig;
+use crate::store::{PinBook, PinStore, PinWrite, ServerPins, now_ms};
+use crate::sync::{lock, read, write};
+
+/// The inbox channel drift and hidden text are recorded on.
+pub const DRIFT_CHANNEL: &str = "drift";
+/// The method of a drift entry in the inbox.
+pub const DRIFT_METHOD: &str = "roster/tool_drift";
+
+/// How many hidden characters a reason names before it says how many more.
+const HIDDEN_NAMED: usize = 3;
+
+/// A tool held back from clients, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Withheld {
+    /// The name clients knew it by (or would have).
+    pub(crate) exposed: String,
+    /// The server's own name for it.
+    pub(crate) tool: String,
+    /// Why, in words for the model and the person.
+    pub(crate) reason: String,
+}
+
+/// One listing after the gate.
+#[derive(Debug, Default)]
+pub(crate) struct Gated {
+    /// The tools to reconcile (served).
+    pub(crate) tools: Vec<Tool>,
+    /// Served tools a person should know about, by own name, with the reason.
+    pub(crate) flagged: Vec<(String, String)>,
+    /// Tools withheld, by own name, with the reason.
+    pub(crate) withheld: Vec<(String, String)>,
+    /// Inbox entries to record (params of [`DRIFT_METHOD`]), once the listing is reconciled.
+    pub(crate) entries: Vec<Value>,
+}
+
+struct Book {
+    store: PinStore,
+    book: PinBook,
+    /// The store's `data_version` when `book` was read.
+    version: i64,
+}
+
+/// The pins of one roster: the store, its contents, and the tools withheld now.
+pub(crate) struct Pinning {
+    book: Mutex<Book>,
+    /// By server, then own tool name.
+    withheld: RwLock<HashMap<String, BTreeMap<String, Withheld>>>,
+}
+
+impl Pinning {
+    /// Reads everything in `store`.
+    pub(crate) fn new(store: PinStore) -> Result<Pinning, crate::store::StoreError> {
+        let book = store.load()?;
+        let version = store.data_version()?;
+        Ok(Pinning {
+            book: Mutex::new(Book {
+                store,
+                book,
+                version,
+            }),
+            withheld: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// Splits a listing of `server` into what is served and what is withheld, writing new
+    /// pins and reviews to the store.
+    pub(crate) fn gate(&self, server: &str, config: &ServerConfig, tools: Vec<Tool>) -> Gated {
+        let mut gated = Gated {
+            tools: Vec::with_capacity(tools.len()),
+            ..Gated::default()
+        };
+        let mut book = lock(&self.book);
+        let empty = ServerPins::default();
+        let pins = book.book.server(server).unwrap_or(&empty);
+        let mut writes = Vec::new();
+        let listed: HashSet<&str> = if pins.reviews.is_empty() {
+            HashSet::new()
+        } else {
+            tools.iter().map(|t| t.name.as_str()).collect()
+        };
+        for stale in pins.reviews.keys().filter(|t| !listed.contains(t.as_str())) {
+            // No longer listed: nothing to decide on.
+            writes.push(PinWrite::Settled { tool: stale.clone() });
+        }
+        for tool in tools {
+            let pin = pins.pins.get(&tool.name).map(|r| &r.pin);
+            let review = pins.reviews.get(&tool.name);
+            let verdict = judge(
+                config.pin,
+                config.new_tools,
+                pin,
+                review.map(|r| &r.review),
+                &tool,
+            );
+            match verdict {
+                Verdict::Serve => {
+                    if review.is_some() {
+                        writes.push(PinWrite::Settled {
+                            tool: tool.name.clone(),
+                        });
+                    }
+                    gated.tools.push(tool);
+                }
+                Verdict::Flag {
+                    drift,
+                    hidden,
+                    pin_now,
+                } => {
+                    let definition = Pin::of(&tool);
+                    if pin_now {
+                        writes.push(PinWrite::FirstUse {
+                            tool: tool.name.clone(),
+                            pin: definition.clone(),
+                        });
+                    }
+                    if drift.is_some() || !hidden.is_empty() {
+                        let reason = flag_reason(drift.as_ref(), &hidden);
+                        let fresh = review
+                            .is_none_or(|r| r.withheld || r.review.definition != definition);
+                        if fresh {
+                            gated.entries.push(entry(
+                                server,
+                                &tool.name,
+                                "served",
+                                pin,
+                                &definition,
+                                &reason,
+                                &hidden,
+                            ));
+                            writes.push(PinWrite::Review {
+                                tool: tool.name.clone(),
+                                definition,
+                                withheld: false,
+                            });
+                        }
+                        gated.flagged.push((tool.name.clone(), reason));
+                    }
+                    gated.tools.push(tool);
+                }
+                Verdict::Withhold {
+                    drift,
+                    hidden,
+                    rejected,
+                } => {
+                    let definition = Pin::of(&tool);
+                    let reason = withhold_reason(drift.as_ref(), &hidden, rejected);
+                    let fresh =
+                        review.is_none_or(|r| !r.withheld || r.review.definition != definition);
+                    if fresh {
+                        gated.entries.push(entry(
+                            server,
+                            &tool.name,
+                            if rejected { "rejected" } else { "withheld" },
+                            pin,
+                            &definition,
+                            &reason,
+                            &hidden,
+                        ));
+                        writes.push(PinWrite::Review {
+                            tool: tool.name.clone(),
+                            definition,
+                            withheld: true,
+                        });
+                    }
+                    gated.withheld.push((tool.name, reason));
+                }
+            }
+        }
+        if !writes.is_empty() {
+            let now = now_ms();
+            if let Err(error) = book.store.apply_at(server, &writes, now) {
+                // Held in memory all the same: this process keeps its word, and says the
+                // store did not.
+                tracing::error!(server, %error, "could not write tool pins; they hold until roster stops");
+            }
+            book.book.apply(server, &writes, now);
+        }
+        gated
+    }
+
+    /// Records which of `server`'s tools are withheld now, naming each as clients knew it (or
+    /// would have), from the registry as it was before the listing was reconciled.
+    pub(crate) fn set_withheld(
+        &self,
+        server: &str,
+        withheld: &[(String, String)],
+        registry: &ToolRegistry,
+    ) -> Vec<Withheld> {
+        let now: BTreeMap<String, Withheld> = withheld
+            .iter()
+            .map(|(tool, reason)| {
+                let exposed = registry
+                    .exposed_name(server, tool)
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| registry.first_candidate(server, tool));
+                (
+                    tool.clone(),
+                    Withheld {
+                        exposed,
+                        tool: tool.clone(),
+                        reason: reason.clone(),
+                    },
+                )
+            })
+            .collect();
+        let list = now.values().cloned().collect();
+        let mut all = write(&self.withheld);
+        if now.is_empty() {
+            all.remove(server);
+        } else {
+            all.insert(server.to_owned(), now);
+        }
+        list
+    }
+
+    /// The withheld tool a call of `name` meant (by the name clients knew, or the server's own
+    /// name), with the server.
+    pub(crate) fn withheld(&self, name: &str) -> Option<(String, Withheld)> {
+        let all = read(&self.withheld);
+        all.iter().find_map(|(server, tools)| {
+            tools
+                .values()
+                .find(|w| w.exposed == name)
+                .or_else(|| tools.get(name))
+                .map(|w| (server.clone(), w.clone()))
+        })
+    }
+
+    /// Whether a tool exposed (or once exposed) as `name` is withheld.
+    pub(crate) fn is_withheld(&self, name: &str) -> bool {
+        read(&self.withheld)
+            .values()
+            .any(|tools| tools.values().any(|w| w.exposed == name))
+    }
+
+    /// When another process (a person's `roster tools approve`/`reject`) wrote the store since
+    /// it was last read: reads it again and returns the servers whose pins or reviews changed.
+    pub(crate) fn decisions(&self) -> Vec<String> {
+        let mut book = lock(&self.book);
+        let version = match book.store.data_version() {
+            Ok(version) => version,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the pin store's version");
+                return Vec::new();
+            }
+        };
+        if version == book.version {
+            return Vec::new();
+        }
+        match book.store.load() {
+            Ok(new) => {
+                let changed = book.book.changed_servers(&new);
+                book.book = new;
+                book.version = version;
+                changed
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the pin store; keeping the pins held");
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// What the model and the person read about a served tool that was flagged.
+fn flag_reason(drift: Option<&Drift>, hidden: &[Hidden]) -> String {
+    let mut parts = Vec::new();
+    if let Some(drift) = drift {
+        parts.push(format!("{} since it was approved", drift.summary()));
+    }
+    if !hidden.is_empty() {
+        parts.push(hidden_reason(hidden));
+    }
+    parts.join("; ")
+}
+
+/// What the model and the person read about a withheld tool.
+fn withhold_reason(drift: Option<&Drift>, hidden: &[Hidden], rejected: bool) -> String {
+    let why = if rejected {
+        "a person rejected this definition".to_owned()
+    } else {
+        match drift {
+            Some(drift) => format!("{} since it was approved", drift.summary()),
+            None => "it is new".to_owned(),
+        }
+    };
+    let mut reason = format!("withheld until a person approves it: {why}");
+    if !hidden.is_empty() {
+        reason.push_str("; ");
+        reason.push_str(&hidden_reason(hidden));
+    }
+    reason
+}
+
+fn hidden_reason(hidden: &[Hidden]) -> String {
+    let named: Vec<String> = hidden
+        .iter()
+        .take(HIDDEN_NAMED)
+        .map(ToString::to_string)
+        .collect();
+    let mut text = format!("it holds hidden text ({}", named.join("; "));
+    if hidden.len() > HIDDEN_NAMED {
+        text.push_str(&format!("; and {} more", hidden.len() - HIDDEN_NAMED));
+    }
+    text.push(')');
+    text
+}
+
+/// The params of a drift entry in the inbox: which tool, what became of it, the diff a person
+/// reads, and every hidden character.
+fn entry(
+    server: &str,
+    tool: &str,
+    state: &str,
+    pin: Option<&Pin>,
+    listed: &Pin,
+    reason: &str,
+    hidden: &[Hidden],
+) -> Value {
+    let diff = match pin.and_then(|pin| pin.drift_to(listed)) {
+        Some(drift) => drift.render(),
+        None => listed.as_new().render(),
+    };
+    json!({
+        "server": server,
+        "tool": tool,
+        "kind": if pin.is_some() { "changed" } else { "new" },
+        "state": state,
+        "summary": reason,
+        "diff": diff,
+        "hidden": hidden.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    })
+}
