@@ -9,6 +9,7 @@ test can check how often roster listed it.
 Usage: dynamic.py [--name NAME] [--fail-first-listing] [--garbage] [--exit-at-start]
                   [--transport stdio|sse|streamable-http] [--port PORT]
                   [--hang-listing-after N] [--slow-listing SECONDS] [--ttl-ms MS]
+                  [--echo-description TEXT]
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ parser.add_argument("--hang-listing-after", type=int, default=0)
 parser.add_argument("--slow-listing", type=float, default=0.0)
 # The tools/list freshness hint for 2026-07-28 sessions (the SDK default is 0: never fresh).
 parser.add_argument("--ttl-ms", type=int, default=3_600_000)
+# What `echo` says it does at start (a redefined tool that was approved before a restart).
+parser.add_argument("--echo-description", default="Echo the text back.")
 args = parser.parse_args()
 
 if args.exit_at_start:
@@ -82,17 +85,36 @@ async def announce(ctx: Context, times: int = 1) -> None:
         await ctx.notify_tools_changed()
 
 
-@mcp.tool()
 def echo(text: str) -> str:
-    """Echo the text back."""
     return f"{args.name}: {text}"
 
 
+mcp.add_tool(echo, name="echo", description=args.echo_description)
+
+
+def echo_with(field: str):
+    """`echo` with one more string argument named `field` (its schema changes)."""
+
+    def redefined(text: str, **extra: str) -> str:
+        return f"{args.name}: {text}"
+
+    import inspect
+
+    params = [
+        inspect.Parameter("text", inspect.Parameter.KEYWORD_ONLY, annotation=str),
+        inspect.Parameter(field, inspect.Parameter.KEYWORD_ONLY, annotation=str, default=""),
+    ]
+    redefined.__signature__ = inspect.Signature(params, return_annotation=str)
+    redefined.__annotations__ = {"text": str, field: str, "return": str}
+    return redefined
+
+
 @mcp.tool()
-async def change_echo(description: str, ctx: Context) -> str:
-    """Give `echo` a new description and announce the change."""
+async def change_echo(description: str, ctx: Context, schema_field: str = "") -> str:
+    """Give `echo` a new description (and, with `schema_field`, one more argument of that
+    name) and announce the change."""
     mcp.remove_tool("echo")
-    mcp.add_tool(echo, name="echo", description=description)
+    mcp.add_tool(echo_with(schema_field) if schema_field else echo, name="echo", description=description)
     await announce(ctx)
     return "changed"
 
