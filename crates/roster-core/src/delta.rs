@@ -282,9 +282,10 @@ mod tests {
     #[test]
     fn reasons_follow_the_latest_word_on_each_name() {
         let mut withheld = delta(&[], &[], &["s__echo"]);
-        withheld
-            .reasons
-            .insert("s__echo".into(), "withheld until a person approves it".into());
+        withheld.reasons.insert(
+            "s__echo".into(),
+            "withheld until a person approves it".into(),
+        );
         let note = withheld.note().expect("note");
         assert!(
             note.ends_with("s__echo: withheld until a person approves it."),

@@ -175,9 +175,12 @@ impl Pin {
                 listed: listed.description.clone().unwrap_or_default(),
             });
         }
-        for (part, pinned, listed) in self.json_parts().into_iter().zip(listed.json_parts()).map(
-            |((part, pinned), (_, listed))| (part, pinned, listed),
-        ) {
+        for (part, pinned, listed) in self
+            .json_parts()
+            .into_iter()
+            .zip(listed.json_parts())
+            .map(|((part, pinned), (_, listed))| (part, pinned, listed))
+        {
             // serde_json's map equality ignores key order.
             if pinned != listed {
                 changes.push(Change {
@@ -602,7 +605,12 @@ mod tests {
             } => assert_eq!(drift.summary(), "its description changed"),
             other => panic!("warn serves and flags: {other:?}"),
         }
-        match verdict(PinPolicy::Approve, NewTools::Trust, Some(&pinned), &redefined) {
+        match verdict(
+            PinPolicy::Approve,
+            NewTools::Trust,
+            Some(&pinned),
+            &redefined,
+        ) {
             Verdict::Withhold {
                 drift: Some(_),
                 rejected: false,
@@ -686,7 +694,10 @@ mod tests {
     fn a_new_definition_reads_as_all_added() {
         let drift = Pin::of(&echo("Echoes text.", text_schema())).as_new();
         let rendered = drift.render();
-        assert!(rendered.starts_with("description:\n+Echoes text.\n"), "{rendered}");
+        assert!(
+            rendered.starts_with("description:\n+Echoes text.\n"),
+            "{rendered}"
+        );
         assert!(rendered.contains("input schema:\n+{\n"), "{rendered}");
         assert!(!rendered.contains("null"), "{rendered}");
     }

@@ -31,15 +31,15 @@ use serde_json::{Map, Value};
 
 use crate::Session;
 use crate::config::{Config, TaskSupport};
-use crate::servers::runtime::{ReconcileHook, Relisting, Runtime};
 use crate::servers::pinning::Pinning;
+use crate::servers::runtime::{ReconcileHook, Relisting, Runtime};
 use crate::servers::watches::ResourceWatches;
-use crate::store::PinStore;
 use crate::servers::{
     CallOptions, LogLevel, LogSink, NotificationSink, Notifications, OfferingsGeneration,
     PromptEntry, RefreshHookError, RelistError, RequestError, ResourceUpdate, ResourceWatch,
     RouteError, ServerLog, ServerStatus,
 };
+use crate::store::PinStore;
 
 /// roster could not start with this configuration.
 #[derive(Debug, thiserror::Error)]

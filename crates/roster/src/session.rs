@@ -230,6 +230,7 @@ mod tests {
             &config.server_order,
             Arc::new(LogSink),
             None,
+            crate::servers::pinning::Pinning::in_memory(),
         )
     }
 

@@ -80,7 +80,7 @@ async fn a_flood_is_dropped_and_counted_while_the_other_server_answers() {
         config,
         RosterOptions {
             sink: recorder.clone(),
-            on_reconcile: None,
+            ..RosterOptions::default()
         },
     )
     .await
@@ -193,7 +193,7 @@ async fn a_call_in_flight_at_shutdown_gets_an_error_naming_the_shutdown() {
         test_config(&dynamic_server_toml("dyn", "legacy", &[]), ""),
         RosterOptions {
             sink: recorder.clone(),
-            on_reconcile: None,
+            ..RosterOptions::default()
         },
     )
     .await
@@ -455,7 +455,7 @@ async fn list_changed_over_the_rate_is_coalesced_not_lost() {
         ),
         RosterOptions {
             sink: recorder.clone(),
-            on_reconcile: None,
+            ..RosterOptions::default()
         },
     )
     .await

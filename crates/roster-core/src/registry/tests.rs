@@ -302,7 +302,11 @@ fn exposed_names_by_server_and_own_name() {
     r.reconcile("a", tools(&["x"]));
     r.reconcile("b", tools(&["x", "y"]));
     assert_eq!(r.exposed_name("a", "x"), Some("x"));
-    assert_eq!(r.exposed_name("b", "x"), Some("b__x"), "a keeps the bare name");
+    assert_eq!(
+        r.exposed_name("b", "x"),
+        Some("b__x"),
+        "a keeps the bare name"
+    );
     assert_eq!(r.exposed_name("b", "z"), None);
     assert_eq!(r.exposed_name("c", "x"), None);
     assert_eq!(r.first_candidate("b", "z"), "z");

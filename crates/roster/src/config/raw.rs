@@ -12,11 +12,11 @@ use serde::Deserialize;
 use super::duration::{parse_duration, seconds};
 use super::env::{EnvLookup, ExpandError, expand_vars};
 use super::state_dir;
-use roster_core::pin::{NewTools, PinPolicy};
 use super::{
     ClientConfig, Config, ConfigError, Era, GatewayConfig, NamingMode, ServerConfig, ServerLimits,
     SkillsConfig, TaskPolicy, ToolFilter, TransportConfig,
 };
+use roster_core::pin::{NewTools, PinPolicy};
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]

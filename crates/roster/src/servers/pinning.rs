@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, RwLock};
 
 use roster_core::pin::{Drift, Hidden, Pin, Verdict, judge};
-use roster_core::{Tool, ToolRegistry};
+use roster_core::{Delta, Tool, ToolRegistry};
 use serde_json::{Value, json};
 
 use crate::config::ServerConfig;
@@ -83,6 +83,13 @@ impl Pinning {
         })
     }
 
+    /// Pins that live as long as this value (unit tests).
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> Pinning {
+        Pinning::new(PinStore::open_in_memory().expect("an in-memory store"))
+            .expect("an empty store reads")
+    }
+
     /// Splits a listing of `server` into what is served and what is withheld, writing new
     /// pins and reviews to the store.
     pub(crate) fn gate(&self, server: &str, config: &ServerConfig, tools: Vec<Tool>) -> Gated {
@@ -101,7 +108,9 @@ impl Pinning {
         };
         for stale in pins.reviews.keys().filter(|t| !listed.contains(t.as_str())) {
             // No longer listed: nothing to decide on.
-            writes.push(PinWrite::Settled { tool: stale.clone() });
+            writes.push(PinWrite::Settled {
+                tool: stale.clone(),
+            });
         }
         for tool in tools {
             let pin = pins.pins.get(&tool.name).map(|r| &r.pin);
@@ -136,8 +145,8 @@ impl Pinning {
                     }
                     if drift.is_some() || !hidden.is_empty() {
                         let reason = flag_reason(drift.as_ref(), &hidden);
-                        let fresh = review
-                            .is_none_or(|r| r.withheld || r.review.definition != definition);
+                        let fresh =
+                            review.is_none_or(|r| r.withheld || r.review.definition != definition);
                         if fresh {
                             gated.entries.push(entry(
                                 server,
@@ -351,4 +360,27 @@ fn entry(
         "diff": diff,
         "hidden": hidden.iter().map(ToString::to_string).collect::<Vec<_>>(),
     })
+}
+
+/// Puts the reasons a person set rules for into `delta`, by exposed name: served tools that
+/// drifted or hide text (named as they are now), and withheld ones (named as clients knew them).
+pub(crate) fn explain(
+    delta: &mut Delta,
+    server: &str,
+    flagged: &[(String, String)],
+    withheld: &[Withheld],
+    registry: &ToolRegistry,
+) {
+    for (tool, reason) in flagged {
+        if let Some(name) = registry.exposed_name(server, tool)
+            && (delta.changed.iter().chain(&delta.added)).any(|n| n == name)
+        {
+            delta.reasons.insert(name.to_owned(), reason.clone());
+        }
+    }
+    for w in withheld {
+        if delta.removed.contains(&w.exposed) {
+            delta.reasons.insert(w.exposed.clone(), w.reason.clone());
+        }
+    }
 }

@@ -557,7 +557,13 @@ impl Runtime {
                             .set_withheld(&slot.name, &gated.withheld, &state.registry);
                     let (mut delta, superseded) =
                         state.registry.reconcile_listing(&slot.name, tools);
-                    explain(&mut delta, &slot.name, &gated.flagged, &withheld, &state.registry);
+                    super::pinning::explain(
+                        &mut delta,
+                        &slot.name,
+                        &gated.flagged,
+                        &withheld,
+                        &state.registry,
+                    );
                     (delta, superseded)
                 };
                 drop(superseded);
@@ -763,6 +769,7 @@ mod tests {
             &["s".to_owned()],
             Arc::new(LogSink),
             None,
+            Pinning::in_memory(),
         );
         let slot = rt.slots.get("s").expect("slot").clone();
         rt.mark_stale("s", ListKind::Tools);
@@ -791,28 +798,5 @@ mod tests {
         let all = BTreeSet::from([ListKind::Prompts, ListKind::Resources]);
         assert_eq!(offerings_to_list(Relisting::Always, named), all);
         assert_eq!(offerings_to_list(Relisting::IfStale, BTreeSet::new()), all);
-    }
-}
-
-/// Puts the reasons a person set rules for into `delta`, by exposed name: served tools that
-/// drifted or hide text (named as they are now), and withheld ones (named as clients knew them).
-fn explain(
-    delta: &mut Delta,
-    server: &str,
-    flagged: &[(String, String)],
-    withheld: &[super::pinning::Withheld],
-    registry: &ToolRegistry,
-) {
-    for (tool, reason) in flagged {
-        if let Some(name) = registry.exposed_name(server, tool)
-            && (delta.changed.iter().chain(&delta.added)).any(|n| n == name)
-        {
-            delta.reasons.insert(name.to_owned(), reason.clone());
-        }
-    }
-    for w in withheld {
-        if delta.removed.contains(&w.exposed) {
-            delta.reasons.insert(w.exposed.clone(), w.reason.clone());
-        }
     }
 }

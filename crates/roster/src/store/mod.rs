@@ -53,7 +53,7 @@ pub struct IndexStats {
 #[non_exhaustive]
 pub enum StoreError {
     /// The SQLite database could not be opened, read or written.
-        #[error("database {path}: {source}")]
+    #[error("database {path}: {source}")]
     Sqlite {
         /// The database path (`:memory:` for an in-memory one).
         path: String,

@@ -152,7 +152,8 @@ impl PinBook {
                     withheld,
                 } => {
                     let rejected = entry.reviews.get(tool).is_some_and(|r| {
-                        r.review.rejected && r.review.definition.canonical_json() == definition.canonical_json()
+                        r.review.rejected
+                            && r.review.definition.canonical_json() == definition.canonical_json()
                     });
                     entry.reviews.insert(
                         tool.clone(),
@@ -366,7 +367,9 @@ impl PinStore {
         }
         let mut select = self
             .conn
-            .prepare("SELECT server, tool, definition, withheld, rejected, seen_at FROM tool_review")
+            .prepare(
+                "SELECT server, tool, definition, withheld, rejected, seen_at FROM tool_review",
+            )
             .map_err(|e| self.error(e))?;
         let rows = select
             .query_map([], |row| {
@@ -383,8 +386,9 @@ impl PinStore {
         for row in rows {
             let (server, tool, definition, withheld, rejected, seen) =
                 row.map_err(|e| self.error(e))?;
-            let definition: Pin = serde_json::from_str(&definition)
-                .map_err(|e| self.corrupt(&format!("the waiting definition of {server}/{tool}"), e))?;
+            let definition: Pin = serde_json::from_str(&definition).map_err(|e| {
+                self.corrupt(&format!("the waiting definition of {server}/{tool}"), e)
+            })?;
             book.servers.entry(server).or_default().reviews.insert(
                 tool,
                 ReviewRecord {
@@ -643,7 +647,10 @@ mod tests {
         assert_ne!(gateway.data_version().expect("version"), before);
         assert_eq!(
             gateway.load().expect("load"),
-            PinStore::open(dir.path()).expect("reopen").load().expect("load")
+            PinStore::open(dir.path())
+                .expect("reopen")
+                .load()
+                .expect("load")
         );
         let book = gateway.load().expect("load");
         assert_eq!(book.changed_servers(&PinBook::default()), vec!["a"]);
@@ -700,7 +707,11 @@ mod tests {
         }];
         store.apply_at("a", &again, 9).expect("apply");
         book.apply("a", &again, 9);
-        assert_eq!(book, store.load().expect("load"), "the rejection stands in both");
+        assert_eq!(
+            book,
+            store.load().expect("load"),
+            "the rejection stands in both"
+        );
     }
 
     #[test]
