@@ -36,10 +36,7 @@ fn steps(gateway: &common::Gateway, steps: Value) -> Vec<Value> {
         "pin_steps.py",
         &["--url", &gateway.url, "--steps", &steps.to_string()],
     );
-    report["results"]
-        .as_array()
-        .expect("results")
-        .to_owned()
+    report["results"].as_array().expect("results").to_owned()
 }
 
 /// `roster --config CONFIG ARGS`, as a step a person runs.
@@ -93,7 +90,11 @@ fn under_approve_a_redefined_tool_waits_for_a_person_and_the_decision_survives_a
             person(&gateway, &["tools", "drift"]),
         ]),
     );
-    assert_eq!(tools(&results[0])["dyn__echo"], ORIGINAL, "pinned at first use");
+    assert_eq!(
+        tools(&results[0])["dyn__echo"],
+        ORIGINAL,
+        "pinned at first use"
+    );
 
     // Redefined: withheld — not listed, and a call is told why and what decides.
     assert!(
@@ -181,17 +182,17 @@ fn an_approved_definition_is_served_after_a_restart() {
     let common::Gateway { child, dir, .. } = gateway;
     drop(child);
     let path = dir.path().join("roster.toml");
-    let started_changed = [
-        "--echo-description",
-        "Echo the text back, politely.",
-    ];
+    let started_changed = ["--echo-description", "Echo the text back, politely."];
     std::fs::write(
         &path,
         config(dir.path(), "approve", &["dyn"], &started_changed),
     )
     .expect("config");
     let gateway = common::Gateway::serve(dir, &path, &[]);
-    let results = steps(&gateway, json!([["list"], ["call", "dyn__echo", {"text": "hi"}]]));
+    let results = steps(
+        &gateway,
+        json!([["list"], ["call", "dyn__echo", {"text": "hi"}]]),
+    );
     assert_eq!(
         tools(&results[0])["dyn__echo"],
         "Echo the text back, politely."
@@ -264,10 +265,16 @@ fn same_named_tools_of_two_servers_are_pinned_apart_and_a_rejection_stands_until
         ]),
     );
     let listed = tools(&results[1]);
-    assert!(!listed.contains_key("a__echo"), "a's echo changed: withheld");
+    assert!(
+        !listed.contains_key("a__echo"),
+        "a's echo changed: withheld"
+    );
     assert_eq!(listed["b__echo"], ORIGINAL, "b's echo is b's own pin");
     assert_eq!(results[2]["code"], 0, "{}", results[2]);
-    assert!(!tools(&results[3]).contains_key("a__echo"), "rejected stays withheld");
+    assert!(
+        !tools(&results[3]).contains_key("a__echo"),
+        "rejected stays withheld"
+    );
     let waiting: Value =
         serde_json::from_str(results[4]["stdout"].as_str().expect("json")).expect("drift --json");
     assert_eq!(waiting.as_array().map(Vec::len), Some(1), "{waiting}");
