@@ -11,7 +11,7 @@ use roster::inbox::{Inbox, InboxConfig};
 use roster::servers::LogSink;
 use roster::{Config, Roster, RosterOptions};
 
-use roster::cli::{completions, inbox};
+use roster::cli::{completions, inbox, tools};
 
 /// roster — an MCP gateway with a live tool registry and a skill catalog.
 #[derive(Debug, Parser)]
@@ -35,8 +35,9 @@ enum Command {
     Serve(ServeArgs),
     /// Show each server of the running gateway: transport, state, tools, listing times, errors.
     Status(AdminArgs),
-    /// List the tools the running gateway exposes.
-    Tools(AdminArgs),
+    /// List the tools the running gateway exposes; `drift`, `approve` and `reject` decide on
+    /// changed or new tool definitions.
+    Tools(tools::ToolsArgs),
     /// Mark every server of the running gateway stale (its next turn re-lists them).
     Refresh(AdminArgs),
     /// Run the built-in demo MCP server on stdio (echo, add, word_count, notes, toggle_tool).
@@ -99,6 +100,13 @@ fn main() -> anyhow::Result<ExitCode> {
             completions::complete(args, &cli.config)?;
             return Ok(ExitCode::SUCCESS);
         }
+        Some(Command::Tools(tools::ToolsArgs {
+            command: Some(command),
+            ..
+        })) => {
+            tools::run(command, &cli.config)?;
+            return Ok(ExitCode::SUCCESS);
+        }
         _ => {}
     }
     let runtime = tokio::runtime::Runtime::new()?;
@@ -111,14 +119,23 @@ fn main() -> anyhow::Result<ExitCode> {
         Some(Command::Status(args)) => {
             runtime.block_on(admin_command(&cli.config, AdminCommand::Status, args))?
         }
-        Some(Command::Tools(args)) => {
-            runtime.block_on(admin_command(&cli.config, AdminCommand::Tools, args))?
-        }
+        Some(Command::Tools(tools::ToolsArgs {
+            command: None,
+            json,
+        })) => runtime.block_on(admin_command(
+            &cli.config,
+            AdminCommand::Tools,
+            AdminArgs { json },
+        ))?,
         Some(Command::Refresh(args)) => {
             runtime.block_on(admin_command(&cli.config, AdminCommand::Refresh, args))?
         }
         Some(
-            Command::Skills(_) | Command::Inbox(_) | Command::Completions(_) | Command::Complete(_),
+            Command::Skills(_)
+            | Command::Inbox(_)
+            | Command::Completions(_)
+            | Command::Complete(_)
+            | Command::Tools(_),
         ) => {}
         None => {
             use clap::CommandFactory;
@@ -182,6 +199,8 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
             None => Arc::new(LogSink),
         },
         on_reconcile: None,
+        // Pins outlive the process: a redefined tool is caught after a restart too.
+        pins_dir: Some(config.gateway.state_dir.clone()),
     };
     let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);

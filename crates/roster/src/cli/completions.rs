@@ -4,8 +4,8 @@
 //! script. clap_complete's completion from live values (`ArgValueCompleter`) is still behind
 //! its `unstable-dynamic` feature, so the values that only exist at run time — the unread seqs
 //! for `inbox ack <SEQ>`, the pending ids for `inbox confirm <ID>`, server names for
-//! `inbox list --channel` — come from `roster __complete <what>`, which a few lines appended to
-//! each script call.
+//! `inbox list --channel`, the tools waiting for `tools approve|reject <NAME>` — come from
+//! `roster __complete <what>`, which a few lines appended to each script call.
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
@@ -56,6 +56,9 @@ pub enum Completable {
     /// Server names seen in the inbox, for `roster inbox list --channel`.
     #[value(name = "inbox-channel")]
     Channel,
+    /// Tools waiting for a decision, for `roster tools approve|reject <NAME>`.
+    #[value(name = "tools-pending")]
+    ToolsPending,
 }
 
 /// Prints the completion script for `args.shell`.
@@ -72,10 +75,15 @@ pub fn run(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<
 }
 
 /// Prints the candidates for `args.what`, from the running gateway's live inbox when one
-/// answers, else from the audit trail (the backend `roster inbox` uses). Silent (and
-/// successful) when there is no inbox yet: a completion must never print an error into the
-/// user's command line. The state directory is found as `roster inbox` finds it.
+/// answers, else from the audit trail (the backend `roster inbox` uses); the waiting tools
+/// come from the pin store. Silent (and successful) when there is no inbox or store yet: a
+/// completion must never print an error into the user's command line. The state directory is
+/// found as `roster inbox` finds it.
 pub fn complete(args: CompleteArgs, config_path: &Path) -> anyhow::Result<()> {
+    if args.what == Completable::ToolsPending {
+        super::tools::complete_pending(args.state_dir, config_path, &mut std::io::stdout().lock())?;
+        return Ok(());
+    }
     let Ok(dir) = resolve_state_dir(args.state_dir, config_path) else {
         return Ok(());
     };
@@ -113,6 +121,7 @@ pub fn complete(args: CompleteArgs, config_path: &Path) -> anyhow::Result<()> {
                 writeln!(out, "{channel}")?;
             }
         }
+        Completable::ToolsPending => {}
     }
     Ok(())
 }
@@ -130,6 +139,14 @@ _roster_live() {
                 confirm) what=inbox-confirm ;;
             esac
         fi
+    elif [[ "${COMP_WORDS[1]}" == "tools" && ${COMP_CWORD} -ge 3 && "$cur" != -* ]]; then
+        case "${COMP_WORDS[2]}" in
+            approve|reject)
+                case "$prev" in
+                    --server|--state-dir) ;;
+                    *) what=tools-pending ;;
+                esac ;;
+        esac
     fi
     if [[ -n "$what" ]]; then
         local values
@@ -159,6 +176,14 @@ _roster_live() {
                 confirm) what=inbox-confirm ;;
             esac
         fi
+    elif [[ ${words[2]} == tools ]] && (( CURRENT >= 4 )) && [[ ${words[CURRENT]} != -* ]]; then
+        case ${words[3]} in
+            approve|reject)
+                case ${words[CURRENT-1]} in
+                    --server|--state-dir) ;;
+                    *) what=tools-pending ;;
+                esac ;;
+        esac
     fi
     if [[ -n $what ]]; then
         local -a values
@@ -176,4 +201,5 @@ const FISH_DYNAMIC: &str = r#"
 complete -c roster -n '__fish_seen_subcommand_from inbox; and __fish_seen_subcommand_from ack' -f -a '(roster __complete inbox-ack 2>/dev/null)'
 complete -c roster -n '__fish_seen_subcommand_from inbox; and __fish_seen_subcommand_from confirm; and test (count (commandline -opc)) -eq 3' -f -a '(roster __complete inbox-confirm 2>/dev/null)'
 complete -c roster -n '__fish_seen_subcommand_from inbox; and __fish_seen_subcommand_from list' -l channel -f -r -a '(roster __complete inbox-channel 2>/dev/null)'
+complete -c roster -n '__fish_seen_subcommand_from tools; and __fish_seen_subcommand_from approve reject' -f -a '(roster __complete tools-pending 2>/dev/null)'
 "#;

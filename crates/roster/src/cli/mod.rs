@@ -4,3 +4,4 @@
 pub mod completions;
 pub mod inbox;
 pub mod skills;
+pub mod tools;
