@@ -291,3 +291,55 @@ fn same_named_tools_of_two_servers_are_pinned_apart_and_a_rejection_stands_until
         "{waiting}"
     );
 }
+
+/// Embedded, with pins in memory: a skill that needs a withheld tool is unavailable, and its
+/// refresh result says the tool is withheld (not missing); the tool's call is refused with why.
+#[tokio::test]
+async fn a_skill_that_needs_a_withheld_tool_is_unavailable_and_says_why() {
+    use roster::core::skills::{SkillRegistry, parse_skill};
+    let config = common::test_config(
+        &common::dynamic_server_toml("dyn", "legacy", &[]),
+        "pin = \"approve\"\ndebounce = \"1h\"",
+    );
+    let roster = roster::Roster::start(config).await.expect("starts");
+    roster.begin_turn().await;
+    let skill = parse_skill(
+        "ops/echo",
+        "---\nname: echo\ndescription: d\ntools: [dyn__echo]\n---\n",
+    )
+    .expect("skill parses");
+    let mut skills = SkillRegistry::new([skill]).with_tool_lookup(roster.tool_lookup());
+    assert_eq!(skills.refresh_all().total_refreshed(), 1);
+
+    roster
+        .call(
+            "dyn__change_echo",
+            common::args(json!({"description": RUG_PULL})),
+        )
+        .await
+        .expect("change_echo answers");
+    let turn = roster.begin_turn().await;
+    let note = turn.note.expect("the turn has a note");
+    assert!(
+        note.contains("dyn__echo: withheld until a person approves it: its description changed"),
+        "{note}"
+    );
+    assert_eq!(
+        roster.tool_lookup().presence("dyn__echo"),
+        roster::core::ToolPresence::Withheld
+    );
+    let result = skills.refresh_all();
+    assert_eq!(
+        result.failed.get("ops/echo").map(String::as_str),
+        Some("withheld tool(s), changed since a person approved them: dyn__echo"),
+        "{result:?}"
+    );
+    let refused = roster
+        .call("dyn__echo", common::args(json!({"text": "hi"})))
+        .await
+        .expect_err("withheld");
+    assert!(
+        matches!(&refused, roster::CallError::Withheld(why) if why.contains("roster tools approve dyn__echo")),
+        "{refused}"
+    );
+}

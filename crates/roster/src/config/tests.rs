@@ -229,6 +229,29 @@ fn defaults_apply() {
 }
 
 #[test]
+fn pin_policy_is_set_for_the_gateway_and_overridden_per_server() {
+    use super::{NewTools, PinPolicy};
+    let config = parse(
+        "[gateway]\npin = \"approve\"\nnew_tools = \"approve\"\n\
+         [servers.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"x\"\npin = \"off\"\nnew_tools = \"trust\"\n",
+    )
+    .expect("parses");
+    assert_eq!(config.servers["a"].pin, PinPolicy::Approve);
+    assert_eq!(config.servers["a"].new_tools, NewTools::Approve);
+    assert_eq!(config.servers["b"].pin, PinPolicy::Off);
+    assert_eq!(config.servers["b"].new_tools, NewTools::Trust);
+    let defaults = parse("[servers.a]\ncommand = \"x\"\n").expect("parses");
+    assert_eq!(defaults.servers["a"].pin, PinPolicy::Warn);
+    assert_eq!(defaults.servers["a"].new_tools, NewTools::Trust);
+    let err = parse("[servers.a]\ncommand = \"x\"\npin = \"sometimes\"\n").expect_err("bad pin");
+    let text = err.to_string();
+    assert!(
+        text.contains("sometimes") && text.contains("warn") && text.contains("approve"),
+        "{text}"
+    );
+}
+
+#[test]
 fn unknown_key_names_the_key_and_file() {
     let err = parse("[servers.a]\ncommand = \"x\"\ncomand = \"y\"\n").expect_err("typo");
     let text = err.to_string();
