@@ -49,6 +49,13 @@ impl ToolFilter {
     }
 }
 
+/// Two filters are equal when their patterns are: what a reload compares.
+impl PartialEq for ToolFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.allow == other.allow && self.deny == other.deny
+    }
+}
+
 /// One set of glob patterns (`None` for none).
 fn glob_set(patterns: &[String]) -> Result<Option<GlobSet>, globset::Error> {
     if patterns.is_empty() {
@@ -91,6 +98,15 @@ impl TaskSupport {
 pub struct TaskPolicy {
     required: Option<GlobSet>,
     forbidden: Option<GlobSet>,
+    /// The patterns as written, for comparing policies.
+    patterns: (Vec<String>, Vec<String>),
+}
+
+/// Two policies are equal when their patterns are: what a reload compares.
+impl PartialEq for TaskPolicy {
+    fn eq(&self, other: &Self) -> bool {
+        self.patterns == other.patterns
+    }
 }
 
 impl TaskPolicy {
@@ -99,6 +115,7 @@ impl TaskPolicy {
         Ok(TaskPolicy {
             required: glob_set(required)?,
             forbidden: glob_set(forbidden)?,
+            patterns: (required.to_vec(), forbidden.to_vec()),
         })
     }
 

@@ -51,6 +51,7 @@
 //!                              #   serves it and tells you, "approve" withholds it until
 //!                              #   `roster tools approve`, "off" pins nothing
 //! new_tools = "trust"          # a tool never seen: "trust" pins it, "approve" waits for you
+//! watch_config = false         # reload when this file changes (SIGHUP and `roster reload` always do)
 //!
 //! [skills]
 //! paths = ["skills"]           # relative to this file
@@ -84,6 +85,7 @@
 //! delta_notes = false          # this client's tool results carry no change note (default: [gateway])
 //! ```
 
+mod diff;
 mod duration;
 mod env;
 mod filter;
@@ -98,6 +100,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use diff::{ConfigChanges, changes};
 pub use duration::parse_duration;
 pub use env::EnvLookup;
 pub use filter::{TaskPolicy, TaskSupport, ToolFilter};
@@ -193,7 +196,7 @@ pub struct ClientConfig {
 }
 
 /// One `[servers.NAME]` table.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
     /// How roster reaches the server.
     pub transport: TransportConfig,
@@ -269,7 +272,7 @@ pub use roster_core::pin::{NewTools, PinPolicy};
 use roster_core::{BackoffConfig, NamingConfig, ScheduleConfig};
 
 /// The `[gateway]` table.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GatewayConfig {
     /// How exposed names are built.
     pub naming: NamingMode,
@@ -348,6 +351,9 @@ pub struct GatewayConfig {
     /// What a tool never seen before does, for servers that do not say (`new_tools`, default
     /// `trust`).
     pub new_tools: NewTools,
+    /// Reload when the config file changes (`watch_config`, default false); `SIGHUP` and
+    /// `roster reload` always do.
+    pub watch_config: bool,
 }
 
 impl GatewayConfig {
@@ -414,12 +420,13 @@ impl GatewayConfig {
             server_limits: ServerLimits::default(),
             pin: PinPolicy::default(),
             new_tools: NewTools::default(),
+            watch_config: false,
         }
     }
 }
 
 /// The `[skills]` table.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SkillsConfig {
     /// Skill roots, resolved against the config file's folder.
     pub paths: Vec<PathBuf>,

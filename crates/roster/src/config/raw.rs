@@ -121,6 +121,7 @@ struct RawGateway {
     kill_grace: Option<RawDuration>,
     pin: Option<PinPolicy>,
     new_tools: Option<NewTools>,
+    watch_config: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -491,6 +492,9 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
     }
     if let Some(new_tools) = raw.new_tools {
         g.new_tools = new_tools;
+    }
+    if let Some(watch) = raw.watch_config {
+        g.watch_config = watch;
     }
     if let Some(var) = raw.admin_token_env {
         g.admin_token_env = Some(var);
