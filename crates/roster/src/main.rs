@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use roster::gateway::admin::{self, AdminCommand};
+use roster::gateway::reload::{ReloadOutcome, Reloader};
 use roster::gateway::{Gateway, ServeConfig, Skills};
 use roster::inbox::{Inbox, InboxConfig};
 use roster::servers::LogSink;
 use roster::{Config, Roster, RosterOptions};
+use serde_json::json;
 
 use roster::cli::{completions, inbox, tools};
 
@@ -40,6 +42,9 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Mark every server of the running gateway stale (its next turn re-lists them).
     Refresh(AdminArgs),
+    /// Read the configuration file again and apply it to the running gateway, as SIGHUP does:
+    /// added servers connect, removed ones close, changed ones reconnect, sessions stay.
+    Reload(AdminArgs),
     /// Run the built-in demo MCP server on stdio (echo, add, word_count, notes, toggle_tool).
     DemoServer,
     /// Work with skill directories.
@@ -117,18 +122,23 @@ fn main() -> anyhow::Result<ExitCode> {
             runtime.block_on(serve(&cli.config, args))?;
         }
         Some(Command::Status(args)) => {
-            runtime.block_on(admin_command(&cli.config, AdminCommand::Status, args))?
+            return runtime.block_on(admin_command(&cli.config, AdminCommand::Status, args));
         }
         Some(Command::Tools(tools::ToolsArgs {
             command: None,
             json,
-        })) => runtime.block_on(admin_command(
-            &cli.config,
-            AdminCommand::Tools,
-            AdminArgs { json },
-        ))?,
+        })) => {
+            return runtime.block_on(admin_command(
+                &cli.config,
+                AdminCommand::Tools,
+                AdminArgs { json },
+            ));
+        }
         Some(Command::Refresh(args)) => {
-            runtime.block_on(admin_command(&cli.config, AdminCommand::Refresh, args))?
+            return runtime.block_on(admin_command(&cli.config, AdminCommand::Refresh, args));
+        }
+        Some(Command::Reload(args)) => {
+            return runtime.block_on(admin_command(&cli.config, AdminCommand::Reload, args));
         }
         Some(
             Command::Skills(_)
@@ -207,6 +217,12 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
     let gateway = Gateway::new(roster, serve_config, &config.clients, skills, inbox)?;
+    let reloader = Reloader::new(config_path, gateway.roster().clone());
+    gateway.set_reloader(reloader.clone());
+    if config.gateway.watch_config {
+        reloader.watch(gateway.shutdown_token());
+    }
+    reload_on_hangup(reloader);
 
     // Several clients may each start their own `roster serve` on one state directory; only
     // the first gets the admin socket, the others serve without it.
@@ -243,6 +259,24 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     gateway.shutdown().await;
     outcome
+}
+
+/// Reloads the configuration at every SIGHUP (the conventional "read your config again").
+fn reload_on_hangup(reloader: std::sync::Arc<Reloader>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::hangup()) {
+            Ok(mut hangups) => {
+                tokio::spawn(async move {
+                    while hangups.recv().await.is_some() {
+                        reloader.reload("SIGHUP").await;
+                    }
+                });
+            }
+            Err(error) => tracing::warn!(%error, "SIGHUP will not reload the configuration"),
+        }
+    }
 }
 
 /// Resolves at SIGINT or SIGTERM. The handlers are installed when this is called, not when
@@ -282,19 +316,36 @@ async fn admin_command(
     config_path: &Path,
     command: AdminCommand,
     args: AdminArgs,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<ExitCode> {
     // A file that is there but wrong would point at the wrong gateway, or at none.
     let state_dir = roster::config::state_dir_for(None, config_path).map_err(|e| {
         anyhow::Error::from(e)
             .context("the configuration has an error, so roster cannot tell which gateway to ask")
     })?;
-    let answer = admin::request(&admin::socket_path(&state_dir), command).await?;
+    let socket = admin::socket_path(&state_dir);
+    let answer = admin::request(&socket, command).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
-        return Ok(());
+        return Ok(reload_exit(command, &answer));
     }
     match command {
-        AdminCommand::Status => print_status(&answer),
+        AdminCommand::Status => {
+            // The configuration line is a second question: a gateway without a file (or an
+            // older one) still shows its servers.
+            if let Ok(config) = admin::request(&socket, AdminCommand::Config).await {
+                print_config(&config);
+            }
+            print_status(&answer)
+        }
+        AdminCommand::Reload => {
+            let outcome: ReloadOutcome = serde_json::from_value(answer.clone())?;
+            if outcome.ok {
+                println!("{}", outcome.summary());
+            } else {
+                eprintln!("{}", outcome.summary());
+            }
+        }
+        AdminCommand::Config => println!("{}", serde_json::to_string_pretty(&answer)?),
         AdminCommand::Tools => {
             for tool in answer.as_array().into_iter().flatten() {
                 let name = tool.get("name").and_then(|v| v.as_str()).unwrap_or("?");
@@ -316,7 +367,42 @@ async fn admin_command(
             println!("marked {n} server(s) stale; the next turn re-lists them");
         }
     }
-    Ok(())
+    Ok(reload_exit(command, &answer))
+}
+
+/// A reload that kept the running configuration fails the command.
+fn reload_exit(command: AdminCommand, answer: &serde_json::Value) -> ExitCode {
+    let failed = command == AdminCommand::Reload && answer.get("ok") != Some(&json!(true));
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `config PATH, loaded 12s ago; last reload 3s ago (SIGHUP): reloaded: added b`.
+fn print_config(config: &serde_json::Value) {
+    let path = config.get("path").and_then(|v| v.as_str()).unwrap_or("?");
+    let loaded = config
+        .get("loaded_ms_ago")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0);
+    let mut line = format!("config {path}, loaded {}s ago", loaded / 1000);
+    if let Some(last) = config
+        .get("last_reload")
+        .and_then(|v| serde_json::from_value::<ReloadOutcome>(v.clone()).ok())
+    {
+        let ago = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| (d.as_millis() as u64).saturating_sub(last.at_ms) / 1000)
+            .unwrap_or(0);
+        line.push_str(&format!(
+            "; last reload {ago}s ago ({}): {}",
+            last.trigger,
+            last.summary()
+        ));
+    }
+    println!("{line}");
 }
 
 fn print_status(answer: &serde_json::Value) {

@@ -30,7 +30,7 @@ use roster_core::{
 use serde_json::{Map, Value};
 
 use crate::Session;
-use crate::config::{Config, TaskSupport};
+use crate::config::{Config, ConfigChanges, TaskSupport};
 use crate::servers::pinning::Pinning;
 use crate::servers::runtime::{ReconcileHook, Relisting, Runtime};
 use crate::servers::watches::ResourceWatches;
@@ -182,7 +182,7 @@ pub struct Roster {
 impl std::fmt::Debug for Roster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Roster")
-            .field("servers", &self.rt.slots.keys().collect::<Vec<_>>())
+            .field("servers", &self.rt.server_names())
             .finish_non_exhaustive()
     }
 }
@@ -200,6 +200,7 @@ impl Roster {
         config.gateway.naming_config().validate()?;
         config.gateway.schedule_config().validate()?;
         let startup_wait = config.gateway.startup_wait;
+        let running = config.clone();
         let store = match &options.pins_dir {
             Some(dir) => PinStore::open(dir)?,
             None => PinStore::open_in_memory()?,
@@ -212,6 +213,7 @@ impl Roster {
             options.on_reconcile,
             Pinning::new(store)?,
         );
+        *lock(&rt.running) = running;
         let lifetime = Arc::new(Lifetime(rt.clone()));
         rt.launch()?;
         if !startup_wait.is_zero() {
@@ -223,6 +225,47 @@ impl Roster {
             default_session,
             _lifetime: lifetime,
         })
+    }
+
+    /// Applies a new configuration without a restart: servers it adds connect, servers it
+    /// removes close and their tools leave as a delta (sessions get `list_changed` and the
+    /// note), a server whose effective entry changed is reconnected, and every other server
+    /// and every session stay as they are. Waits (at most `startup_wait`) for the new servers'
+    /// first connection attempts. Settings only a restart applies are kept as they run and
+    /// named in the result's `need_restart`. A configuration that does not validate changes
+    /// nothing.
+    pub async fn reload(&self, config: Config) -> Result<ConfigChanges, StartError> {
+        config.gateway.naming_config().validate()?;
+        config.gateway.schedule_config().validate()?;
+        let changes = {
+            let mut running = lock(&self.rt.running);
+            let changes = crate::config::changes(&running, &config);
+            // What runs now: the new servers; the rest as it was started until a restart.
+            running.servers = config.servers.clone();
+            running.server_order = config.server_order.clone();
+            changes
+        };
+        for name in changes.removed.iter().chain(&changes.changed) {
+            self.rt.remove_server(name);
+        }
+        let mut started = Vec::new();
+        for name in changes.changed.iter().chain(&changes.added) {
+            if let Some(server) = config.servers.get(name) {
+                self.rt.add_server(name, server)?;
+                started.extend(self.rt.slot(name));
+            }
+        }
+        let wait = self.rt.gateway.startup_wait;
+        if !wait.is_zero() && !started.is_empty() {
+            let firsts = started.iter().map(|slot| {
+                let mut first = slot.first_attempt.subscribe();
+                async move {
+                    let _ = first.wait_for(|done| *done).await;
+                }
+            });
+            let _ = tokio::time::timeout(wait, futures::future::join_all(firsts)).await;
+        }
+        Ok(changes)
     }
 
     /// The live tools in their deterministic order: servers in config order, each server's
@@ -319,8 +362,7 @@ impl Roster {
         };
         let slot = self
             .rt
-            .slots
-            .get(&server)
+            .slot(&server)
             .ok_or_else(|| CallError::UnknownTool(exposed_name.to_owned()))?;
         let connection = slot.connection().ok_or_else(|| CallError::Unavailable {
             server: server.clone(),
@@ -348,8 +390,7 @@ impl Roster {
         let route = state.registry.route_call(exposed_name).ok()?;
         let configured = self
             .rt
-            .slots
-            .get(route.server)
+            .slot(route.server)
             .and_then(|slot| slot.config.tasks.of(&route.tool.name));
         let declared = || {
             route
@@ -482,8 +523,8 @@ impl Roster {
     /// Whether any connected server takes resource watches (declares `resources.subscribe`).
     pub fn takes_resource_watches(&self) -> bool {
         self.rt
-            .slots
-            .values()
+            .slots()
+            .into_iter()
             .filter_map(|slot| slot.connection())
             .any(|connection| connection.advertises_subscribe())
     }
@@ -503,8 +544,7 @@ impl Roster {
     ) -> Result<Value, RouteError> {
         let slot = self
             .rt
-            .slots
-            .get(server)
+            .slot(server)
             .ok_or_else(|| RouteError::Unavailable(server.to_owned()))?;
         let connection = slot
             .connection()
@@ -529,8 +569,7 @@ impl Roster {
     ) -> Result<Value, RouteError> {
         let connection = self
             .rt
-            .slots
-            .get(server)
+            .slot(server)
             .and_then(|slot| slot.connection())
             .ok_or_else(|| RouteError::Unavailable(server.to_owned()))?;
         connection
@@ -551,8 +590,8 @@ impl Roster {
         }
         let connections: Vec<_> = self
             .rt
-            .slots
-            .values()
+            .slots()
+            .into_iter()
             .filter_map(|s| s.connection())
             .collect();
         let sends = connections.iter().map(|connection| async move {
@@ -603,7 +642,7 @@ impl Roster {
     /// `/healthz` show.
     pub(crate) fn servers_json(&self) -> Value {
         let transport = |name: &str| {
-            let slot = self.rt.slots.get(name)?;
+            let slot = self.rt.slot(name)?;
             Some(crate::servers::status::transport_name(
                 &slot.config.transport,
             ))
@@ -615,16 +654,15 @@ impl Roster {
     pub async fn relist(&self, server: &str) -> Result<Delta, RelistError> {
         let slot = self
             .rt
-            .slots
-            .get(server)
+            .slot(server)
             .ok_or_else(|| RelistError::Unknown(server.to_owned()))?;
-        self.rt.relist(slot, Relisting::Always).await
+        self.rt.relist(&slot, Relisting::Always).await
     }
 
     /// The notification fan-out of one server (it survives restarts), for listeners of
     /// `(method, params)`.
     pub fn notifications(&self, server: &str) -> Option<Arc<Notifications>> {
-        self.rt.slots.get(server).map(|s| s.notifications.clone())
+        self.rt.slot(server).map(|s| s.notifications.clone())
     }
 
     /// Replaces the reconcile hook (the skill catalog plugs in here after start).

@@ -2,12 +2,12 @@
 //! removed and changed, and the `[gateway]`, `[skills]` and `[[clients]]` keys whose new values
 //! only a restart applies.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Config, GatewayConfig};
 
 /// How `new` differs from `old`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigChanges {
     /// Servers only `new` has, in its order.
     pub added: Vec<String>,

@@ -29,8 +29,10 @@ pub(super) fn resolve(env: EnvLookup<'_>, configured: Option<PathBuf>) -> PathBu
 
 /// The state directory a command works on: `given` (its `--state-dir`) when there is one, else
 /// `$ROSTER_STATE_DIR`, else the `[gateway] state_dir` of the configuration at `config_path`,
-/// else `$XDG_STATE_HOME/roster`, else `~/.local/state/roster`. No file there means the defaults; a file that is there but wrong is an error, since guessing would point
-/// at the wrong gateway or at none.
+/// else `$XDG_STATE_HOME/roster`, else `~/.local/state/roster`. No file there means the
+/// defaults. A file that is valid TOML but wrong elsewhere still names its state directory
+/// (so `roster reload` reaches the gateway, which then says what is wrong); a file that is not
+/// TOML at all is an error, since guessing would point at the wrong gateway or at none.
 pub fn state_dir_for(given: Option<PathBuf>, config_path: &Path) -> Result<PathBuf, ConfigError> {
     if let Some(dir) = given {
         return Ok(dir);
@@ -38,6 +40,30 @@ pub fn state_dir_for(given: Option<PathBuf>, config_path: &Path) -> Result<PathB
     match Config::load(config_path) {
         Ok(config) => Ok(config.gateway.state_dir),
         Err(e) if e.is_missing_file() => Ok(GatewayConfig::defaults(&process_env).state_dir),
-        Err(e) => Err(e),
+        Err(e) => written_state_dir(config_path).ok_or(e),
     }
+}
+
+/// The state directory a TOML file names, read without checking anything else in it; `None`
+/// when the file is not TOML (a JSON `mcpServers` file has no state dir: the defaults).
+fn written_state_dir(config_path: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(config_path).ok()?;
+    let is_json = config_path.extension().is_some_and(|e| e == "json");
+    let configured = if is_json {
+        None
+    } else {
+        let table: toml::Table = text.parse().ok()?;
+        match table.get("gateway").and_then(|g| g.get("state_dir")) {
+            Some(toml::Value::String(dir)) => {
+                let dir = PathBuf::from(dir);
+                Some(match config_path.parent() {
+                    Some(base) if dir.is_relative() => base.join(dir),
+                    _ => dir,
+                })
+            }
+            Some(_) => return None,
+            None => None,
+        }
+    };
+    Some(resolve(&process_env, configured))
 }

@@ -1,7 +1,9 @@
 //! The local admin endpoint: a Unix socket in roster's state directory (owner-only), through
-//! which `roster status`, `roster tools` and `roster refresh` talk to a running gateway.
+//! which `roster status`, `roster tools`, `roster refresh` and `roster reload` talk to a running
+//! gateway.
 //!
-//! The protocol is one JSON line each way: `{"command": "status" | "tools" | "refresh"}` and
+//! The protocol is one JSON line each way: `{"command": "status" | "tools" | "refresh" |
+//! "reload" | "config"}` and
 //! the answer `{"ok": true, "result": ...}` or `{"ok": false, "error": "..."}`.
 
 use std::path::{Path, PathBuf};
@@ -32,6 +34,10 @@ pub enum AdminCommand {
     Tools,
     /// Mark every server stale.
     Refresh,
+    /// Read the configuration file again and apply it.
+    Reload,
+    /// The configuration's file, load time and last reload.
+    Config,
 }
 
 /// What an admin client can ask of the gateway's inbox: the operations of `roster inbox`.
@@ -267,7 +273,7 @@ async fn answer(gateway: Arc<Gateway>, stream: UnixStream, max_line: usize) {
     // Nothing sent (a client checking that a gateway answers) needs no answer either.
     let outcome = match read_request(&mut reader, max_line).await {
         Ok(None) => return,
-        Ok(Some(line)) => handle(&gateway, &line),
+        Ok(Some(line)) => handle(&gateway, &line).await,
         Err(LineError::TooLong(max)) => {
             discard_line(&mut reader, DISCARD_CAP).await;
             Err(format!(
@@ -286,12 +292,12 @@ async fn answer(gateway: Arc<Gateway>, stream: UnixStream, max_line: usize) {
     let _ = write.write_all(text.as_bytes()).await;
 }
 
-fn handle(gateway: &Gateway, line: &str) -> Result<Value, String> {
+async fn handle(gateway: &Gateway, line: &str) -> Result<Value, String> {
     match serde_json::from_str::<AdminRequest>(line) {
         Ok(AdminRequest {
             command: Some(command),
             inbox: None,
-        }) => Ok(run(gateway, command)),
+        }) => run(gateway, command).await,
         Ok(AdminRequest {
             command: None,
             inbox: Some(request),
@@ -308,8 +314,9 @@ fn handle(gateway: &Gateway, line: &str) -> Result<Value, String> {
     }
 }
 
-fn run(gateway: &Gateway, command: AdminCommand) -> Value {
-    match command {
+async fn run(gateway: &Gateway, command: AdminCommand) -> Result<Value, String> {
+    const NO_FILE: &str = "this gateway was not started from a configuration file";
+    Ok(match command {
         AdminCommand::Status => gateway.roster().servers_json(),
         AdminCommand::Tools => Value::Array(
             gateway
@@ -320,7 +327,13 @@ fn run(gateway: &Gateway, command: AdminCommand) -> Value {
                 .collect(),
         ),
         AdminCommand::Refresh => json!({"servers_marked_stale": gateway.refresh()}),
-    }
+        AdminCommand::Reload => {
+            let reloader = gateway.reloader().ok_or(NO_FILE)?;
+            serde_json::to_value(reloader.reload("roster reload").await)
+                .map_err(|e| e.to_string())?
+        }
+        AdminCommand::Config => gateway.reloader().ok_or(NO_FILE)?.status_json(),
+    })
 }
 
 /// Carries out an inbox request on `inbox` with the same calls `roster inbox` makes when it

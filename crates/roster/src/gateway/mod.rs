@@ -41,6 +41,7 @@ mod forward;
 mod handler;
 pub mod http;
 mod native;
+pub mod reload;
 mod skills;
 pub mod stdio;
 mod tasks;
@@ -196,6 +197,8 @@ pub struct Gateway {
     tasks: Tasks,
     served: Mutex<Option<Arc<ServedTools>>>,
     shutdown: CancellationToken,
+    /// Reloads the configuration file (`roster serve` sets it; an embedder may not).
+    reloader: std::sync::OnceLock<Arc<reload::Reloader>>,
 }
 
 /// The tools a client is served: native tools first (they win any clash), then the servers'.
@@ -297,6 +300,7 @@ impl Gateway {
             tasks,
             served: Mutex::new(None),
             shutdown: CancellationToken::new(),
+            reloader: std::sync::OnceLock::new(),
         }))
     }
 
@@ -330,6 +334,17 @@ impl Gateway {
     /// The skill catalog served by the native tools and the skills extension.
     pub fn skills(&self) -> &Skills {
         &self.skills
+    }
+
+    /// Gives this gateway the reloader of its configuration file (`roster reload`, the status
+    /// line); the first one set stays.
+    pub fn set_reloader(&self, reloader: Arc<reload::Reloader>) {
+        let _ = self.reloader.set(reloader);
+    }
+
+    /// The reloader of this gateway's configuration file, if it has one.
+    pub fn reloader(&self) -> Option<&Arc<reload::Reloader>> {
+        self.reloader.get()
     }
 
     /// The inbox behind the `channels` tool (absent when another gateway owns the state

@@ -108,6 +108,13 @@ impl Offerings {
         }
     }
 
+    /// A server a reload added: its offerings come after those of the servers before it.
+    pub(crate) fn add_server(&mut self, server: &str) {
+        if !self.order.iter().any(|name| name == server) {
+            self.order.push(server.to_owned());
+        }
+    }
+
     /// One server's offerings, if it was listed.
     pub(crate) fn by_server(&self, server: &str) -> Option<&ServerOfferings> {
         self.by_server.get(server)

@@ -263,6 +263,12 @@ impl Pinning {
             .any(|tools| tools.values().any(|w| w.exposed == name))
     }
 
+    /// A server a reload removed: none of its tools is withheld any more (its pins stay, so a
+    /// server added back under the same name is judged by them).
+    pub(crate) fn forget_server(&self, server: &str) {
+        write(&self.withheld).remove(server);
+    }
+
     /// When another process (a person's `roster tools approve`/`reject`) wrote the store since
     /// it was last read: reads it again and returns the servers whose pins or reviews changed.
     pub(crate) fn decisions(&self) -> Vec<String> {

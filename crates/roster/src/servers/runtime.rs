@@ -66,10 +66,39 @@ pub(crate) struct Slot {
     /// next one lists only those. Taken and marked under the `state` lock, with the ticket.
     stale_offerings: Mutex<BTreeSet<ListKind>>,
     refresh: Mutex<Option<RefreshHook>>,
-    pub(super) first_attempt: watch::Sender<bool>,
+    pub(crate) first_attempt: watch::Sender<bool>,
+    /// Cancelled when this server is stopped: at shutdown (a child of roster's token), or
+    /// when a reload removes or replaces it.
+    pub(super) stop: CancellationToken,
 }
 
 impl Slot {
+    fn new(name: &str, config: &ServerConfig, shutdown: &CancellationToken) -> Arc<Slot> {
+        let (first_attempt, _) = watch::channel(!config.enabled);
+        Arc::new(Slot {
+            name: name.to_owned(),
+            config: config.clone(),
+            notifications: Notifications::new(),
+            connection: Mutex::new(None),
+            live: Mutex::new(Live {
+                state: if config.enabled {
+                    ServerState::Connecting
+                } else {
+                    ServerState::Disabled
+                },
+                protocol_version: None,
+                restarts: 0,
+                last_error: None,
+            }),
+            listing: tokio::sync::Mutex::new(()),
+            offerings_listing: tokio::sync::Mutex::new(()),
+            stale_offerings: Mutex::new(BTreeSet::new()),
+            refresh: Mutex::new(None),
+            first_attempt,
+            stop: shutdown.child_token(),
+        })
+    }
+
     pub(crate) fn connection(&self) -> Option<Arc<Connection>> {
         lock(&self.connection).clone()
     }
@@ -139,7 +168,8 @@ pub(crate) struct State {
 pub(crate) struct Runtime {
     pub(crate) gateway: GatewayConfig,
     pub(crate) state: Mutex<State>,
-    pub(crate) slots: BTreeMap<String, Arc<Slot>>,
+    /// Every configured server, by name; a reload adds and removes entries.
+    slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     pub(crate) offerings: Mutex<Offerings>,
     /// Bumped per kind when the client-visible prompts or resources change.
     pub(crate) offerings_changed: watch::Sender<OfferingsGeneration>,
@@ -150,6 +180,8 @@ pub(crate) struct Runtime {
     reconcile_hook: RwLock<Option<ReconcileHook>>,
     /// Pins, reviews and the tools withheld now.
     pub(crate) pinning: Pinning,
+    /// The configuration that runs: what a reload compares a new one with.
+    pub(crate) running: Mutex<crate::config::Config>,
     /// The most verbose log level any client asked for; sent to every initialize-era server
     /// that advertises `logging`, at each connection.
     pub(crate) log_level: Mutex<Option<LogLevel>>,
@@ -188,38 +220,15 @@ impl Runtime {
         let registry = ToolRegistry::new(enabled.clone(), gateway.naming_config());
         let offerings = Offerings::new(enabled.clone(), gateway.naming_config());
         let schedule = Schedule::new(enabled, gateway.schedule_config());
+        let shutdown = CancellationToken::new();
         let slots = servers
             .iter()
-            .map(|(name, config)| {
-                let (first_attempt, _) = watch::channel(!config.enabled);
-                let slot = Slot {
-                    name: name.clone(),
-                    config: config.clone(),
-                    notifications: Notifications::new(),
-                    connection: Mutex::new(None),
-                    live: Mutex::new(Live {
-                        state: if config.enabled {
-                            ServerState::Connecting
-                        } else {
-                            ServerState::Disabled
-                        },
-                        protocol_version: None,
-                        restarts: 0,
-                        last_error: None,
-                    }),
-                    listing: tokio::sync::Mutex::new(()),
-                    offerings_listing: tokio::sync::Mutex::new(()),
-                    stale_offerings: Mutex::new(BTreeSet::new()),
-                    refresh: Mutex::new(None),
-                    first_attempt,
-                };
-                (name.clone(), Arc::new(slot))
-            })
+            .map(|(name, config)| (name.clone(), Slot::new(name, config, &shutdown)))
             .collect();
         Arc::new(Runtime {
             gateway,
             state: Mutex::new(State { registry, schedule }),
-            slots,
+            slots: RwLock::new(slots),
             offerings: Mutex::new(offerings),
             offerings_changed: watch::channel(OfferingsGeneration::default()).0,
             resource_watches: ResourceWatches::default(),
@@ -227,9 +236,10 @@ impl Runtime {
             sink,
             reconcile_hook: RwLock::new(reconcile_hook),
             pinning,
+            running: Mutex::new(crate::config::Config::with_servers(servers.clone())),
             log_level: Mutex::new(None),
             server_logs: broadcast::channel(64).0,
-            shutdown: CancellationToken::new(),
+            shutdown,
         })
     }
 
@@ -243,71 +253,140 @@ impl Runtime {
 
     /// Wires notifications (inbox, refresh hook) and starts every enabled server's supervisor.
     pub(crate) fn launch(self: &Arc<Self>) -> Result<(), super::refresh::RefreshHookError> {
-        let dynamic = self.gateway.dynamic_tools;
-        for slot in self.slots.values().filter(|s| s.config.enabled) {
-            if self.sink.can_confirm() {
-                let sink = self.sink.clone();
-                let channel = slot.name.clone();
-                slot.notifications
-                    .set_confirmer(Some(Arc::new(move |request| {
-                        sink.confirm(&channel, request)
-                    })));
-            }
-            let logs = self.server_logs.clone();
-            let channel = slot.name.clone();
-            slot.notifications
-                .set_log_fallback(Some(Arc::new(move |params| {
-                    // Nobody listening is fine: the inbox has the message.
-                    let _ = logs.send(ServerLog {
-                        server: channel.clone(),
-                        params: params.clone(),
-                    });
-                })));
-            let sink = self.sink.clone();
-            let channel = slot.name.clone();
-            slot.notifications.add_notification_listener(move |event| {
-                let handled = match event {
-                    ServerEvent::ListChanged { .. } => dynamic,
-                    ServerEvent::Progress { .. } => true,
-                    _ => false,
-                };
-                sink.record(&channel, event.method(), event.params().clone(), handled);
-            });
-            self.resource_watches.relay_updates_of(slot);
-            if dynamic {
-                let weak_rt = Arc::downgrade(self);
-                let weak_slot = Arc::downgrade(slot);
-                let hook = RefreshHook::with_window(
-                    self.gateway.debounce,
-                    Arc::new(move || {
-                        let (rt, slot) = (weak_rt.upgrade(), weak_slot.upgrade());
-                        Box::pin(async move {
-                            if let (Some(rt), Some(slot)) = (rt, slot) {
-                                let _ = rt.relist(&slot, Relisting::IfStale).await;
-                                rt.list_offerings(&slot, Relisting::IfStale).await;
-                            }
-                        })
-                    }),
-                )?;
-                let weak_rt = Arc::downgrade(self);
-                let (name, nudge) = (slot.name.clone(), hook.clone());
-                slot.notifications.add_notification_listener(move |event| {
-                    let ServerEvent::ListChanged { list, .. } = event else {
-                        return;
-                    };
-                    // On the reader: record and return; the listing is the next turn's
-                    // (or the trailing edge's) to take.
-                    if let Some(rt) = weak_rt.upgrade() {
-                        rt.mark_stale(&name, *list);
-                    }
-                    nudge.schedule();
-                });
-                *lock(&slot.refresh) = Some(hook);
-            }
-            tokio::spawn(super::supervisor::supervise(self.clone(), slot.clone()));
+        for slot in self.slots() {
+            self.start_slot(&slot)?;
         }
         self.watch_pin_decisions();
         Ok(())
+    }
+
+    /// Wires one server's notifications and starts its supervisor (nothing for a disabled
+    /// server).
+    fn start_slot(
+        self: &Arc<Self>,
+        slot: &Arc<Slot>,
+    ) -> Result<(), super::refresh::RefreshHookError> {
+        if !slot.config.enabled {
+            return Ok(());
+        }
+        let dynamic = self.gateway.dynamic_tools;
+        if self.sink.can_confirm() {
+            let sink = self.sink.clone();
+            let channel = slot.name.clone();
+            slot.notifications
+                .set_confirmer(Some(Arc::new(move |request| {
+                    sink.confirm(&channel, request)
+                })));
+        }
+        let logs = self.server_logs.clone();
+        let channel = slot.name.clone();
+        slot.notifications
+            .set_log_fallback(Some(Arc::new(move |params| {
+                // Nobody listening is fine: the inbox has the message.
+                let _ = logs.send(ServerLog {
+                    server: channel.clone(),
+                    params: params.clone(),
+                });
+            })));
+        let sink = self.sink.clone();
+        let channel = slot.name.clone();
+        slot.notifications.add_notification_listener(move |event| {
+            let handled = match event {
+                ServerEvent::ListChanged { .. } => dynamic,
+                ServerEvent::Progress { .. } => true,
+                _ => false,
+            };
+            sink.record(&channel, event.method(), event.params().clone(), handled);
+        });
+        self.resource_watches.relay_updates_of(slot);
+        if dynamic {
+            let weak_rt = Arc::downgrade(self);
+            let weak_slot = Arc::downgrade(slot);
+            let hook = RefreshHook::with_window(
+                self.gateway.debounce,
+                Arc::new(move || {
+                    let (rt, slot) = (weak_rt.upgrade(), weak_slot.upgrade());
+                    Box::pin(async move {
+                        if let (Some(rt), Some(slot)) = (rt, slot) {
+                            let _ = rt.relist(&slot, Relisting::IfStale).await;
+                            rt.list_offerings(&slot, Relisting::IfStale).await;
+                        }
+                    })
+                }),
+            )?;
+            let weak_rt = Arc::downgrade(self);
+            let (name, nudge) = (slot.name.clone(), hook.clone());
+            slot.notifications.add_notification_listener(move |event| {
+                let ServerEvent::ListChanged { list, .. } = event else {
+                    return;
+                };
+                // On the reader: record and return; the listing is the next turn's
+                // (or the trailing edge's) to take.
+                if let Some(rt) = weak_rt.upgrade() {
+                    rt.mark_stale(&name, *list);
+                }
+                nudge.schedule();
+            });
+            *lock(&slot.refresh) = Some(hook);
+        }
+        tokio::spawn(super::supervisor::supervise(self.clone(), slot.clone()));
+        Ok(())
+    }
+
+    /// The server called `name`, if one is configured.
+    pub(crate) fn slot(&self, name: &str) -> Option<Arc<Slot>> {
+        read(&self.slots).get(name).cloned()
+    }
+
+    /// Every configured server, by name.
+    pub(crate) fn slots(&self) -> Vec<Arc<Slot>> {
+        read(&self.slots).values().cloned().collect()
+    }
+
+    /// The configured servers' names.
+    pub(crate) fn server_names(&self) -> Vec<String> {
+        read(&self.slots).keys().cloned().collect()
+    }
+
+    /// Starts a server a reload added (or the new entry of one it changed): listed, named and
+    /// scheduled after the servers configured before it.
+    pub(crate) fn add_server(
+        self: &Arc<Self>,
+        name: &str,
+        config: &ServerConfig,
+    ) -> Result<(), super::refresh::RefreshHookError> {
+        let slot = Slot::new(name, config, &self.shutdown);
+        if config.enabled {
+            self.state().schedule.add_server(name);
+            lock(&self.offerings).add_server(name);
+        }
+        write(&self.slots).insert(name.to_owned(), slot.clone());
+        self.start_slot(&slot)
+    }
+
+    /// Stops a server a reload removed (or the old entry of one it changed): its supervisor
+    /// ends, its connection closes (a stdio server's process group is ended), and its tools,
+    /// prompts and resources leave as a delta like a crash's.
+    pub(crate) fn remove_server(&self, name: &str) {
+        let Some(slot) = write(&self.slots).remove(name) else {
+            return;
+        };
+        slot.stop.cancel();
+        if let Some(hook) = slot.refresh_hook() {
+            hook.cancel();
+        }
+        if let Some(connection) = lock(&slot.connection).take() {
+            connection.close();
+        }
+        let delta = {
+            let mut state = self.state();
+            state.schedule.remove_server(name);
+            state.registry.remove_server(name)
+        };
+        self.pinning.forget_server(name);
+        self.publish(name, &delta);
+        let changed = lock(&self.offerings).remove(name);
+        self.publish_offerings(changed);
     }
 
     /// Follows a person's pin decisions while no turn comes: reads the store's version every
@@ -329,7 +408,7 @@ impl Runtime {
 
     /// Waits until every enabled server finished its first connection attempt, or `limit`.
     pub(crate) async fn wait_first_attempts(&self, limit: Duration) {
-        let waits = self.slots.values().map(|slot| {
+        let waits = self.slots().into_iter().map(|slot| {
             let mut rx = slot.first_attempt.subscribe();
             async move {
                 let _ = rx.wait_for(|done| *done).await;
@@ -360,7 +439,7 @@ impl Runtime {
             ListKind::Tools => schedule.mark_stale(),
             ListKind::Prompts | ListKind::Resources => {
                 schedule.mark_offerings_stale();
-                if let Some(slot) = self.slots.get(server) {
+                if let Some(slot) = self.slot(server) {
                     lock(&slot.stale_offerings).insert(list);
                 }
             }
@@ -600,7 +679,7 @@ impl Runtime {
     /// person decided on in another process (`roster tools approve`/`reject`).
     pub(crate) fn follow_pin_decisions(self: &Arc<Self>) {
         for server in self.pinning.decisions() {
-            let Some(slot) = self.slots.get(&server).cloned() else {
+            let Some(slot) = self.slot(&server) else {
                 continue;
             };
             self.mark_stale(&server, ListKind::Tools);
@@ -653,7 +732,7 @@ impl Runtime {
                         tools: schedule.listing_ticket(),
                         offerings: schedule.offerings_ticket(),
                     };
-                    Some((self.slots.get(name)?.clone(), tools, when))
+                    Some((self.slot(name)?, tools, when))
                 })
                 .collect()
         };
@@ -685,8 +764,8 @@ impl Runtime {
     pub(crate) fn status(&self) -> Vec<ServerStatus> {
         let state = self.state();
         let counts: BTreeMap<&str, usize> = state.registry.tool_counts().into_iter().collect();
-        self.slots
-            .values()
+        self.slots()
+            .into_iter()
             .map(|slot| {
                 let live = lock(&slot.live);
                 let listing = state.schedule.server(&slot.name).map(|s| s.state().clone());
@@ -716,7 +795,7 @@ impl Runtime {
     pub(crate) fn stop(&self) -> Vec<watch::Receiver<ChildExit>> {
         self.shutdown.cancel();
         let mut exits = Vec::new();
-        for slot in self.slots.values() {
+        for slot in self.slots() {
             if let Some(hook) = slot.refresh_hook() {
                 hook.cancel();
             }
@@ -771,7 +850,7 @@ mod tests {
             None,
             Pinning::in_memory(),
         );
-        let slot = rt.slots.get("s").expect("slot").clone();
+        let slot = rt.slot("s").expect("slot");
         rt.mark_stale("s", ListKind::Tools);
         assert!(lock(&slot.stale_offerings).is_empty());
         assert!(

@@ -29,7 +29,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         if let Some(at) = wait_until {
             tokio::select! {
                 _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {}
-                _ = rt.shutdown.cancelled() => return,
+                _ = slot.stop.cancelled() => return,
             }
         }
         if lock(&slot.live).state != ServerState::CrashLoop {
@@ -41,7 +41,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         );
         let attempt = tokio::select! {
             attempt = connect => attempt,
-            _ = rt.shutdown.cancelled() => return,
+            _ = slot.stop.cancelled() => return,
         };
         let attempt = attempt.unwrap_or_else(|_| {
             Err(super::ConnectError::Handshake(format!(
@@ -77,7 +77,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         rt.resource_watches.watch_again(&slot, &connection).await;
         slot.first_attempt.send_replace(true);
 
-        let Some(reason) = watch(&rt, &slot, &connection).await else {
+        let Some(reason) = watch(&slot, &connection).await else {
             connection.close();
             return;
         };
@@ -95,7 +95,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
 }
 
 /// Waits for the connection to end; `None` on shutdown.
-async fn watch(rt: &Runtime, slot: &Slot, connection: &Connection) -> Option<String> {
+async fn watch(slot: &Slot, connection: &Connection) -> Option<String> {
     let ping = if connection.negotiated().legacy {
         slot.config.ping_interval
     } else {
@@ -116,7 +116,7 @@ async fn watch(rt: &Runtime, slot: &Slot, connection: &Connection) -> Option<Str
                     return Some(format!("ping failed: {error}"));
                 }
             }
-            _ = rt.shutdown.cancelled() => return None,
+            _ = slot.stop.cancelled() => return None,
         }
     }
 }

@@ -111,8 +111,7 @@ impl ResourceWatches {
             .resource_owner(uri)
             .ok_or_else(|| RouteError::UnknownResource(uri.to_owned()))?;
         let connection = rt
-            .slots
-            .get(&server)
+            .slot(&server)
             .and_then(|slot| slot.connection())
             .ok_or_else(|| RouteError::Unavailable(server.clone()))?;
         if !connection.advertises_subscribe() {

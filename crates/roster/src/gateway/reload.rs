@@ -1,0 +1,207 @@
+//! Reloading the configuration file of a running gateway: on `SIGHUP`, `roster reload`, and
+//! (with `[gateway] watch_config = true`) when the file changes.
+//!
+//! A reload reads the file again and hands it to [`crate::Roster::reload`]. A file that does
+//! not parse or validate changes nothing: the error, naming the file and the key, goes to the
+//! log and to the caller (`roster reload` exits non-zero), and `roster status` shows it as the
+//! last reload's outcome until the next one.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::Roster;
+use crate::config::{Config, ConfigChanges};
+use crate::sync::lock;
+
+/// How often a watched config file is looked at.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// What one reload did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReloadOutcome {
+    /// When it ended, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// What asked for it: `SIGHUP`, `roster reload`, `the file changed`.
+    pub trigger: String,
+    /// Whether the new configuration was applied.
+    pub ok: bool,
+    /// Why not, naming the file and the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What changed (servers added, removed, reconnected; keys that need a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<ConfigChanges>,
+}
+
+impl ReloadOutcome {
+    /// One line for the log and `roster reload`.
+    pub fn summary(&self) -> String {
+        let Some(changes) = &self.changes else {
+            return format!(
+                "reload failed, the running configuration stays: {}",
+                self.error.as_deref().unwrap_or("unknown error")
+            );
+        };
+        let mut parts = Vec::new();
+        for (what, names) in [
+            ("added", &changes.added),
+            ("removed", &changes.removed),
+            ("reconnected", &changes.changed),
+        ] {
+            if !names.is_empty() {
+                parts.push(format!("{what} {}", names.join(", ")));
+            }
+        }
+        if parts.is_empty() {
+            parts.push("no server changed".to_owned());
+        }
+        let mut line = format!("reloaded: {}", parts.join("; "));
+        if !changes.need_restart.is_empty() {
+            line.push_str(&format!(
+                "; takes a restart: {}",
+                changes.need_restart.join(", ")
+            ));
+        }
+        line
+    }
+}
+
+struct State {
+    /// When the running configuration was read (at start, or by the last good reload).
+    loaded_at: SystemTime,
+    /// The file's bytes as last read, to tell a real change from a touch.
+    text: Option<Vec<u8>>,
+    last: Option<ReloadOutcome>,
+}
+
+/// Reloads one gateway's configuration file.
+pub struct Reloader {
+    path: PathBuf,
+    roster: Roster,
+    state: Mutex<State>,
+    /// One reload at a time: a signal during a reload waits for it.
+    one_at_a_time: tokio::sync::Mutex<()>,
+}
+
+fn ms_since_epoch(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Reloader {
+    /// A reloader for the configuration `roster` was started with, read from `path`.
+    pub fn new(path: &Path, roster: Roster) -> Arc<Reloader> {
+        Arc::new(Reloader {
+            path: path.to_owned(),
+            roster,
+            state: Mutex::new(State {
+                loaded_at: SystemTime::now(),
+                text: std::fs::read(path).ok(),
+                last: None,
+            }),
+            one_at_a_time: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Reads the file again and applies it; `trigger` says why, for the log and status.
+    pub async fn reload(&self, trigger: &str) -> ReloadOutcome {
+        let _one = self.one_at_a_time.lock().await;
+        let text = std::fs::read(&self.path).ok();
+        let applied = match Config::load(&self.path) {
+            Ok(config) => self
+                .roster
+                .reload(config)
+                .await
+                .map_err(|e| format!("{}: {e}", self.path.display())),
+            Err(e) => Err(e.to_string()),
+        };
+        let now = SystemTime::now();
+        let outcome = match applied {
+            Ok(changes) => ReloadOutcome {
+                at_ms: ms_since_epoch(now),
+                trigger: trigger.to_owned(),
+                ok: true,
+                error: None,
+                changes: Some(changes),
+            },
+            Err(error) => ReloadOutcome {
+                at_ms: ms_since_epoch(now),
+                trigger: trigger.to_owned(),
+                ok: false,
+                error: Some(error),
+                changes: None,
+            },
+        };
+        if outcome.ok {
+            tracing::info!(trigger, "{}", outcome.summary());
+        } else {
+            tracing::error!(trigger, "{}", outcome.summary());
+        }
+        if let Some(changes) = outcome
+            .changes
+            .as_ref()
+            .filter(|c| !c.need_restart.is_empty())
+        {
+            tracing::warn!(
+                "changed settings that take effect only after a restart: {}",
+                changes.need_restart.join(", ")
+            );
+        }
+        let mut state = lock(&self.state);
+        state.text = text;
+        if outcome.ok {
+            state.loaded_at = now;
+        }
+        state.last = Some(outcome.clone());
+        outcome
+    }
+
+    /// The configuration's file, when it was loaded and the last reload's outcome, as
+    /// `roster status` shows them.
+    pub fn status_json(&self) -> Value {
+        let state = lock(&self.state);
+        let ago = SystemTime::now()
+            .duration_since(state.loaded_at)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        json!({
+            "path": self.path.display().to_string(),
+            "loaded_ms_ago": ago,
+            "last_reload": state.last,
+        })
+    }
+
+    /// Reloads whenever the file's contents change, until `stop`: looked at every half
+    /// second, applied once the new contents stayed the same for one look (an editor's
+    /// several writes make one reload).
+    pub fn watch(self: &Arc<Self>, stop: CancellationToken) {
+        let reloader = self.clone();
+        tokio::spawn(async move {
+            let mut seen: Option<Vec<u8>> = None;
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(WATCH_EVERY) => {}
+                }
+                let now = std::fs::read(&reloader.path).ok();
+                let loaded = lock(&reloader.state).text.clone();
+                if now == loaded {
+                    seen = None;
+                    continue;
+                }
+                if seen.as_ref() == now.as_ref() {
+                    seen = None;
+                    reloader.reload("the file changed").await;
+                } else {
+                    seen = now;
+                }
+            }
+        });
+    }
+}
