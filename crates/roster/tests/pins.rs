@@ -110,9 +110,10 @@ fn under_approve_a_redefined_tool_waits_for_a_person_and_the_decision_survives_a
     assert_eq!(refused["isError"], true, "{refused}");
     let why = text(refused);
     assert!(
-        why.contains("withheld until a person approves it: its description, input schema")
-            && why.contains("changed since it was approved")
-            && why.contains("roster tools approve dyn__echo"),
+        why.contains(
+            "withheld until a person approves it: its description and input schema changed \
+             since it was approved"
+        ) && why.contains("roster tools approve dyn__echo"),
         "{why}"
     );
 
