@@ -245,8 +245,11 @@ impl Roster {
             running.server_order = config.server_order.clone();
             changes
         };
-        for name in changes.removed.iter().chain(&changes.changed) {
-            self.rt.remove_server(name);
+        for name in &changes.removed {
+            self.rt.remove_server(name, true);
+        }
+        for name in &changes.changed {
+            self.rt.remove_server(name, false);
         }
         let mut started = Vec::new();
         for name in changes.changed.iter().chain(&changes.added) {

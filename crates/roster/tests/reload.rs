@@ -62,6 +62,11 @@ async fn a_reload_adds_removes_and_reconnects_only_the_servers_that_changed() {
         roster.status().iter().all(|s| s.name != "b"),
         "a removed server leaves the status"
     );
+    assert_eq!(
+        roster.tool_lookup().presence("b__echo"),
+        roster::core::ToolPresence::Missing,
+        "a skill that needs a removed server's tool is unavailable"
+    );
 
     // c's entry changes: c alone reconnects (a new process), a stays.
     let c_pid = pid(&roster, "c").await;
@@ -176,5 +181,39 @@ fn sighup_gives_a_connected_client_the_new_server_and_a_broken_file_changes_noth
     assert!(
         status.contains("last reload") && status.contains("reload failed"),
         "{status}"
+    );
+}
+
+#[test]
+fn with_watch_config_an_edited_file_is_applied_without_a_signal() {
+    let watched = |dir: &Path, servers: &[&str]| {
+        config(dir, servers).replace("[gateway]\n", "[gateway]\nwatch_config = true\n")
+    };
+    let gateway = common::Gateway::start(|dir| watched(dir, &["a"]), &[]);
+    let path = gateway.dir.path().join("roster.toml");
+    let with_b = gateway.dir.path().join("with_b.toml");
+    std::fs::write(&with_b, watched(gateway.dir.path(), &["a", "b"])).expect("write");
+    let results = steps(
+        &gateway,
+        json!([
+            ["list"],
+            [
+                "run",
+                [
+                    "cp",
+                    with_b.display().to_string(),
+                    path.display().to_string()
+                ]
+            ],
+            ["wait:list_changed"],
+            ["list"],
+        ]),
+    );
+    assert!(!listed(&results[0]).contains(&"b__echo".to_owned()));
+    assert_eq!(results[2]["list_changed"], true);
+    assert!(
+        listed(&results[3]).contains(&"b__echo".to_owned()),
+        "{:?}",
+        results[3]
     );
 }

@@ -364,10 +364,12 @@ impl Runtime {
         self.start_slot(&slot)
     }
 
-    /// Stops a server a reload removed (or the old entry of one it changed): its supervisor
-    /// ends, its connection closes (a stdio server's process group is ended), and its tools,
-    /// prompts and resources leave as a delta like a crash's.
-    pub(crate) fn remove_server(&self, name: &str) {
+    /// Stops a server a reload removed (`gone`), or the old entry of one it changed: its
+    /// supervisor ends, its connection closes (a stdio server's process group is ended), and
+    /// its tools, prompts and resources leave as a delta like a crash's. A server that is gone
+    /// counts as listed with no tools, so a skill that needs one of its tools is unavailable
+    /// (not "cannot say yet", as while a server reconnects).
+    pub(crate) fn remove_server(&self, name: &str, gone: bool) {
         let Some(slot) = write(&self.slots).remove(name) else {
             return;
         };
@@ -381,7 +383,11 @@ impl Runtime {
         let delta = {
             let mut state = self.state();
             state.schedule.remove_server(name);
-            state.registry.remove_server(name)
+            if gone {
+                state.registry.reconcile(name, Vec::new())
+            } else {
+                state.registry.remove_server(name)
+            }
         };
         self.pinning.forget_server(name);
         self.publish(name, &delta);
