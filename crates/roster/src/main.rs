@@ -207,6 +207,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
     let gateway = Gateway::new(roster, serve_config, &config.clients, skills, inbox)?;
+    roster::metrics::http::spawn_listener(&gateway, config.gateway.metrics.listen.as_deref()).await;
 
     // Several clients may each start their own `roster serve` on one state directory; only
     // the first gets the admin socket, the others serve without it.

@@ -51,6 +51,9 @@
 //!                              #   serves it and tells you, "approve" withholds it until
 //!                              #   `roster tools approve`, "off" pins nothing
 //! new_tools = "trust"          # a tool never seen: "trust" pins it, "approve" waits for you
+//! metrics = true               # Prometheus metrics at GET /metrics; false records nothing
+//! metrics_listen = "127.0.0.1:9464"  # also serve /metrics here: plain HTTP, no auth (unset: not)
+//! metrics_tool_labels = false  # true: call metrics also labelled by exposed tool name
 //!
 //! [skills]
 //! paths = ["skills"]           # relative to this file
@@ -348,6 +351,8 @@ pub struct GatewayConfig {
     /// What a tool never seen before does, for servers that do not say (`new_tools`, default
     /// `trust`).
     pub new_tools: NewTools,
+    /// Prometheus metrics: `metrics`, `metrics_listen`, `metrics_tool_labels`.
+    pub metrics: crate::metrics::MetricsConfig,
 }
 
 impl GatewayConfig {
@@ -414,6 +419,7 @@ impl GatewayConfig {
             server_limits: ServerLimits::default(),
             pin: PinPolicy::default(),
             new_tools: NewTools::default(),
+            metrics: crate::metrics::MetricsConfig::default(),
         }
     }
 }
