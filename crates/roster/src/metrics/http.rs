@@ -91,7 +91,7 @@ pub async fn spawn_listener(gateway: &crate::gateway::Gateway, listen: Option<&s
         }
     };
     if let Some(bound) = endpoint.local_addr() {
-        eprintln!("roster: serving metrics at http://{bound}/metrics");
+        eprintln!("roster: serving metrics on {bound} (GET /metrics)");
     }
     let shutdown = gateway.shutdown_token();
     tokio::spawn(async move {

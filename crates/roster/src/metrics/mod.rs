@@ -323,6 +323,16 @@ impl Metrics {
         error
     }
 
+    /// A `tools/call` whose name routed nowhere (`withheld`: it names a withheld tool).
+    pub(crate) fn route_refused(&self, error: &roster_core::CallRouteError, withheld: bool) {
+        let reason = match error {
+            roster_core::CallRouteError::Unknown(_) if withheld => "withheld",
+            roster_core::CallRouteError::Unknown(_) => "unknown_tool",
+            _ => "ambiguous",
+        };
+        self.call_refused(reason, ());
+    }
+
     /// A client request of `method`.
     pub(crate) fn request(&self, method: &str) {
         if let Some(inner) = &self.inner {
