@@ -483,6 +483,39 @@ mod tests {
     }
 
     #[test]
+    fn the_gateway_keys_parse_and_a_bad_address_names_its_key() {
+        let env = |_: &str| None;
+        let path = std::path::Path::new("roster.toml");
+        let parse = |text: &str| crate::Config::from_toml(text, path, &env);
+        let config = parse("[gateway]\n").expect("defaults");
+        assert_eq!(config.gateway.metrics, MetricsConfig::default());
+        let config = parse(
+            "[gateway]\nmetrics = false\nmetrics_listen = \"127.0.0.1:9464\"\n\
+             metrics_tool_labels = true\n",
+        )
+        .expect("valid keys");
+        assert_eq!(
+            config.gateway.metrics,
+            MetricsConfig {
+                enabled: false,
+                listen: Some("127.0.0.1:9464".into()),
+                tool_labels: true,
+            }
+        );
+        let error = parse("[gateway]\nmetrics_listen = \"9464\"\n")
+            .expect_err("a port alone is no address")
+            .to_string();
+        assert!(
+            error.contains("gateway.metrics_listen") && error.contains("host:port"),
+            "{error}"
+        );
+        let error = parse("[gateway]\nmetrics = \"yes\"\n")
+            .expect_err("metrics is a boolean")
+            .to_string();
+        assert!(error.contains("metrics"), "{error}");
+    }
+
+    #[test]
     fn off_records_nothing_and_serves_nothing() {
         let off = Metrics::new(&MetricsConfig {
             enabled: false,
