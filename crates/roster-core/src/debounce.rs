@@ -70,6 +70,7 @@ pub struct Debouncer {
     max_wait: Option<Duration>,
     pending: Option<Pending>,
     refreshes: u64,
+    coalesced: u64,
 }
 
 impl Default for Debouncer {
@@ -87,6 +88,7 @@ impl Debouncer {
             max_wait: None,
             pending: None,
             refreshes: 0,
+            coalesced: 0,
         }
     }
 
@@ -160,6 +162,9 @@ impl Debouncer {
         }
         self.pending = None;
         self.refreshes = self.refreshes.saturating_add(1);
+        self.coalesced = self
+            .coalesced
+            .saturating_add(pending.notifications.saturating_sub(1));
         Some(Fire {
             notifications: pending.notifications,
             first: pending.first,
@@ -176,6 +181,12 @@ impl Debouncer {
     /// How many refreshes have fired.
     pub fn refresh_count(&self) -> u64 {
         self.refreshes
+    }
+
+    /// How many notifications caused no refresh of their own: each fired refresh coalesced
+    /// all but one of its storm's notifications (a cancelled storm counts nothing).
+    pub fn coalesced_count(&self) -> u64 {
+        self.coalesced
     }
 }
 
@@ -197,6 +208,24 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_storm_counts_all_but_its_one_refresh_as_coalesced() {
+        let mut d = Debouncer::default();
+        let t0 = Instant::now();
+        d.on_notification(t0);
+        assert!(d.poll(t0 + ms(500)).is_some());
+        assert_eq!(d.coalesced_count(), 0, "a lone notification saves nothing");
+        for n in 0..5 {
+            d.on_notification(t0 + ms(1000 + n));
+        }
+        assert!(d.poll(t0 + ms(2000)).is_some());
+        assert_eq!((d.refresh_count(), d.coalesced_count()), (2, 4));
+        d.on_notification(t0 + ms(3000));
+        d.on_notification(t0 + ms(3001));
+        d.cancel();
+        assert_eq!(d.coalesced_count(), 4, "a cancelled storm fired nothing");
     }
 
     #[test]

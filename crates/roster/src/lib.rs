@@ -5,6 +5,7 @@
 //! - [`config`]: `roster.toml` and the `mcpServers` JSON of Claude Desktop, Cursor, VS Code.
 //! - [`servers`]: connections (stdio, streamable HTTP, legacy SSE), notifications, re-listing.
 //! - [`Roster`]: the library façade for agent hosts, and what the gateway serves.
+//! - [`metrics`]: Prometheus metrics of one roster, served at `GET /metrics`.
 
 pub use roster_core as core;
 
@@ -15,6 +16,7 @@ pub mod demo;
 pub mod fuzzing;
 pub mod gateway;
 pub mod inbox;
+pub mod metrics;
 mod roster;
 pub mod servers;
 mod session;

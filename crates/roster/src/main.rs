@@ -223,6 +223,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         reloader.watch(gateway.shutdown_token());
     }
     reload_on_hangup(reloader);
+    roster::metrics::http::spawn_listener(&gateway, config.gateway.metrics.listen.as_deref()).await;
 
     // Several clients may each start their own `roster serve` on one state directory; only
     // the first gets the admin socket, the others serve without it.

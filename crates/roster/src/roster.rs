@@ -215,6 +215,7 @@ impl Roster {
         );
         *lock(&rt.running) = running;
         let lifetime = Arc::new(Lifetime(rt.clone()));
+        crate::metrics::watch_runtime(&rt);
         rt.launch()?;
         if !startup_wait.is_zero() {
             rt.wait_first_attempts(startup_wait).await;
@@ -356,10 +357,19 @@ impl Roster {
                 .route_call(exposed_name)
                 .map_err(|e| match e {
                     CallRouteError::Unknown(name) => match self.withheld(&name) {
-                        Some(why) => CallError::Withheld(why),
-                        None => CallError::UnknownTool(name),
+                        Some(why) => self
+                            .rt
+                            .metrics
+                            .call_refused("withheld", CallError::Withheld(why)),
+                        None => self
+                            .rt
+                            .metrics
+                            .call_refused("unknown_tool", CallError::UnknownTool(name)),
                     },
-                    ambiguous => CallError::AmbiguousTool(ambiguous),
+                    ambiguous => self
+                        .rt
+                        .metrics
+                        .call_refused("ambiguous", CallError::AmbiguousTool(ambiguous)),
                 })?;
             (route.server.to_owned(), route.tool.name.clone())
         };
@@ -367,21 +377,26 @@ impl Roster {
             .rt
             .slot(&server)
             .ok_or_else(|| CallError::UnknownTool(exposed_name.to_owned()))?;
-        let connection = slot.connection().ok_or_else(|| CallError::Unavailable {
-            server: server.clone(),
-            tool: exposed_name.to_owned(),
+        let connection = slot.connection().ok_or_else(|| {
+            self.rt.metrics.call_unavailable(&server, exposed_name);
+            CallError::Unavailable {
+                server: server.clone(),
+                tool: exposed_name.to_owned(),
+            }
         })?;
         if options.timeout.is_none() {
             options.timeout = Some(slot.config.call_timeout);
         }
-        connection
-            .call_tool(&tool, arguments, options)
-            .await
-            .map_err(|source| CallError::Request {
-                server,
-                tool: exposed_name.to_owned(),
-                source,
-            })
+        let started = self.rt.metrics.started();
+        let outcome = connection.call_tool(&tool, arguments, options).await;
+        self.rt
+            .metrics
+            .call(&server, exposed_name, started, &outcome);
+        outcome.map_err(|source| CallError::Request {
+            server,
+            tool: exposed_name.to_owned(),
+            source,
+        })
     }
 
     /// How a call of this exposed tool may run as a task (SEP-2663): the server's
@@ -628,6 +643,11 @@ impl Roster {
     /// A new client session with its own delta queue (it sees deltas from now on).
     pub fn open_session(&self) -> Arc<Session> {
         Session::open(self.rt.clone())
+    }
+
+    /// This roster's Prometheus metrics (see [`crate::metrics`]).
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.rt.metrics
     }
 
     /// Every configured server's state, in name order.

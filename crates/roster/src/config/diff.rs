@@ -123,6 +123,7 @@ fn gateway_keys(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
         pin,
         new_tools,
         watch_config,
+        metrics,
     );
     keys.retain(|key| *key != "watch_config");
     keys

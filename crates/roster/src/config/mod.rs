@@ -52,6 +52,9 @@
 //!                              #   `roster tools approve`, "off" pins nothing
 //! new_tools = "trust"          # a tool never seen: "trust" pins it, "approve" waits for you
 //! watch_config = false         # reload when this file changes (SIGHUP and `roster reload` always do)
+//! metrics = true               # Prometheus metrics at GET /metrics; false records nothing
+//! metrics_listen = "127.0.0.1:9464"  # also serve /metrics here: plain HTTP, no auth (unset: not)
+//! metrics_tool_labels = false  # true: call metrics also labelled by exposed tool name
 //!
 //! [skills]
 //! paths = ["skills"]           # relative to this file
@@ -354,6 +357,8 @@ pub struct GatewayConfig {
     /// Reload when the config file changes (`watch_config`, default false); `SIGHUP` and
     /// `roster reload` always do.
     pub watch_config: bool,
+    /// Prometheus metrics: `metrics`, `metrics_listen`, `metrics_tool_labels`.
+    pub metrics: crate::metrics::MetricsConfig,
 }
 
 impl GatewayConfig {
@@ -421,6 +426,7 @@ impl GatewayConfig {
             pin: PinPolicy::default(),
             new_tools: NewTools::default(),
             watch_config: false,
+            metrics: crate::metrics::MetricsConfig::default(),
         }
     }
 }

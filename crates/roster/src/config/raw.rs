@@ -122,6 +122,9 @@ struct RawGateway {
     pin: Option<PinPolicy>,
     new_tools: Option<NewTools>,
     watch_config: Option<bool>,
+    metrics: Option<bool>,
+    metrics_listen: Option<String>,
+    metrics_tool_labels: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -499,6 +502,12 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
     if let Some(var) = raw.admin_token_env {
         g.admin_token_env = Some(var);
     }
+    g.metrics = crate::metrics::MetricsConfig::from_keys(
+        raw.metrics,
+        raw.metrics_listen,
+        raw.metrics_tool_labels,
+    )
+    .map_err(|expected| ctx.invalid("gateway.metrics_listen", expected))?;
     g.state_dir = state_dir::resolve(ctx.env, raw.state_dir.map(|dir| ctx.resolve(&dir)));
     if let Some(max) = raw.admin_max_line {
         if max < 1024 {

@@ -288,7 +288,7 @@ impl Gateway {
         inbox: Option<Arc<crate::inbox::Inbox>>,
     ) -> Result<Arc<Self>, ClientEntryError> {
         let tasks = Tasks::new(config.tasks.clone());
-        Ok(Arc::new(Self {
+        let gateway = Arc::new(Self {
             roster,
             attribution: inbox.as_ref().map(|inbox| inbox.attribution()),
             config,
@@ -301,7 +301,9 @@ impl Gateway {
             served: Mutex::new(None),
             shutdown: CancellationToken::new(),
             reloader: std::sync::OnceLock::new(),
-        }))
+        });
+        crate::metrics::watch_gateway(&gateway);
+        Ok(gateway)
     }
 
     /// The roster this gateway serves.
@@ -390,6 +392,11 @@ impl Gateway {
             name: None,
             subscriptions: self.config.subscriptions.clone(),
         }
+    }
+
+    /// How many client identities hold a stateless-era session.
+    pub(crate) fn stateless_sessions(&self) -> usize {
+        lock(&self.stateless).len()
     }
 
     fn stateless_session(&self, who: &ClientIdentity) -> Arc<Session> {

@@ -22,8 +22,10 @@ pub async fn serve(gateway: Arc<Gateway>) -> Result<(), StdioError> {
     let shutdown = gateway.shutdown_token();
     // Pipes (as clients launch servers) are read and written on the IO reactor; anything else
     // (a terminal, a file) falls back to tokio's stdin/stdout, one blocking-pool hop per read.
+    let pipes = rmcp::transport::stdio_pipes();
+    let transport = crate::metrics::stdio::counted(pipes, gateway.roster().metrics());
     let service = GatewayHandler::new(gateway)
-        .serve_with_ct(rmcp::transport::stdio_pipes(), shutdown.child_token())
+        .serve_with_ct(transport, shutdown.child_token())
         .await
         .map_err(|e| StdioError::Start(e.to_string()))?;
     service

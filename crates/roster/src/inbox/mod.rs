@@ -474,6 +474,11 @@ impl Inbox {
         self.shared.lock().view.unread_count(LOCAL_IDENTITY)
     }
 
+    /// How many entries the ring holds now (at most its capacity).
+    pub fn entry_count(&self) -> usize {
+        self.shared.lock().view.ring.len()
+    }
+
     /// The highest seq given out so far (0 before the first).
     pub fn last_seq(&self) -> Seq {
         self.shared.lock().view.last_seq()

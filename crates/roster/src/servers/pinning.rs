@@ -256,6 +256,17 @@ impl Pinning {
         })
     }
 
+    /// How many tools of each server are withheld now, and how many listed definitions wait
+    /// for a person's decision (for the metrics).
+    pub(crate) fn counts(&self) -> (Vec<(String, usize)>, usize) {
+        let withheld = read(&self.withheld)
+            .iter()
+            .map(|(server, tools)| (server.clone(), tools.len()))
+            .collect();
+        let waiting = lock(&self.book).book.reviews().len();
+        (withheld, waiting)
+    }
+
     /// Whether a tool exposed (or once exposed) as `name` is withheld.
     pub(crate) fn is_withheld(&self, name: &str) -> bool {
         read(&self.withheld)

@@ -131,6 +131,12 @@ impl RefreshHook {
         self.inner.debouncer().refresh_count()
     }
 
+    /// How many `list_changed` caused no re-list of their own: the debounce folded them into
+    /// another's.
+    pub fn coalesced_count(&self) -> u64 {
+        self.inner.debouncer().coalesced_count()
+    }
+
     /// Whether a re-list is waiting for its trailing edge.
     pub fn is_pending(&self) -> bool {
         self.inner.debouncer().is_pending()

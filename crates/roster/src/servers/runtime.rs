@@ -188,6 +188,7 @@ pub(crate) struct Runtime {
     /// Log messages servers sent while no request was in flight to them.
     pub(crate) server_logs: broadcast::Sender<ServerLog>,
     pub(crate) shutdown: CancellationToken,
+    pub(crate) metrics: crate::metrics::Metrics,
 }
 
 /// A server's log message sent outside any request (`notifications/message` params).
@@ -225,7 +226,9 @@ impl Runtime {
             .iter()
             .map(|(name, config)| (name.clone(), Slot::new(name, config, &shutdown)))
             .collect();
+        let metrics = crate::metrics::Metrics::new(&gateway.metrics);
         Arc::new(Runtime {
+            metrics,
             gateway,
             state: Mutex::new(State { registry, schedule }),
             slots: RwLock::new(slots),
@@ -299,6 +302,8 @@ impl Runtime {
             sink.record(&channel, event.method(), event.params().clone(), handled);
         });
         self.resource_watches.relay_updates_of(slot);
+        self.metrics
+            .count_notifications(&slot.name, &slot.notifications);
         if dynamic {
             let weak_rt = Arc::downgrade(self);
             let weak_slot = Arc::downgrade(slot);
@@ -462,6 +467,7 @@ impl Runtime {
         if delta.is_empty() {
             return;
         }
+        self.metrics.delta(server, delta);
         tracing::info!(
             server,
             added = delta.added.len(),
@@ -609,7 +615,10 @@ impl Runtime {
         let Some(connection) = slot.connection() else {
             return Err(RelistError::NotConnected(slot.name.clone()));
         };
-        match connection.list_tools().await {
+        let started = self.metrics.started();
+        let listed = connection.list_tools().await;
+        self.metrics.listing(&slot.name, started, listed.is_ok());
+        match listed {
             Ok(listing) => {
                 // Fingerprints are computed here, outside the lock; the copies the reconcile
                 // does not keep are freed after the lock is released.

@@ -56,7 +56,10 @@ impl GatewayHandler {
             Err(e) => {
                 // A withheld tool is known and waits for a person: a tool error says so, where
                 // the model (and whoever reads its transcript) sees it.
-                let Some(why) = self.gateway.roster().withheld(&request.name) else {
+                let withheld = self.gateway.roster().withheld(&request.name);
+                let metrics = self.gateway.roster().metrics();
+                metrics.route_refused(&e, withheld.is_some());
+                let Some(why) = withheld else {
                     return Err(ErrorData::invalid_params(e.to_string(), None));
                 };
                 let mut result = native::error(why);

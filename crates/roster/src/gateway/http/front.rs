@@ -40,6 +40,7 @@ const JSON_ANSWER_WAIT: Duration = Duration::from_secs(10);
 
 /// The state the front needs.
 pub(super) struct Front {
+    pub(super) metrics: crate::metrics::Metrics,
     pub(super) sessions: Arc<BoundSessions>,
     pub(super) max_body_bytes: usize,
     pub(super) body_read_timeout: Duration,
@@ -145,6 +146,9 @@ async fn post(
         }
     };
     let is_request = probe.method.is_some() && probe.id.is_some();
+    if let (true, Some(method)) = (is_request, &probe.method) {
+        front.metrics.request(method);
+    }
     let reservation = match (&session, probe.method.as_deref()) {
         (None, Some("initialize")) => match front.sessions.reserve(&client) {
             Ok(reservation) => Some(reservation),

@@ -182,7 +182,11 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
         sessions.clone(),
         mcp_config,
     );
+    let counted = Arc::downgrade(&sessions);
+    let metrics = gateway.roster().metrics().clone();
+    metrics.count_sessions("initialize", move || counted.upgrade().map(|s| s.count()));
     let front = Arc::new(Front {
+        metrics,
         sessions: sessions.clone(),
         max_body_bytes: MAX_BODY_BYTES,
         body_read_timeout: settings.gateway.body_read_timeout,
@@ -203,6 +207,7 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
     });
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics_page))
         .with_state(health)
         .merge(mcp_routes)
 }
@@ -243,6 +248,29 @@ async fn healthz(State(health): State<Arc<Health>>, headers: HeaderMap) -> Respo
         })),
     )
         .into_response()
+}
+
+/// The metrics page, behind the same Host/Origin checks as `/healthz` and, when an admin token
+/// is configured, only for it (as `/healthz`'s full view): the page names every server.
+async fn metrics_page(State(health): State<Arc<Health>>, headers: HeaderMap) -> Response {
+    if let Err(why) = health.rebinding.check(&headers) {
+        return (StatusCode::FORBIDDEN, format!("Forbidden: {why}")).into_response();
+    }
+    if let Some(expected) = health.admin_digest
+        && bearer(&headers).is_none_or(|t| digest(t) != expected)
+    {
+        let mut response = (
+            StatusCode::UNAUTHORIZED,
+            "/metrics needs the admin token ([gateway] admin_token_env) as a bearer token\n",
+        )
+            .into_response();
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"roster\""),
+        );
+        return response;
+    }
+    crate::metrics::http::page(health.gateway.roster().metrics())
 }
 
 /// Masks userinfo and query strings of every URL in every string of `value`.

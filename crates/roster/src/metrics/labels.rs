@@ -1,0 +1,258 @@
+//! The label values roster's metrics may carry, each from a fixed set or a bounded one: a
+//! client or a server choosing a method name, or a server choosing tool names, can never grow
+//! a metric's series without limit.
+
+use std::collections::HashSet;
+use std::fmt::Write;
+
+use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder};
+
+use crate::servers::RequestError;
+
+/// The request methods of the MCP specification (2025-06-18, 2025-11-25, 2026-07-28 and the
+/// extensions roster serves) a client may send roster; any other method is counted as
+/// [`OTHER`].
+pub(crate) const CLIENT_REQUEST_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "subscriptions/listen",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "resources/directory/read",
+    "completion/complete",
+    "logging/setLevel",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "tasks/list",
+    "tasks/result",
+    "skills/list",
+    "skills/get",
+];
+
+/// The notification methods of the specification a server may send; any other is [`OTHER`].
+pub(crate) const SERVER_NOTIFICATION_METHODS: &[&str] = &[
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+    "notifications/resources/updated",
+    "notifications/progress",
+    "notifications/message",
+    "notifications/cancelled",
+    "notifications/tasks/status",
+    "notifications/elicitation/complete",
+];
+
+/// The value of a method label outside the fixed list.
+pub(crate) const OTHER: &str = "other";
+
+/// The most distinct tool names the call metrics carry with `metrics_tool_labels = true`; calls
+/// of tools beyond them are labelled [`OTHER`]. Servers that keep adding tools of new names
+/// would otherwise grow the series for ever.
+pub(crate) const MAX_TOOL_LABELS: usize = 1000;
+
+/// `method` when it is one of `known`, else [`OTHER`].
+pub(crate) fn bounded_method(method: &str, known: &[&'static str]) -> &'static str {
+    known
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or(OTHER)
+}
+
+/// How a `tools/call` that reached a server ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CallOutcome {
+    /// A result (including an `input_required` result).
+    Ok,
+    /// A result with `isError: true`.
+    ToolError,
+    /// A JSON-RPC error from the server, an answer roster cannot read, or input the client
+    /// could not give.
+    ProtocolError,
+    /// No answer within `call_timeout`.
+    Timeout,
+    /// The client cancelled.
+    Cancelled,
+    /// The server is not connected, or its connection closed under the call.
+    ServerDown,
+}
+
+impl CallOutcome {
+    /// The label value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::ToolError => "tool_error",
+            CallOutcome::ProtocolError => "protocol_error",
+            CallOutcome::Timeout => "timeout",
+            CallOutcome::Cancelled => "cancelled",
+            CallOutcome::ServerDown => "server_down",
+        }
+    }
+
+    /// The outcome of a server's answer to a call.
+    pub(crate) fn of(outcome: &Result<serde_json::Value, RequestError>) -> CallOutcome {
+        match outcome {
+            Ok(result) if result.get("isError") == Some(&serde_json::Value::Bool(true)) => {
+                CallOutcome::ToolError
+            }
+            Ok(_) => CallOutcome::Ok,
+            Err(RequestError::Timeout(_)) => CallOutcome::Timeout,
+            Err(RequestError::Cancelled) => CallOutcome::Cancelled,
+            Err(RequestError::Closed | RequestError::ShuttingDown(_)) => CallOutcome::ServerDown,
+            Err(_) => CallOutcome::ProtocolError,
+        }
+    }
+}
+
+/// The labels of one call series: the server, how it ended, and (with
+/// `metrics_tool_labels = true`) the exposed tool name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct CallLabels {
+    pub(crate) server: String,
+    pub(crate) outcome: CallOutcome,
+    pub(crate) tool: Option<String>,
+}
+
+impl EncodeLabelSet for CallLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        EncodeLabel::encode(&("server", self.server.as_str()), encoder.encode_label())?;
+        EncodeLabel::encode(&("outcome", self.outcome.as_str()), encoder.encode_label())?;
+        if let Some(tool) = &self.tool {
+            EncodeLabel::encode(&("tool", tool.as_str()), encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
+
+/// A label set of fixed keys: `[("server", "fs"), ("method", "tools/list")]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Labels<const N: usize>(pub(crate) [(&'static str, Value); N]);
+
+/// A label value: one of a fixed set (`&'static str`) or a configured server's name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Value {
+    Fixed(&'static str),
+    Server(String),
+}
+
+impl EncodeLabelValue for &Value {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder<'_>,
+    ) -> std::fmt::Result {
+        match self {
+            Value::Fixed(v) => encoder.write_str(v),
+            Value::Server(v) => EncodeLabelValue::encode(&v.as_str(), encoder),
+        }
+    }
+}
+
+impl<const N: usize> EncodeLabelSet for Labels<N> {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        for (key, value) in &self.0 {
+            EncodeLabel::encode(&(*key, value), encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
+
+/// The tool names call metrics have carried so far, at most [`MAX_TOOL_LABELS`].
+#[derive(Debug, Default)]
+pub(crate) struct ToolLabels {
+    seen: HashSet<String>,
+}
+
+impl ToolLabels {
+    /// The label for a call of `tool`: its name while fewer than `limit` names are in use (or
+    /// it is one of them), else [`OTHER`].
+    pub(crate) fn label(&mut self, tool: &str, limit: usize) -> String {
+        if self.seen.contains(tool) {
+            return tool.to_owned();
+        }
+        if self.seen.len() >= limit {
+            return OTHER.to_owned();
+        }
+        self.seen.insert(tool.to_owned());
+        tool.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn methods_outside_the_spec_are_other() {
+        assert_eq!(
+            bounded_method("tools/call", CLIENT_REQUEST_METHODS),
+            "tools/call"
+        );
+        assert_eq!(bounded_method("tools/call ", CLIENT_REQUEST_METHODS), OTHER);
+        assert_eq!(bounded_method("x/custom", CLIENT_REQUEST_METHODS), OTHER);
+        assert_eq!(
+            bounded_method(
+                "notifications/tools/list_changed",
+                SERVER_NOTIFICATION_METHODS
+            ),
+            "notifications/tools/list_changed"
+        );
+        assert_eq!(
+            bounded_method("notifications/roster/dropped", SERVER_NOTIFICATION_METHODS),
+            OTHER
+        );
+        // A thousand invented methods make one label value.
+        let values: HashSet<&str> = (0..1000)
+            .map(|n| bounded_method(&format!("m/{n}"), CLIENT_REQUEST_METHODS))
+            .collect();
+        assert_eq!(values, HashSet::from([OTHER]));
+    }
+
+    #[test]
+    fn tool_labels_stop_at_their_bound() {
+        let mut labels = ToolLabels::default();
+        assert_eq!(labels.label("a__x", 2), "a__x");
+        assert_eq!(labels.label("a__y", 2), "a__y");
+        assert_eq!(
+            labels.label("a__z", 2),
+            OTHER,
+            "a third name is over the bound"
+        );
+        assert_eq!(
+            labels.label("a__x", 2),
+            "a__x",
+            "a name in use keeps its label"
+        );
+        assert_eq!(labels.seen.len(), 2);
+    }
+
+    #[test]
+    fn outcomes_follow_the_answer() {
+        let ok = Ok(serde_json::json!({"content": []}));
+        let tool_error = Ok(serde_json::json!({"content": [], "isError": true}));
+        assert_eq!(CallOutcome::of(&ok), CallOutcome::Ok);
+        assert_eq!(CallOutcome::of(&tool_error), CallOutcome::ToolError);
+        let timeout = Err(RequestError::Timeout(Duration::from_secs(1)));
+        assert_eq!(CallOutcome::of(&timeout), CallOutcome::Timeout);
+        assert_eq!(
+            CallOutcome::of(&Err(RequestError::Closed)),
+            CallOutcome::ServerDown
+        );
+        let server = Err(RequestError::Server {
+            code: -32603,
+            message: "boom".into(),
+            data: None,
+        });
+        assert_eq!(CallOutcome::of(&server), CallOutcome::ProtocolError);
+    }
+}
