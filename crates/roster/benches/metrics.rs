@@ -85,49 +85,73 @@ fn recording_ns(iterations: usize) -> f64 {
     started.elapsed().as_nanos() as f64 / iterations as f64
 }
 
+/// Per-call times of each roster, one entry per round, in microseconds.
+struct Rounds {
+    on: Vec<f64>,
+    off: Vec<f64>,
+    control: Vec<f64>,
+}
+
 fn main() {
     let benching = std::env::args().any(|a| a == "--bench");
-    let rounds = count("ROSTER_BENCH_ROUNDS", 30, 2, benching);
-    let per_round = count("ROSTER_BENCH_CALLS", 1000, 5, benching);
+    let rounds = count("ROSTER_BENCH_ROUNDS", 200, 2, benching);
+    let per_round = count("ROSTER_BENCH_CALLS", 200, 5, benching);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let (on, off) = runtime.block_on(async {
-        let on = start(true).await;
-        let off = start(false).await;
-        // Warm both: the children's allocators, the page cache, the branch predictors.
-        calls(&on, per_round).await;
-        calls(&off, per_round).await;
-        let (mut on_us, mut off_us) = (Vec::new(), Vec::new());
+    let measured = runtime.block_on(async {
+        // `control` is a second roster with metrics off: how far two identical rosters differ
+        // is the noise floor the on/off difference is read against.
+        let rosters = [start(true).await, start(false).await, start(false).await];
+        // Warm all: the children's allocators, the page cache, the branch predictors.
+        for roster in &rosters {
+            calls(roster, per_round).await;
+        }
+        let mut times: [Vec<f64>; 3] = Default::default();
         for round in 0..rounds {
-            let per_call = |d: Duration| d.as_secs_f64() * 1e6 / per_round as f64;
-            if round.is_multiple_of(2) {
-                on_us.push(per_call(calls(&on, per_round).await));
-                off_us.push(per_call(calls(&off, per_round).await));
-            } else {
-                off_us.push(per_call(calls(&off, per_round).await));
-                on_us.push(per_call(calls(&on, per_round).await));
+            // Each round starts with another roster, so none always runs first or last.
+            for k in 0..rosters.len() {
+                let at = (round + k) % rosters.len();
+                let took = calls(&rosters[at], per_round).await;
+                times[at].push(took.as_secs_f64() * 1e6 / per_round as f64);
             }
         }
-        let page = on.metrics().encode().expect("metrics on");
+        let page = rosters[0].metrics().encode().expect("metrics on");
         assert!(page.contains("roster_tool_call_duration_seconds_count{server=\"demo\""));
-        assert_eq!(off.metrics().encode(), None);
-        on.shutdown_and_wait().await;
-        off.shutdown_and_wait().await;
-        (median(on_us), median(off_us))
+        assert_eq!(rosters[1].metrics().encode(), None);
+        for roster in &rosters {
+            roster.shutdown_and_wait().await;
+        }
+        let [on, off, control] = times;
+        Rounds { on, off, control }
     });
+    let paired = |a: &[f64], b: &[f64]| median(a.iter().zip(b).map(|(a, b)| a / b).collect());
+    let on_off = paired(&measured.on, &measured.off);
+    let control_off = paired(&measured.control, &measured.off);
+    let off = median(measured.off.clone());
     let recording = recording_ns(count("ROSTER_BENCH_RECORDINGS", 1_000_000, 10, benching));
+    let percent = |ratio: f64| (ratio - 1.0) * 100.0;
     println!(
-        "Roster::call demo__echo over stdio, {rounds} alternating rounds of {per_round} calls:"
+        "Roster::call demo__echo over stdio, {rounds} rounds of {per_round} calls per roster:"
     );
-    println!("  metrics on : {on:8.2} µs per call (median of rounds)");
-    println!("  metrics off: {off:8.2} µs per call (median of rounds)");
     println!(
-        "  on / off   : {:8.4} ({:+.2}%)",
-        on / off,
-        (on / off - 1.0) * 100.0
+        "  metrics on           : {:8.2} µs per call (median of rounds)",
+        median(measured.on.clone())
+    );
+    println!("  metrics off          : {off:8.2} µs per call (median of rounds)");
+    println!(
+        "  metrics off, control : {:8.2} µs per call (median of rounds)",
+        median(measured.control.clone())
+    );
+    println!(
+        "  on / off      (median of the rounds' ratios): {on_off:.4} ({:+.2}%)",
+        percent(on_off)
+    );
+    println!(
+        "  control / off (median of the rounds' ratios): {control_off:.4} ({:+.2}%), the noise floor",
+        percent(control_off)
     );
     println!(
         "  recording one call's metrics alone: {recording:.0} ns ({:.3}% of a call with metrics off)",

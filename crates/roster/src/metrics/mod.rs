@@ -267,7 +267,9 @@ impl Metrics {
         started: Option<Instant>,
         outcome: &Result<serde_json::Value, RequestError>,
     ) {
-        self.call_ended(server, exposed, started, CallOutcome::of(outcome));
+        if self.is_on() {
+            self.call_ended(server, exposed, started, CallOutcome::of(outcome));
+        }
     }
 
     /// [`Metrics::call`] timed from now, for `benches/metrics.rs` (what recording costs).

@@ -9,17 +9,22 @@ use rmcp::RoleServer;
 use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::TransportAdapterAsyncRW;
-use rmcp::transport::{IntoTransport, StdioReader, StdioWriter, Transport};
+use rmcp::transport::{IntoTransport, Transport};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Metrics, SessionGuard};
 
 /// The stdin/stdout pipes as a transport counting each client request by method and the
 /// session by its era (`initialize` when it opens with `initialize`, else stateless) from its
 /// first request until it ends.
-pub(crate) fn counted(
-    pipes: (StdioReader, StdioWriter),
+pub(crate) fn counted<R, W>(
+    pipes: (R, W),
     metrics: &Metrics,
-) -> Counted<impl Transport<RoleServer, Error = std::io::Error> + use<>> {
+) -> Counted<impl Transport<RoleServer, Error = std::io::Error> + use<R, W>>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
     Counted {
         inner: IntoTransport::<RoleServer, _, TransportAdapterAsyncRW>::into_transport(pipes),
         metrics: metrics.clone(),
@@ -66,5 +71,49 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Counted<T> {
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.session = None;
         self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    #[tokio::test]
+    async fn each_request_is_counted_by_method_and_the_session_by_its_era() {
+        let metrics = Metrics::new(&super::super::MetricsConfig::default());
+        let (client, server) = tokio::io::duplex(4096);
+        let (read, write) = tokio::io::split(server);
+        let mut transport = counted((read, write), &metrics);
+        let (_, mut to_server) = tokio::io::split(client);
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"vendor/made_up","params":{}}"#,
+        ];
+        for line in lines {
+            to_server
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .expect("write");
+        }
+        for _ in lines {
+            transport.receive().await.expect("a message");
+        }
+        let page = metrics.encode().expect("on");
+        for (method, n) in [("initialize", 1), ("tools/list", 1), ("other", 1)] {
+            let line = format!("roster_client_requests_total{{method=\"{method}\"}} {n}");
+            assert!(page.contains(&line), "{line} in\n{page}");
+        }
+        assert!(
+            !page.contains("notifications/initialized"),
+            "notifications are no requests"
+        );
+        let open = "roster_client_sessions{era=\"initialize\",transport=\"stdio\"}";
+        assert!(page.contains(&format!("{open} 1")), "{page}");
+        transport.close().await.expect("close");
+        let page = metrics.encode().expect("on");
+        assert!(page.contains(&format!("{open} 0")), "{page}");
     }
 }
