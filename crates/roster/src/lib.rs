@@ -5,6 +5,7 @@
 //! - [`config`]: `roster.toml` and the `mcpServers` JSON of Claude Desktop, Cursor, VS Code.
 //! - [`servers`]: connections (stdio, streamable HTTP, legacy SSE), notifications, re-listing.
 //! - [`Roster`]: the library façade for agent hosts, and what the gateway serves.
+//! - [`telemetry`]: OpenTelemetry traces of client and server requests.
 
 pub use roster_core as core;
 
@@ -20,6 +21,7 @@ pub mod servers;
 mod session;
 pub mod store;
 mod sync;
+pub mod telemetry;
 
 pub use config::Config;
 pub use roster::{CallError, Roster, RosterOptions, StartError, ToolEntry, Turn};

@@ -191,7 +191,6 @@ impl Connection {
                 (running, Guard::Sse(sse))
             }
             TransportConfig::StreamableHttp { url, headers } => {
-                use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
                 let custom: HashMap<_, _> = super::wire::header_map(headers)
                     .map_err(ConnectError::Header)?
@@ -199,10 +198,12 @@ impl Connection {
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
                 let transport = GatedTransport::new(
-                    StreamableHttpClientTransport::from_config(
-                        StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                            .custom_headers(custom),
-                    ),
+                    crate::telemetry::TracedHttpClient::new()
+                        .map_err(|e| ConnectError::Handshake(e.to_string()))?
+                        .transport(
+                            StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                                .custom_headers(custom),
+                        ),
                     gate,
                 );
                 let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
@@ -463,9 +464,10 @@ impl Connection {
     /// (past it rmcp sends `notifications/cancelled`).
     async fn send(
         &self,
-        request: Value,
+        mut request: Value,
         timeout: Duration,
     ) -> Result<RequestHandle<RoleClient>, RequestError> {
+        crate::telemetry::inject_current(&mut request);
         let request = client_request(request)?;
         let options = rmcp::service::PeerRequestOptions::with_timeout(timeout);
         Ok(self.peer.send_cancellable_request(request, options).await?)

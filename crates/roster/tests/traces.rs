@@ -1,0 +1,288 @@
+//! Traces seen from outside: a real `roster serve --http` exporting to an OTLP receiver that
+//! this test runs on 127.0.0.1 (OTLP/HTTP protobuf, decoded with the protocol's own
+//! definitions), fronting the dynamic Python server over streamable HTTP, which reports the
+//! trace context it received.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::any_value;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use prost::Message as _;
+use serde_json::{Value, json};
+
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+const VERSION: &str = "2025-11-25";
+
+/// What the receiver got: each span with its resource's `service.name`.
+#[derive(Clone, Default)]
+struct Received(Arc<Mutex<Vec<(String, Span)>>>);
+
+impl Received {
+    fn spans(&self) -> Vec<(String, Span)> {
+        self.0.lock().expect("receiver lock").clone()
+    }
+
+    fn take(&self, request: ExportTraceServiceRequest) {
+        let mut spans = self.0.lock().expect("receiver lock");
+        for resource_spans in request.resource_spans {
+            let service = resource_spans
+                .resource
+                .as_ref()
+                .and_then(|r| {
+                    r.attributes
+                        .iter()
+                        .find(|kv| kv.key == "service.name")
+                        .and_then(|kv| string_of(kv.value.as_ref()?))
+                })
+                .unwrap_or_default();
+            for scope_spans in resource_spans.scope_spans {
+                spans.extend(scope_spans.spans.into_iter().map(|s| (service.clone(), s)));
+            }
+        }
+    }
+}
+
+fn string_of(value: &opentelemetry_proto::tonic::common::v1::AnyValue) -> Option<String> {
+    match value.value.as_ref()? {
+        any_value::Value::StringValue(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn attribute(span: &Span, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| string_of(kv.value.as_ref()?))
+}
+
+/// An OTLP/HTTP receiver: `POST /v1/traces` with a protobuf `ExportTraceServiceRequest`.
+async fn otlp_http_receiver() -> (String, Received) {
+    let received = Received::default();
+    let sink = received.clone();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: Bytes| {
+            let sink = sink.clone();
+            async move {
+                let request =
+                    ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf request");
+                sink.take(request);
+                (
+                    [("content-type", "application/x-protobuf")],
+                    ExportTraceServiceResponse::default().encode_to_vec(),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the receiver");
+    let addr = listener.local_addr().expect("receiver address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), received)
+}
+
+/// `roster serve --http` fronting the dynamic server at `port` as `web`, with `env` set and
+/// the caller's own OTEL_* variables removed.
+fn gateway(port: u16, env: &[(&str, &str)]) -> common::Gateway {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("roster.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nstate_dir = {state:?}\n\n[servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\n",
+            state = dir.path().join("state"),
+        ),
+    )
+    .expect("write config");
+    let mut command = common::serve_command(&config);
+    for (var, _) in std::env::vars() {
+        if var.starts_with("OTEL_") {
+            command.env_remove(var);
+        }
+    }
+    command.envs(env.iter().copied());
+    let (child, url) = common::serve_http(command);
+    common::Gateway {
+        child: common::KillOnDrop(child),
+        url,
+        dir,
+    }
+}
+
+fn post(url: &str, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT_BOTH)
+        .header("mcp-protocol-version", VERSION)
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request
+}
+
+async fn open_session(url: &str) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {},
+        "clientInfo": {"name": "traces", "version": "1"}}});
+    let response = post(url, None, &initialize)
+        .send()
+        .await
+        .expect("POST initialize");
+    assert_eq!(response.status(), 200, "initialize refused");
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let ack = post(url, Some(&session), &initialized)
+        .send()
+        .await
+        .expect("POST initialized");
+    assert_eq!(ack.status(), 202);
+    session
+}
+
+/// Calls `web__last_traceparent` (with `traceparent` as the HTTP header when given, and
+/// `params` merged in) and returns what the server says it received: `{"header", "meta"}`.
+async fn traceparent_seen(
+    url: &str,
+    session: &str,
+    header: Option<&str>,
+    meta: Option<&str>,
+) -> Value {
+    let mut params = json!({"name": "web__last_traceparent", "arguments": {}});
+    if let Some(meta) = meta {
+        params["_meta"] = json!({"traceparent": meta});
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+    let mut request = post(url, Some(session), &body);
+    if let Some(header) = header {
+        request = request.header("traceparent", header);
+    }
+    let answer: Value = request
+        .send()
+        .await
+        .expect("POST tools/call")
+        .json()
+        .await
+        .expect("a JSON answer");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a tool result: {answer}"));
+    serde_json::from_str(text).expect("the tool's JSON")
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The span of `trace` named `name`, once the receiver has it.
+async fn span_named(received: &Received, trace: &str, name: &str) -> (String, Span) {
+    common::eventually(&format!("a span {name:?} of trace {trace}"), || {
+        received
+            .spans()
+            .iter()
+            .any(|(_, s)| hex(&s.trace_id) == trace && s.name == name)
+    })
+    .await;
+    received
+        .spans()
+        .into_iter()
+        .find(|(_, s)| hex(&s.trace_id) == trace && s.name == name)
+        .expect("the span")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_call_is_traced_from_the_client_through_roster_to_the_server() {
+    common::init_tracing();
+    let (endpoint, received) = otlp_http_receiver().await;
+    let (_server, port) = common::spawn_http_fixture("streamable-http", &[]);
+    let roster = gateway(
+        port,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    );
+    let session = open_session(&roster.url).await;
+
+    // The client's trace context comes as the HTTP header.
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let client_span = "00f067aa0ba902b7";
+    let parent = format!("00-{trace}-{client_span}-01");
+    let seen = traceparent_seen(&roster.url, &session, Some(&parent), None).await;
+
+    let (service, request) = span_named(&received, trace, "tools/call web__last_traceparent").await;
+    assert_eq!(service, "roster");
+    assert_eq!(hex(&request.parent_span_id), client_span);
+    assert_eq!(request.kind, SpanKind::Server as i32);
+    assert_eq!(
+        attribute(&request, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(
+        attribute(&request, "mcp.session.id").as_deref(),
+        Some(session.as_str())
+    );
+    assert_eq!(
+        attribute(&request, "roster.era").as_deref(),
+        Some("initialize")
+    );
+
+    let (_, call) = span_named(&received, trace, "tools/call web/last_traceparent").await;
+    assert_eq!(hex(&call.parent_span_id), hex(&request.span_id));
+    assert_eq!(call.kind, SpanKind::Client as i32);
+    assert_eq!(attribute(&call, "roster.server").as_deref(), Some("web"));
+    assert_eq!(
+        attribute(&call, "roster.tool.exposed").as_deref(),
+        Some("web__last_traceparent")
+    );
+    assert_eq!(
+        attribute(&call, "roster.tool.original").as_deref(),
+        Some("last_traceparent")
+    );
+    assert_eq!(attribute(&call, "roster.outcome").as_deref(), Some("ok"));
+
+    // The server got the trace, with roster's span of the call as the parent, both in `_meta`
+    // and as the HTTP header.
+    let expected = format!("00-{trace}-{}-01", hex(&call.span_id));
+    assert_eq!(seen["meta"], json!(expected), "{seen}");
+    assert_eq!(seen["header"], json!(expected), "{seen}");
+
+    // In `_meta` the client's trace context names the parent too.
+    let trace = "0af7651916cd43dd8448eb211c80319c";
+    let client_span = "b7ad6b7169203331";
+    let parent = format!("00-{trace}-{client_span}-01");
+    let seen = traceparent_seen(&roster.url, &session, None, Some(&parent)).await;
+    let (_, request) = span_named(&received, trace, "tools/call web__last_traceparent").await;
+    assert_eq!(hex(&request.parent_span_id), client_span);
+    let (_, call) = span_named(&received, trace, "tools/call web/last_traceparent").await;
+    assert_eq!(
+        seen["meta"],
+        json!(format!("00-{trace}-{}-01", hex(&call.span_id)))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_otlp_endpoint_nothing_is_passed_on() {
+    common::init_tracing();
+    let (_server, port) = common::spawn_http_fixture("streamable-http", &[]);
+    let roster = gateway(port, &[]);
+    let session = open_session(&roster.url).await;
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let seen = traceparent_seen(&roster.url, &session, Some(parent), None).await;
+    assert_eq!(seen, json!({"header": null, "meta": null}));
+}
