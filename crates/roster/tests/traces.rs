@@ -1,6 +1,6 @@
 //! Traces seen from outside: a real `roster serve --http` exporting to an OTLP receiver that
-//! this test runs on 127.0.0.1 (OTLP/HTTP protobuf, decoded with the protocol's own
-//! definitions), fronting the dynamic Python server over streamable HTTP, which reports the
+//! this test runs on 127.0.0.1 (OTLP/HTTP protobuf, or OTLP/gRPC, decoded with the protocol's
+//! own definitions), fronting the dynamic Python server over streamable HTTP, which reports the
 //! trace context it received.
 
 mod common;
@@ -8,6 +8,9 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -87,6 +90,35 @@ async fn otlp_http_receiver() -> (String, Received) {
         .expect("bind the receiver");
     let addr = listener.local_addr().expect("receiver address");
     tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), received)
+}
+
+/// An OTLP/gRPC receiver: the `TraceService/Export` call.
+async fn otlp_grpc_receiver() -> (String, Received) {
+    struct Receiver(Received);
+
+    #[tonic::async_trait]
+    impl TraceService for Receiver {
+        async fn export(
+            &self,
+            request: tonic::Request<ExportTraceServiceRequest>,
+        ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+            self.0.take(request.into_inner());
+            Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+        }
+    }
+
+    let received = Received::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the receiver");
+    let addr = listener.local_addr().expect("receiver address");
+    let service = TraceServiceServer::new(Receiver(received.clone()));
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+    );
     (format!("http://{addr}"), received)
 }
 
@@ -209,11 +241,43 @@ async fn span_named(received: &Received, trace: &str, name: &str) -> (String, Sp
 async fn a_tools_call_is_traced_from_the_client_through_roster_to_the_server() {
     common::init_tracing();
     let (endpoint, received) = otlp_http_receiver().await;
+    traced_calls(&endpoint, "http/protobuf", &received).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_are_exported_over_grpc_too() {
+    common::init_tracing();
+    let (endpoint, received) = otlp_grpc_receiver().await;
+    traced_calls(&endpoint, "grpc", &received).await;
+}
+
+#[test]
+fn an_unknown_protocol_stops_the_gateway_with_the_variable_named() {
+    let config = tempfile::NamedTempFile::new().expect("temp config");
+    std::fs::write(config.path(), "[gateway]\n").expect("write config");
+    let output = common::serve_command(config.path())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/xml")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        .output()
+        .expect("run roster serve");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && stderr.contains("http/xml"),
+        "{stderr}"
+    );
+}
+
+/// Two traced `tools/call`s through a gateway exporting to `endpoint` with `protocol`: the
+/// client's trace context as the HTTP header, then in `_meta`.
+async fn traced_calls(endpoint: &str, protocol: &str, received: &Received) {
     let (_server, port) = common::spawn_http_fixture("streamable-http", &[]);
     let roster = gateway(
         port,
         &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol),
             ("OTEL_BSP_SCHEDULE_DELAY", "100"),
         ],
     );
@@ -225,7 +289,7 @@ async fn a_tools_call_is_traced_from_the_client_through_roster_to_the_server() {
     let parent = format!("00-{trace}-{client_span}-01");
     let seen = traceparent_seen(&roster.url, &session, Some(&parent), None).await;
 
-    let (service, request) = span_named(&received, trace, "tools/call web__last_traceparent").await;
+    let (service, request) = span_named(received, trace, "tools/call web__last_traceparent").await;
     assert_eq!(service, "roster");
     assert_eq!(hex(&request.parent_span_id), client_span);
     assert_eq!(request.kind, SpanKind::Server as i32);
@@ -242,7 +306,7 @@ async fn a_tools_call_is_traced_from_the_client_through_roster_to_the_server() {
         Some("initialize")
     );
 
-    let (_, call) = span_named(&received, trace, "tools/call web/last_traceparent").await;
+    let (_, call) = span_named(received, trace, "tools/call web/last_traceparent").await;
     assert_eq!(hex(&call.parent_span_id), hex(&request.span_id));
     assert_eq!(call.kind, SpanKind::Client as i32);
     assert_eq!(attribute(&call, "roster.server").as_deref(), Some("web"));
@@ -267,9 +331,9 @@ async fn a_tools_call_is_traced_from_the_client_through_roster_to_the_server() {
     let client_span = "b7ad6b7169203331";
     let parent = format!("00-{trace}-{client_span}-01");
     let seen = traceparent_seen(&roster.url, &session, None, Some(&parent)).await;
-    let (_, request) = span_named(&received, trace, "tools/call web__last_traceparent").await;
+    let (_, request) = span_named(received, trace, "tools/call web__last_traceparent").await;
     assert_eq!(hex(&request.parent_span_id), client_span);
-    let (_, call) = span_named(&received, trace, "tools/call web/last_traceparent").await;
+    let (_, call) = span_named(received, trace, "tools/call web/last_traceparent").await;
     assert_eq!(
         seen["meta"],
         json!(format!("00-{trace}-{}-01", hex(&call.span_id)))

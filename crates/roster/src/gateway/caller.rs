@@ -228,8 +228,7 @@ enum Work<T> {
 
 impl<T: Send + 'static> Work<T> {
     fn new(work: impl Future<Output = T> + Send + 'static) -> Self {
-        // The request's trace goes with its work onto the task a pause moves it to.
-        let work = opentelemetry::context::FutureExt::with_current_context(work);
+        let work = crate::telemetry::carried(work);
         Work::Here(Box::pin(
             std::panic::AssertUnwindSafe(work)
                 .catch_unwind()

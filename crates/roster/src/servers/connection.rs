@@ -493,11 +493,15 @@ impl Connection {
 
     /// Sends one request (`prompts/get`, `resources/read`, …) and returns its result as JSON;
     /// each must come within the server's `list_timeout`.
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RequestError> {
+    pub async fn request(&self, method: &str, mut params: Value) -> Result<Value, RequestError> {
+        let span = crate::telemetry::ServerRequest::start(&self.server, method, &mut params);
         let request = json!({"method": method, "params": params});
-        let handle = self.send(request, self.list_timeout).await?;
-        let result = handle.await_response().await?;
-        serde_json::to_value(result).map_err(|e| RequestError::Unexpected(e.to_string()))
+        let answer = async {
+            let handle = self.send(request, self.list_timeout).await?;
+            let result = handle.await_response().await?;
+            serde_json::to_value(result).map_err(|e| RequestError::Unexpected(e.to_string()))
+        };
+        crate::telemetry::ServerRequest::end(span, answer.await)
     }
 
     /// Pages `method` (`prompts/list`, `resources/list`, `resources/templates/list`) to its end

@@ -51,6 +51,20 @@ fn tracer() -> Option<&'static SdkTracer> {
     TRACER.get()
 }
 
+/// `work` carrying the current trace context wherever it is polled (a task it is moved to), so
+/// the server requests it makes are children of the client request; `work` itself while traces
+/// are off.
+pub(crate) fn carried<F: std::future::Future>(
+    work: F,
+) -> futures::future::Either<opentelemetry::context::WithContext<F>, F> {
+    use opentelemetry::context::FutureExt as _;
+    if on() {
+        futures::future::Either::Left(work.with_current_context())
+    } else {
+        futures::future::Either::Right(work)
+    }
+}
+
 /// How spans leave roster: `OTEL_EXPORTER_OTLP_PROTOCOL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {

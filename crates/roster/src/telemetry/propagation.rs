@@ -77,11 +77,11 @@ pub(crate) fn inject(cx: &Context, params: &mut Value) {
     }
 }
 
-/// Puts the current span (the client request's, or a server request's) into a request's
-/// `params._meta`; does nothing while traces are off or outside any traced request.
-/// `request` is `{"method", "params"}`.
+/// Puts the current span (the client request's) into a request's `params._meta`, unless the
+/// request carries a trace context already (its own server request span's); does nothing while
+/// traces are off or outside any traced request. `request` is `{"method", "params"}`.
 pub(crate) fn inject_current(request: &mut Value) {
-    if !super::on() {
+    if !super::on() || request.pointer("/params/_meta/traceparent").is_some() {
         return;
     }
     let cx = Context::current();

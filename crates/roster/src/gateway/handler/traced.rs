@@ -49,13 +49,16 @@ impl Target for ReadResourceRequestParams {
 
 impl Target for CustomRequest {
     fn untyped_method(&self) -> Option<&str> {
-        // Any text a client sends: a long one is not worth a span name.
         Some(self.method.as_str()).filter(|m| m.len() <= MAX_UNTYPED_METHOD)
     }
 }
 
+// A client's text goes into a span only as long as these: an unknown method or a name no tool
+// has can be anything.
 /// The longest method of an untyped request a span is named after.
 const MAX_UNTYPED_METHOD: usize = 64;
+/// The longest tool or prompt name, or resource URI, a span records.
+const MAX_TARGET: usize = 512;
 
 impl Target for Option<PaginatedRequestParams> {}
 impl Target for CompleteRequestParams {}
@@ -118,7 +121,7 @@ impl GatewayHandler {
         };
         ClientRequest {
             method,
-            target: request.target(),
+            target: request.target().filter(|t| t.len() <= MAX_TARGET),
             session: header("mcp-session-id"),
             era: if caller::is_modern(context) {
                 "stateless"
