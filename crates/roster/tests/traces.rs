@@ -338,6 +338,22 @@ async fn traced_calls(endpoint: &str, protocol: &str, received: &Received) {
         seen["meta"],
         json!(format!("00-{trace}-{}-01", hex(&call.span_id)))
     );
+
+    // A turn that re-lists a stale server does it within the request's trace.
+    let refresh = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "refresh_tools", "arguments": {}}});
+    let refreshed = post(&roster.url, Some(&session), &refresh)
+        .send()
+        .await
+        .expect("POST refresh_tools");
+    assert_eq!(refreshed.status(), 200);
+    let trace = "11112222333344445555666677778888";
+    let parent = format!("00-{trace}-1234567890abcdef-01");
+    traceparent_seen(&roster.url, &session, Some(&parent), None).await;
+    let (_, request) = span_named(received, trace, "tools/call web__last_traceparent").await;
+    let (_, listing) = span_named(received, trace, "tools/list web").await;
+    assert_eq!(hex(&listing.parent_span_id), hex(&request.span_id));
+    assert_eq!(attribute(&listing, "roster.outcome").as_deref(), Some("ok"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -368,6 +368,10 @@ impl Connection {
     /// Pages `tools/list` to its end. One listing at a time per connection; each page must
     /// come within the server's `list_timeout` (else `notifications/cancelled` is sent).
     pub async fn list_tools(&self) -> Result<ToolListing, RequestError> {
+        crate::telemetry::ServerRequest::around(&self.server, "tools/list", self.tool_pages()).await
+    }
+
+    async fn tool_pages(&self) -> Result<ToolListing, RequestError> {
         const MAX_PAGES: usize = 1000;
         let _one_at_a_time = self.listing.lock().await;
         let mut listing = ToolListing {

@@ -160,19 +160,37 @@ impl ServerRequest {
         span: Option<Self>,
         answer: Result<Value, RequestError>,
     ) -> Result<Value, RequestError> {
-        let Some(ServerRequest { cx }) = span else {
-            return answer;
+        if let Some(span) = span {
+            span.finish(outcome(&answer), answer.as_ref().err());
+        }
+        answer
+    }
+
+    /// Runs `requests` (the pages of a `tools/list`, each sent with the current trace context)
+    /// inside the span of `method` to `server`, and ends it with their outcome.
+    pub(crate) async fn around<T>(
+        server: &str,
+        method: &str,
+        requests: impl Future<Output = Result<T, RequestError>>,
+    ) -> Result<T, RequestError> {
+        let Some(span) = ServerRequest::start(server, method, &mut Value::Null) else {
+            return requests.await;
         };
-        let span = cx.span();
-        let outcome = outcome(&answer);
+        let answer = requests.with_context(span.cx.clone()).await;
+        let failed = answer.as_ref().err();
+        span.finish(failed.map_or("ok", failure), failed);
+        answer
+    }
+
+    fn finish(self, outcome: &'static str, error: Option<&RequestError>) {
+        let span = self.cx.span();
         span.set_attribute(KeyValue::new("roster.outcome", outcome));
-        match &answer {
-            Ok(_) if outcome == "ok" => span.set_status(Status::Ok),
-            Ok(_) => span.set_status(Status::error("the tool reported an error")),
-            Err(error) => span.set_status(Status::error(error.to_string())),
+        match error {
+            None if outcome == "ok" => span.set_status(Status::Ok),
+            None => span.set_status(Status::error("the tool reported an error")),
+            Some(error) => span.set_status(Status::error(error.to_string())),
         }
         span.end();
-        answer
     }
 }
 
@@ -182,11 +200,17 @@ fn outcome(answer: &Result<Value, RequestError>) -> &'static str {
     match answer {
         Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => "tool_error",
         Ok(_) => "ok",
-        Err(RequestError::Server { .. } | RequestError::Input { .. }) => "protocol_error",
-        Err(RequestError::Timeout(_)) => "timeout",
-        Err(RequestError::Cancelled) => "cancelled",
-        Err(RequestError::Closed | RequestError::ShuttingDown(_)) => "server_down",
-        Err(_) => "error",
+        Err(error) => failure(error),
+    }
+}
+
+fn failure(error: &RequestError) -> &'static str {
+    match error {
+        RequestError::Server { .. } | RequestError::Input { .. } => "protocol_error",
+        RequestError::Timeout(_) => "timeout",
+        RequestError::Cancelled => "cancelled",
+        RequestError::Closed | RequestError::ShuttingDown(_) => "server_down",
+        _ => "error",
     }
 }
 
