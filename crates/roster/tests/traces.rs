@@ -122,15 +122,20 @@ async fn otlp_grpc_receiver() -> (String, Received) {
     (format!("http://{addr}"), received)
 }
 
-/// `roster serve --http` fronting the dynamic server at `port` as `web`, with `env` set and
-/// the caller's own OTEL_* variables removed.
-fn gateway(port: u16, env: &[(&str, &str)]) -> common::Gateway {
+/// `[servers.web]`: the dynamic server over streamable HTTP at `port`.
+fn web(port: u16) -> String {
+    format!("[servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\n")
+}
+
+/// `roster serve --http` fronting `servers`, with `env` set and the caller's own OTEL_*
+/// variables removed.
+fn gateway(servers: &str, env: &[(&str, &str)]) -> common::Gateway {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("roster.toml");
     std::fs::write(
         &config,
         format!(
-            "[gateway]\nstate_dir = {state:?}\n\n[servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\n",
+            "[gateway]\nstate_dir = {state:?}\n\n{servers}",
             state = dir.path().join("state"),
         ),
     )
@@ -195,7 +200,18 @@ async fn traceparent_seen(
     header: Option<&str>,
     meta: Option<&str>,
 ) -> Value {
-    let mut params = json!({"name": "web__last_traceparent", "arguments": {}});
+    traceparent_seen_by("web", url, session, header, meta).await
+}
+
+/// [`traceparent_seen`] of the server named `server`.
+async fn traceparent_seen_by(
+    server: &str,
+    url: &str,
+    session: &str,
+    header: Option<&str>,
+    meta: Option<&str>,
+) -> Value {
+    let mut params = json!({"name": format!("{server}__last_traceparent"), "arguments": {}});
     if let Some(meta) = meta {
         params["_meta"] = json!({"traceparent": meta});
     }
@@ -274,7 +290,7 @@ fn an_unknown_protocol_stops_the_gateway_with_the_variable_named() {
 async fn traced_calls(endpoint: &str, protocol: &str, received: &Received) {
     let (_server, port) = common::spawn_http_fixture("streamable-http", &[]);
     let roster = gateway(
-        port,
+        &web(port),
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol),
@@ -360,9 +376,40 @@ async fn traced_calls(endpoint: &str, protocol: &str, received: &Received) {
 async fn without_an_otlp_endpoint_nothing_is_passed_on() {
     common::init_tracing();
     let (_server, port) = common::spawn_http_fixture("streamable-http", &[]);
-    let roster = gateway(port, &[]);
+    let roster = gateway(&web(port), &[]);
     let session = open_session(&roster.url).await;
     let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let seen = traceparent_seen(&roster.url, &session, Some(parent), None).await;
     assert_eq!(seen, json!({"header": null, "meta": null}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_over_sse_and_stdio_get_the_trace_too() {
+    common::init_tracing();
+    let (endpoint, received) = otlp_http_receiver().await;
+    let (_server, port) = common::spawn_http_fixture("sse", &[]);
+    let servers = format!(
+        "[servers.old]\nurl = \"http://127.0.0.1:{port}/sse\"\ntransport = \"sse\"\n\n{}",
+        common::dynamic_server_toml("local", "legacy", &[])
+    );
+    let roster = gateway(
+        &servers,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    );
+    let session = open_session(&roster.url).await;
+    let trace = "aaaabbbbccccddddeeeeffff00001111";
+    let parent = format!("00-{trace}-0123456789abcdef-01");
+    for (server, over_http) in [("old", true), ("local", false)] {
+        let seen = traceparent_seen_by(server, &roster.url, &session, Some(&parent), None).await;
+        let name = format!("tools/call {server}/last_traceparent");
+        let (_, call) = span_named(&received, trace, &name).await;
+        let expected = json!(format!("00-{trace}-{}-01", hex(&call.span_id)));
+        assert_eq!(seen["meta"], expected, "{server}: {seen}");
+        if over_http {
+            assert_eq!(seen["header"], expected, "{server}: {seen}");
+        }
+    }
 }
