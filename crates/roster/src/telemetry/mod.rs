@@ -127,7 +127,8 @@ impl std::fmt::Debug for Traces {
 
 impl Traces {
     /// Starts exporting when `OTEL_EXPORTER_OTLP_ENDPOINT` or
-    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set; `Ok(None)` (traces off) when neither is.
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set; `Ok(None)` (traces off) when neither is, or
+    /// when `OTEL_SDK_DISABLED` is `true`.
     /// Endpoint, headers (`OTEL_EXPORTER_OTLP_HEADERS`) and timeout are read by the OTLP
     /// exporter as the specification says; the service is `OTEL_SERVICE_NAME`, else `roster`.
     /// The gRPC exporter's connection lives on `runtime`.
@@ -135,7 +136,9 @@ impl Traces {
         let wanted = ENDPOINT_VARS
             .iter()
             .any(|var| std::env::var(var).is_ok_and(|v| !v.trim().is_empty()));
-        if !wanted {
+        let disabled =
+            std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        if !wanted || disabled {
             return Ok(None);
         }
         let exporter = match Protocol::from_env()? {

@@ -53,8 +53,9 @@ impl Target for CustomRequest {
     }
 }
 
-// A client's text goes into a span only as long as these: an unknown method or a name no tool
-// has can be anything.
+// A client's text goes into a span only up to these lengths: an unknown method, or a name no
+// tool has, can be anything.
+
 /// The longest method of an untyped request a span is named after.
 const MAX_UNTYPED_METHOD: usize = 64;
 /// The longest tool or prompt name, or resource URI, a span records.
@@ -71,21 +72,23 @@ impl Target for SetLevelRequestParams {}
 
 /// The MCP method of a `ServerHandler` method.
 fn method_of(handler: &'static str) -> &'static str {
+    use rmcp::model::*;
     match handler {
-        "list_tools" => "tools/list",
-        "call_tool" => "tools/call",
-        "list_prompts" => "prompts/list",
-        "get_prompt" => "prompts/get",
-        "complete" => "completion/complete",
-        "list_resources" => "resources/list",
-        "list_resource_templates" => "resources/templates/list",
-        "read_resource" => "resources/read",
-        "list_skills" => "skills/list",
-        "get_skill" => "skills/get",
-        "read_resource_directory" => "resources/directory/read",
-        "subscribe" => "resources/subscribe",
-        "unsubscribe" => "resources/unsubscribe",
-        "set_level" => "logging/setLevel",
+        "list_tools" => ListToolsRequestMethod::VALUE,
+        "call_tool" => CallToolRequestMethod::VALUE,
+        "list_prompts" => ListPromptsRequestMethod::VALUE,
+        "get_prompt" => GetPromptRequestMethod::VALUE,
+        "complete" => CompleteRequestMethod::VALUE,
+        "list_resources" => ListResourcesRequestMethod::VALUE,
+        "list_resource_templates" => ListResourceTemplatesRequestMethod::VALUE,
+        "read_resource" => ReadResourceRequestMethod::VALUE,
+        "list_skills" => ListSkillsRequestMethod::VALUE,
+        "get_skill" => GetSkillRequestMethod::VALUE,
+        "read_resource_directory" => ReadResourceDirectoryRequestMethod::VALUE,
+        "subscribe" => SubscribeRequestMethod::VALUE,
+        "unsubscribe" => UnsubscribeRequestMethod::VALUE,
+        #[allow(deprecated)]
+        "set_level" => SetLevelRequestMethod::VALUE,
         other => other,
     }
 }
