@@ -141,7 +141,8 @@ impl Traces {
         if !wanted || disabled {
             return Ok(None);
         }
-        let exporter = match Protocol::from_env()? {
+        let protocol = Protocol::from_env()?;
+        let exporter = match protocol {
             Protocol::HttpProtobuf => SpanExporter::builder()
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
@@ -162,6 +163,7 @@ impl Traces {
             .build();
         let tracer = provider.tracer("roster");
         TRACER.set(tracer).map_err(|_| TracesError::AlreadyOn)?;
+        tracing::info!(?protocol, "exporting traces over OTLP");
         Ok(Some(Traces { provider }))
     }
 }
