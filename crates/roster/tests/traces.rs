@@ -413,3 +413,100 @@ async fn servers_over_sse_and_stdio_get_the_trace_too() {
         }
     }
 }
+
+/// Sends `message` as one line to a stdio gateway, and for a request reads lines until its
+/// answer.
+async fn exchange(
+    stdin: &mut tokio::process::ChildStdin,
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    message: Value,
+) -> Option<Value> {
+    use tokio::io::AsyncWriteExt as _;
+    stdin
+        .write_all(format!("{message}\n").as_bytes())
+        .await
+        .expect("write to roster");
+    let id = message.get("id")?.clone();
+    loop {
+        let line = lines
+            .next_line()
+            .await
+            .expect("read from roster")
+            .expect("roster answers before it ends");
+        let answer: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+        if answer.get("id") == Some(&id) {
+            return Some(answer);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_clients_meta_traceparent_is_the_parent_and_spans_are_flushed_at_exit() {
+    common::init_tracing();
+    let (endpoint, received) = otlp_http_receiver().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("roster.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nstate_dir = {state:?}\n\n{}",
+            common::dynamic_server_toml("local", "legacy", &[]),
+            state = dir.path().join("state"),
+        ),
+    )
+    .expect("write config");
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"));
+    command
+        .arg("--config")
+        .arg(&config)
+        .arg("serve")
+        .env_remove("ROSTER_STATE_DIR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for (var, _) in std::env::vars() {
+        if var.starts_with("OTEL_") {
+            command.env_remove(var);
+        }
+    }
+    // Nothing leaves on a timer within the test: what arrives was sent at exit.
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "600000");
+    let mut roster = command.spawn().expect("start roster serve (stdio)");
+    let mut stdin = roster.stdin.take().expect("stdin");
+    let stdout = roster.stdout.take().expect("stdout");
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {},
+        "clientInfo": {"name": "traces", "version": "1"}}});
+    exchange(&mut stdin, &mut lines, initialize).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    exchange(&mut stdin, &mut lines, initialized).await;
+    let trace = "99998888777766665555444433332222";
+    let client_span = "fedcba9876543210";
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "local__last_traceparent", "arguments": {},
+        "_meta": {"traceparent": format!("00-{trace}-{client_span}-01")}}});
+    let answer = exchange(&mut stdin, &mut lines, call)
+        .await
+        .expect("an answer");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a tool result: {answer}"));
+    let seen: Value = serde_json::from_str(text).expect("the tool's JSON");
+
+    drop(stdin);
+    let status = roster.wait().await.expect("roster ends");
+    assert!(status.success(), "{status}");
+    let (_, request) = span_named(&received, trace, "tools/call local__last_traceparent").await;
+    assert_eq!(hex(&request.parent_span_id), client_span);
+    assert_eq!(attribute(&request, "mcp.session.id"), None);
+    let (_, call) = span_named(&received, trace, "tools/call local/last_traceparent").await;
+    assert_eq!(hex(&call.parent_span_id), hex(&request.span_id));
+    assert_eq!(
+        seen["meta"],
+        json!(format!("00-{trace}-{}-01", hex(&call.span_id)))
+    );
+}
