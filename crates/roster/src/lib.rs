@@ -6,6 +6,7 @@
 //! - [`servers`]: connections (stdio, streamable HTTP, legacy SSE), notifications, re-listing.
 //! - [`Roster`]: the library façade for agent hosts, and what the gateway serves.
 //! - [`metrics`]: Prometheus metrics of one roster, served at `GET /metrics`.
+//! - [`telemetry`]: OpenTelemetry traces of client and server requests.
 
 pub use roster_core as core;
 
@@ -22,6 +23,7 @@ pub mod servers;
 mod session;
 pub mod store;
 mod sync;
+pub mod telemetry;
 
 pub use config::Config;
 pub use roster::{CallError, Roster, RosterOptions, StartError, ToolEntry, Turn};

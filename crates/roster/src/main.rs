@@ -119,6 +119,8 @@ fn main() -> anyhow::Result<ExitCode> {
         Some(Command::DemoServer) => runtime.block_on(roster::demo::run_stdio())?,
         Some(Command::Serve(args)) => {
             init_logging();
+            // Dropped after the gateway ends: the last spans are flushed then.
+            let _traces = roster::telemetry::Traces::from_env(runtime.handle())?;
             runtime.block_on(serve(&cli.config, args))?;
         }
         Some(Command::Status(args)) => {

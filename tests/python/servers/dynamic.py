@@ -15,6 +15,7 @@ Usage: dynamic.py [--name NAME] [--fail-first-listing] [--garbage] [--exit-at-st
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -243,6 +244,15 @@ async def note(text: str, ctx: Context) -> str:
 def cancelled_count() -> int:
     """How many `slow` calls were cancelled by the client."""
     return CANCELLED
+
+
+@mcp.tool()
+def last_traceparent(ctx: Context) -> str:
+    """The W3C trace context the request calling this tool (the last one this server got)
+    carried, as JSON: `header` (the HTTP `traceparent` header) and `meta` (`_meta.traceparent`)."""
+    headers = ctx.headers or {}
+    meta = ctx.request_context.meta or {}
+    return json.dumps({"header": headers.get("traceparent"), "meta": meta.get("traceparent")})
 
 
 if args.transport == "stdio":

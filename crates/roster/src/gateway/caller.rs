@@ -228,6 +228,7 @@ enum Work<T> {
 
 impl<T: Send + 'static> Work<T> {
     fn new(work: impl Future<Output = T> + Send + 'static) -> Self {
+        let work = crate::telemetry::carried(work);
         Work::Here(Box::pin(
             std::panic::AssertUnwindSafe(work)
                 .catch_unwind()

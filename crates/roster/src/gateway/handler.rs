@@ -51,6 +51,7 @@ mod era;
 mod offerings;
 mod streams;
 mod tools;
+mod traced;
 
 /// roster's MCP server handler.
 pub struct GatewayHandler {
@@ -173,7 +174,8 @@ macro_rules! hand_over {
             request: $request,
             context: RequestContext<RoleServer>,
         ) -> Result<$answer, ErrorData> {
-            self.$to(request, context).await
+            let trace = self.trace(stringify!($name), &request, &context);
+            crate::telemetry::within(trace, self.$to(request, context)).await
         }
     )*};
 }

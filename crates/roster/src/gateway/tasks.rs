@@ -177,7 +177,9 @@ impl Tasks {
             .with_ttl_ms(u64::try_from(self.settings.ttl.as_millis()).unwrap_or(u64::MAX))
             .with_poll_interval_ms(POLL_INTERVAL_MS);
         let manager = self.owners().entry(owner.to_owned()).or_default().clone();
-        let task = manager.spawn(options, move |context| Box::pin(work.run(round, context)));
+        let task = manager.spawn(options, move |context| {
+            Box::pin(crate::telemetry::carried(work.run(round, context)))
+        });
         Ok(Dispatch::Answered(Box::new(CallToolResponse::Task(
             CreateTaskResult::new(task),
         ))))

@@ -106,7 +106,9 @@ impl Connection {
         let in_flight = self.shared.in_flight.enter(caller.clone());
         let cancel = options.cancel.clone().unwrap_or_default();
         for _ in 0..=relay::MAX_INPUT_ROUNDS {
-            let answer = self.round(method, &params, &options, &in_flight).await?;
+            let span = crate::telemetry::ServerRequest::start(&self.server, method, &mut params);
+            let answer = self.round(method, &params, &options, &in_flight).await;
+            let answer = crate::telemetry::ServerRequest::end(span, answer)?;
             let passes_through = caller.as_ref().is_some_and(|c| c.takes_input_required());
             if !relay::is_input_required(&answer) || passes_through {
                 return Ok(answer);

@@ -191,7 +191,6 @@ impl Connection {
                 (running, Guard::Sse(sse))
             }
             TransportConfig::StreamableHttp { url, headers } => {
-                use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
                 let custom: HashMap<_, _> = super::wire::header_map(headers)
                     .map_err(ConnectError::Header)?
@@ -199,10 +198,12 @@ impl Connection {
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
                 let transport = GatedTransport::new(
-                    StreamableHttpClientTransport::from_config(
-                        StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                            .custom_headers(custom),
-                    ),
+                    crate::telemetry::TracedHttpClient::new()
+                        .map_err(|e| ConnectError::Handshake(e.to_string()))?
+                        .transport(
+                            StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                                .custom_headers(custom),
+                        ),
                     gate,
                 );
                 let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
@@ -367,6 +368,10 @@ impl Connection {
     /// Pages `tools/list` to its end. One listing at a time per connection; each page must
     /// come within the server's `list_timeout` (else `notifications/cancelled` is sent).
     pub async fn list_tools(&self) -> Result<ToolListing, RequestError> {
+        crate::telemetry::ServerRequest::around(&self.server, "tools/list", self.tool_pages()).await
+    }
+
+    async fn tool_pages(&self) -> Result<ToolListing, RequestError> {
         const MAX_PAGES: usize = 1000;
         let _one_at_a_time = self.listing.lock().await;
         let mut listing = ToolListing {
@@ -463,9 +468,10 @@ impl Connection {
     /// (past it rmcp sends `notifications/cancelled`).
     async fn send(
         &self,
-        request: Value,
+        mut request: Value,
         timeout: Duration,
     ) -> Result<RequestHandle<RoleClient>, RequestError> {
+        crate::telemetry::inject_current(&mut request);
         let request = client_request(request)?;
         let options = rmcp::service::PeerRequestOptions::with_timeout(timeout);
         Ok(self.peer.send_cancellable_request(request, options).await?)
@@ -491,11 +497,15 @@ impl Connection {
 
     /// Sends one request (`prompts/get`, `resources/read`, …) and returns its result as JSON;
     /// each must come within the server's `list_timeout`.
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RequestError> {
+    pub async fn request(&self, method: &str, mut params: Value) -> Result<Value, RequestError> {
+        let span = crate::telemetry::ServerRequest::start(&self.server, method, &mut params);
         let request = json!({"method": method, "params": params});
-        let handle = self.send(request, self.list_timeout).await?;
-        let result = handle.await_response().await?;
-        serde_json::to_value(result).map_err(|e| RequestError::Unexpected(e.to_string()))
+        let answer = async {
+            let handle = self.send(request, self.list_timeout).await?;
+            let result = handle.await_response().await?;
+            serde_json::to_value(result).map_err(|e| RequestError::Unexpected(e.to_string()))
+        };
+        crate::telemetry::ServerRequest::end(span, answer.await)
     }
 
     /// Pages `method` (`prompts/list`, `resources/list`, `resources/templates/list`) to its end

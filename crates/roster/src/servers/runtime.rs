@@ -756,12 +756,12 @@ impl Runtime {
             .filter(|(slot, ..)| slot.connection().is_some())
             .map(|(slot, tools, when)| {
                 let rt = self.clone();
-                tokio::spawn(async move {
+                tokio::spawn(crate::telemetry::carried(async move {
                     if tools {
                         let _ = rt.relist(&slot, when).await;
                     }
                     rt.list_offerings(&slot, when).await;
-                })
+                }))
             })
             .collect();
         if listings.is_empty() {

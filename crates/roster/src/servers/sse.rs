@@ -237,6 +237,7 @@ pub(crate) async fn connect(
             let result = client
                 .post(endpoint.clone())
                 .headers(headers.clone())
+                .headers(crate::telemetry::trace_headers(&value))
                 .header(CONTENT_TYPE, "application/json")
                 .body(value.to_string())
                 .send()

@@ -1,0 +1,184 @@
+//! The HTTP client of roster's streamable HTTP connections: rmcp's reqwest client, plus the
+//! `traceparent` header on a request whose `_meta` carries one, so a server (or a proxy in
+//! front of it) that reads trace context from HTTP sees the same trace as from `_meta`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+
+use super::propagation::{TRACEPARENT, traceparent_of};
+
+/// How many redirects one request follows.
+const MAX_REDIRECTS: usize = 10;
+
+/// A streamable HTTP client that passes a request's trace context on as its `traceparent`
+/// header.
+#[derive(Clone, Debug)]
+pub struct TracedHttpClient {
+    inner: reqwest::Client,
+}
+
+impl TracedHttpClient {
+    /// A client like rmcp's default: no idle connection pool (a reused connection whose last
+    /// body was not read stalls on delayed ACKs), and only same-origin 307/308 redirects, which
+    /// keep the POST body and do not hand the session id and configured headers to another host.
+    pub fn new() -> Result<Self, reqwest::Error> {
+        let redirects = reqwest::redirect::Policy::custom(|attempt| {
+            let same_origin = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() == attempt.url().origin());
+            let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+            if same_origin && keeps_body && attempt.previous().len() <= MAX_REDIRECTS {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        });
+        let inner = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .redirect(redirects)
+            .build()?;
+        Ok(TracedHttpClient { inner })
+    }
+
+    /// The streamable HTTP transport of `config` over this client.
+    pub fn transport(
+        self,
+        config: StreamableHttpClientTransportConfig,
+    ) -> StreamableHttpClientTransport<Self> {
+        StreamableHttpClientTransport::with_client(self, config)
+    }
+}
+
+/// `headers` with the message's `traceparent`, if it carries one.
+fn stamped(
+    message: &ClientJsonRpcMessage,
+    mut headers: HashMap<HeaderName, HeaderValue>,
+) -> HashMap<HeaderName, HeaderValue> {
+    if let Some(value) = traceparent_of(message).and_then(|v| HeaderValue::from_str(v).ok()) {
+        headers.insert(HeaderName::from_static(TRACEPARENT), value);
+    }
+    headers
+}
+
+type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
+type StreamResult =
+    Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>>;
+
+impl StreamableHttpClient for TracedHttpClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> PostResult {
+        let headers = stamped(&message, custom_headers);
+        self.inner
+            .post_message(uri, message, session_id, auth_header, headers)
+            .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> PostResult {
+        let headers = stamped(&message, custom_headers);
+        self.inner
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> PostResult {
+        let headers = stamped(&message, custom_headers);
+        self.inner
+            .post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                headers,
+                limits,
+            )
+            .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<reqwest::Error>> {
+        self.inner
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> StreamResult {
+        self.inner
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> StreamResult {
+        self.inner
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
