@@ -313,16 +313,24 @@ impl Metrics {
             .observe(started.elapsed().as_secs_f64());
     }
 
-    /// A `tools/call` refused before any server (`unknown_tool`, `withheld`, `ambiguous`);
-    /// gives `error` back.
-    pub(crate) fn call_refused<E>(&self, reason: &'static str, error: E) -> E {
+    /// A `tools/call` refused before any server with `error`; gives it back.
+    pub(crate) fn call_refused(&self, error: crate::CallError) -> crate::CallError {
+        let reason = match &error {
+            crate::CallError::Withheld(_) => "withheld",
+            crate::CallError::AmbiguousTool(_) => "ambiguous",
+            _ => "unknown_tool",
+        };
+        self.count_refused(reason);
+        error
+    }
+
+    fn count_refused(&self, reason: &'static str) {
         if let Some(inner) = &self.inner {
             inner
                 .calls_refused
                 .get_or_create(&Labels([("reason", Value::Fixed(reason))]))
                 .inc();
         }
-        error
     }
 
     /// A `tools/call` whose name routed nowhere (`withheld`: it names a withheld tool).
@@ -332,7 +340,7 @@ impl Metrics {
             roster_core::CallRouteError::Unknown(_) => "unknown_tool",
             _ => "ambiguous",
         };
-        self.call_refused(reason, ());
+        self.count_refused(reason);
     }
 
     /// A client request of `method`.
@@ -569,6 +577,20 @@ mod tests {
             page.contains("{server=\"s\",outcome=\"tool_error\",tool=\"s__echo\"} 1"),
             "{page}"
         );
+    }
+
+    #[test]
+    fn refused_calls_count_by_reason_and_keep_their_error() {
+        let metrics = on();
+        let error = metrics.call_refused(crate::CallError::Withheld("why".into()));
+        assert!(matches!(error, crate::CallError::Withheld(ref why) if why == "why"));
+        metrics.call_refused(crate::CallError::UnknownTool("x__y".into()));
+        let page = metrics.encode().expect("on");
+        for reason in ["withheld", "unknown_tool"] {
+            let line = format!("roster_tool_calls_refused_total{{reason=\"{reason}\"}} 1");
+            assert!(page.contains(&line), "{line} in\n{page}");
+        }
+        assert!(!page.contains("x__y"), "a refused name is no label");
     }
 
     #[test]
