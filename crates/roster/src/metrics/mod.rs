@@ -393,6 +393,46 @@ impl Metrics {
         }
     }
 
+    /// Drops every series of `server` (a server removed from the config at run time), so a
+    /// dashboard stops showing it; its gauges already follow the live state.
+    pub fn forget_server(&self, server: &str) {
+        let Some(inner) = &self.inner else { return };
+        let name = || Value::Server(server.to_owned());
+        let tools: Vec<Option<String>> = match &inner.tool_labels {
+            Some(labels) => lock(labels).names().map(Some).collect(),
+            None => vec![None],
+        };
+        for outcome in CallOutcome::ALL {
+            for tool in &tools {
+                inner.calls.remove(&CallLabels {
+                    server: server.to_owned(),
+                    outcome,
+                    tool: tool.clone(),
+                });
+            }
+        }
+        for outcome in ["ok", "failed"] {
+            inner.listings.remove(&Labels([
+                ("server", name()),
+                ("outcome", Value::Fixed(outcome)),
+            ]));
+        }
+        inner.listing_seconds.remove(&Labels([("server", name())]));
+        for change in ["added", "changed", "removed"] {
+            inner.deltas.remove(&Labels([
+                ("server", name()),
+                ("change", Value::Fixed(change)),
+            ]));
+        }
+        let methods = SERVER_NOTIFICATION_METHODS.iter().chain([&labels::OTHER]);
+        for method in methods {
+            inner.notifications.remove(&Labels([
+                ("server", name()),
+                ("method", Value::Fixed(method)),
+            ]));
+        }
+    }
+
     /// Counts every notification `server` sends from now on, by method.
     pub(crate) fn count_notifications(
         &self,
@@ -591,6 +631,38 @@ mod tests {
             assert!(page.contains(&line), "{line} in\n{page}");
         }
         assert!(!page.contains("x__y"), "a refused name is no label");
+    }
+
+    #[test]
+    fn a_forgotten_server_leaves_the_page() {
+        let metrics = Metrics::new(&MetricsConfig {
+            tool_labels: true,
+            ..MetricsConfig::default()
+        });
+        let delta = Delta {
+            added: vec!["gone__a".into()],
+            ..Delta::default()
+        };
+        for server in ["gone", "kept"] {
+            metrics.call(
+                server,
+                "x__t",
+                metrics.started(),
+                &Ok(serde_json::json!({})),
+            );
+            metrics.listing(server, metrics.started(), true);
+            metrics.delta(server, &delta);
+        }
+        metrics.forget_server("gone");
+        let page = metrics.encode().expect("on");
+        assert!(!page.contains("\"gone\""), "{page}");
+        for series in [
+            "roster_tool_call_duration_seconds_count{server=\"kept\"",
+            "roster_listings_total{server=\"kept\"",
+            "roster_tool_changes_total{server=\"kept\"",
+        ] {
+            assert!(page.contains(series), "{series} in\n{page}");
+        }
     }
 
     #[test]
