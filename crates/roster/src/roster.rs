@@ -357,20 +357,12 @@ impl Roster {
                 .route_call(exposed_name)
                 .map_err(|e| match e {
                     CallRouteError::Unknown(name) => match self.withheld(&name) {
-                        Some(why) => self
-                            .rt
-                            .metrics
-                            .call_refused("withheld", CallError::Withheld(why)),
-                        None => self
-                            .rt
-                            .metrics
-                            .call_refused("unknown_tool", CallError::UnknownTool(name)),
+                        Some(why) => CallError::Withheld(why),
+                        None => CallError::UnknownTool(name),
                     },
-                    ambiguous => self
-                        .rt
-                        .metrics
-                        .call_refused("ambiguous", CallError::AmbiguousTool(ambiguous)),
-                })?;
+                    ambiguous => CallError::AmbiguousTool(ambiguous),
+                })
+                .map_err(|e| self.rt.metrics.call_refused(e))?;
             (route.server.to_owned(), route.tool.name.clone())
         };
         let slot = self

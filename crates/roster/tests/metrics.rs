@@ -40,7 +40,7 @@ async fn get(url: &str, token: Option<&str>) -> (u16, String) {
 fn parse(page: &str) -> Value {
     use std::io::Write;
     let mut child = std::process::Command::new(common::python())
-        .arg(common::python_fixture("../parse_metrics.py"))
+        .arg(common::workspace_root().join("tests/python/parse_metrics.py"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -87,6 +87,16 @@ pub(crate) enum CallOutcome {
 }
 
 impl CallOutcome {
+    /// Every outcome.
+    pub(crate) const ALL: [CallOutcome; 6] = [
+        CallOutcome::Ok,
+        CallOutcome::ToolError,
+        CallOutcome::ProtocolError,
+        CallOutcome::Timeout,
+        CallOutcome::Cancelled,
+        CallOutcome::ServerDown,
+    ];
+
     /// The label value.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -173,6 +183,11 @@ pub(crate) struct ToolLabels {
 }
 
 impl ToolLabels {
+    /// The tool names in use as labels, and [`OTHER`] (which the names past the bound share).
+    pub(crate) fn names(&self) -> impl Iterator<Item = String> + '_ {
+        self.seen.iter().cloned().chain([OTHER.to_owned()])
+    }
+
     /// The label for a call of `tool`: its name while fewer than `limit` names are in use (or
     /// it is one of them), else [`OTHER`].
     pub(crate) fn label(&mut self, tool: &str, limit: usize) -> String {

@@ -313,16 +313,24 @@ impl Metrics {
             .observe(started.elapsed().as_secs_f64());
     }
 
-    /// A `tools/call` refused before any server (`unknown_tool`, `withheld`, `ambiguous`);
-    /// gives `error` back.
-    pub(crate) fn call_refused<E>(&self, reason: &'static str, error: E) -> E {
+    /// A `tools/call` refused before any server with `error`; gives it back.
+    pub(crate) fn call_refused(&self, error: crate::CallError) -> crate::CallError {
+        let reason = match &error {
+            crate::CallError::Withheld(_) => "withheld",
+            crate::CallError::AmbiguousTool(_) => "ambiguous",
+            _ => "unknown_tool",
+        };
+        self.count_refused(reason);
+        error
+    }
+
+    fn count_refused(&self, reason: &'static str) {
         if let Some(inner) = &self.inner {
             inner
                 .calls_refused
                 .get_or_create(&Labels([("reason", Value::Fixed(reason))]))
                 .inc();
         }
-        error
     }
 
     /// A `tools/call` whose name routed nowhere (`withheld`: it names a withheld tool).
@@ -332,7 +340,7 @@ impl Metrics {
             roster_core::CallRouteError::Unknown(_) => "unknown_tool",
             _ => "ambiguous",
         };
-        self.call_refused(reason, ());
+        self.count_refused(reason);
     }
 
     /// A client request of `method`.
@@ -382,6 +390,46 @@ impl Metrics {
                     ]))
                     .inc_by(count as u64);
             }
+        }
+    }
+
+    /// Drops every series of `server` (a server removed from the config at run time), so a
+    /// dashboard stops showing it; its gauges already follow the live state.
+    pub fn forget_server(&self, server: &str) {
+        let Some(inner) = &self.inner else { return };
+        let name = || Value::Server(server.to_owned());
+        let tools: Vec<Option<String>> = match &inner.tool_labels {
+            Some(labels) => lock(labels).names().map(Some).collect(),
+            None => vec![None],
+        };
+        for outcome in CallOutcome::ALL {
+            for tool in &tools {
+                inner.calls.remove(&CallLabels {
+                    server: server.to_owned(),
+                    outcome,
+                    tool: tool.clone(),
+                });
+            }
+        }
+        for outcome in ["ok", "failed"] {
+            inner.listings.remove(&Labels([
+                ("server", name()),
+                ("outcome", Value::Fixed(outcome)),
+            ]));
+        }
+        inner.listing_seconds.remove(&Labels([("server", name())]));
+        for change in ["added", "changed", "removed"] {
+            inner.deltas.remove(&Labels([
+                ("server", name()),
+                ("change", Value::Fixed(change)),
+            ]));
+        }
+        let methods = SERVER_NOTIFICATION_METHODS.iter().chain([&labels::OTHER]);
+        for method in methods {
+            inner.notifications.remove(&Labels([
+                ("server", name()),
+                ("method", Value::Fixed(method)),
+            ]));
         }
     }
 
@@ -569,6 +617,52 @@ mod tests {
             page.contains("{server=\"s\",outcome=\"tool_error\",tool=\"s__echo\"} 1"),
             "{page}"
         );
+    }
+
+    #[test]
+    fn refused_calls_count_by_reason_and_keep_their_error() {
+        let metrics = on();
+        let error = metrics.call_refused(crate::CallError::Withheld("why".into()));
+        assert!(matches!(error, crate::CallError::Withheld(ref why) if why == "why"));
+        metrics.call_refused(crate::CallError::UnknownTool("x__y".into()));
+        let page = metrics.encode().expect("on");
+        for reason in ["withheld", "unknown_tool"] {
+            let line = format!("roster_tool_calls_refused_total{{reason=\"{reason}\"}} 1");
+            assert!(page.contains(&line), "{line} in\n{page}");
+        }
+        assert!(!page.contains("x__y"), "a refused name is no label");
+    }
+
+    #[test]
+    fn a_forgotten_server_leaves_the_page() {
+        let metrics = Metrics::new(&MetricsConfig {
+            tool_labels: true,
+            ..MetricsConfig::default()
+        });
+        let delta = Delta {
+            added: vec!["gone__a".into()],
+            ..Delta::default()
+        };
+        for server in ["gone", "kept"] {
+            metrics.call(
+                server,
+                "x__t",
+                metrics.started(),
+                &Ok(serde_json::json!({})),
+            );
+            metrics.listing(server, metrics.started(), true);
+            metrics.delta(server, &delta);
+        }
+        metrics.forget_server("gone");
+        let page = metrics.encode().expect("on");
+        assert!(!page.contains("\"gone\""), "{page}");
+        for series in [
+            "roster_tool_call_duration_seconds_count{server=\"kept\"",
+            "roster_listings_total{server=\"kept\"",
+            "roster_tool_changes_total{server=\"kept\"",
+        ] {
+            assert!(page.contains(series), "{series} in\n{page}");
+        }
     }
 
     #[test]
