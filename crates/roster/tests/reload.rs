@@ -62,6 +62,15 @@ async fn a_reload_adds_removes_and_reconnects_only_the_servers_that_changed() {
         roster.status().iter().all(|s| s.name != "b"),
         "a removed server leaves the status"
     );
+    let page = roster
+        .metrics()
+        .encode()
+        .expect("metrics are on by default");
+    assert!(
+        !page.contains("server=\"b\""),
+        "a removed server leaves the metrics page"
+    );
+    assert!(page.contains("server=\"c\""), "an added one is on it");
     assert_eq!(
         roster.tool_lookup().presence("b__echo"),
         roster::core::ToolPresence::Missing,

@@ -396,6 +396,10 @@ impl Runtime {
         };
         self.pinning.forget_server(name);
         self.publish(name, &delta);
+        if gone {
+            // Its series leave the page; a server reconnected under the same name keeps them.
+            self.metrics.forget_server(name);
+        }
         let changed = lock(&self.offerings).remove(name);
         self.publish_offerings(changed);
     }
