@@ -30,14 +30,7 @@ fn config(dir: &Path, pin: &str, servers: &[&str], extra: &[&str]) -> String {
     text
 }
 
-/// Runs `steps` (see `pin_steps.py`) in one client session at `gateway`; one result per step.
-fn steps(gateway: &common::Gateway, steps: Value) -> Vec<Value> {
-    let report = common::python_client_report(
-        "pin_steps.py",
-        &["--url", &gateway.url, "--steps", &steps.to_string()],
-    );
-    report["results"].as_array().expect("results").to_owned()
-}
+use common::session_steps as steps;
 
 /// `roster --config CONFIG ARGS`, as a step a person runs.
 fn person(gateway: &common::Gateway, args: &[&str]) -> Value {

@@ -116,13 +116,7 @@ fn config(dir: &Path, servers: &[&str]) -> String {
     text
 }
 
-fn steps(gateway: &common::Gateway, steps: Value) -> Vec<Value> {
-    let report = common::python_client_report(
-        "pin_steps.py",
-        &["--url", &gateway.url, "--steps", &steps.to_string()],
-    );
-    report["results"].as_array().expect("results").to_owned()
-}
+use common::session_steps as steps;
 
 fn listed(result: &Value) -> Vec<String> {
     result["tools"]

@@ -19,7 +19,7 @@ use roster_core::{Delta, Tool, ToolRegistry};
 use serde_json::{Value, json};
 
 use crate::config::ServerConfig;
-use crate::store::{PinBook, PinStore, PinWrite, ServerPins, now_ms};
+use crate::store::{PinBook, PinStore, PinWrite, ReviewRecord, ServerPins, now_ms};
 use crate::sync::{lock, read, write};
 
 /// The inbox channel drift and hidden text are recorded on.
@@ -145,24 +145,14 @@ impl Pinning {
                     }
                     if drift.is_some() || !hidden.is_empty() {
                         let reason = flag_reason(drift.as_ref(), &hidden);
-                        let fresh =
-                            review.is_none_or(|r| r.withheld || r.review.definition != definition);
-                        if fresh {
-                            gated.entries.push(entry(
-                                server,
-                                &tool.name,
-                                "served",
-                                pin,
-                                &definition,
-                                &reason,
-                                &hidden,
-                            ));
-                            writes.push(PinWrite::Review {
-                                tool: tool.name.clone(),
-                                definition,
-                                withheld: false,
-                            });
-                        }
+                        let review = Reviewed {
+                            server,
+                            tool: &tool.name,
+                            pin,
+                            before: review,
+                            hidden: &hidden,
+                        };
+                        review.keep(definition, "served", &reason, &mut gated, &mut writes);
                         gated.flagged.push((tool.name.clone(), reason));
                     }
                     gated.tools.push(tool);
@@ -172,26 +162,16 @@ impl Pinning {
                     hidden,
                     rejected,
                 } => {
-                    let definition = Pin::of(&tool);
                     let reason = withhold_reason(drift.as_ref(), &hidden, rejected);
-                    let fresh =
-                        review.is_none_or(|r| !r.withheld || r.review.definition != definition);
-                    if fresh {
-                        gated.entries.push(entry(
-                            server,
-                            &tool.name,
-                            if rejected { "rejected" } else { "withheld" },
-                            pin,
-                            &definition,
-                            &reason,
-                            &hidden,
-                        ));
-                        writes.push(PinWrite::Review {
-                            tool: tool.name.clone(),
-                            definition,
-                            withheld: true,
-                        });
-                    }
+                    let state = if rejected { "rejected" } else { "withheld" };
+                    let review = Reviewed {
+                        server,
+                        tool: &tool.name,
+                        pin,
+                        before: review,
+                        hidden: &hidden,
+                    };
+                    review.keep(Pin::of(&tool), state, &reason, &mut gated, &mut writes);
                     gated.withheld.push((tool.name, reason));
                 }
             }
@@ -306,6 +286,50 @@ impl Pinning {
                 Vec::new()
             }
         }
+    }
+}
+
+/// A listed definition a person should see: what the gate knows of it.
+struct Reviewed<'a> {
+    server: &'a str,
+    tool: &'a str,
+    pin: Option<&'a Pin>,
+    before: Option<&'a ReviewRecord>,
+    hidden: &'a [Hidden],
+}
+
+impl Reviewed<'_> {
+    /// Keeps `definition` for a person (`state` "served", "withheld" or "rejected"): written
+    /// to the store and told in the inbox once per definition and state, not at every listing.
+    fn keep(
+        &self,
+        definition: Pin,
+        state: &str,
+        reason: &str,
+        gated: &mut Gated,
+        writes: &mut Vec<PinWrite>,
+    ) {
+        let withheld = state != "served";
+        let fresh = self
+            .before
+            .is_none_or(|r| r.withheld != withheld || r.review.definition != definition);
+        if !fresh {
+            return;
+        }
+        gated.entries.push(entry(
+            self.server,
+            self.tool,
+            state,
+            self.pin,
+            &definition,
+            reason,
+            self.hidden,
+        ));
+        writes.push(PinWrite::Review {
+            tool: self.tool.to_owned(),
+            definition,
+            withheld,
+        });
     }
 }
 

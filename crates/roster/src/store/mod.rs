@@ -78,6 +78,30 @@ pub enum StoreError {
     },
 }
 
+/// Opens the SQLite database at `path` (`None`: in memory) and runs `schema`; errors name the
+/// path (`:memory:` for an in-memory one). Returns the connection and that name.
+fn open_sqlite(
+    path: Option<&std::path::Path>,
+    schema: &str,
+) -> Result<(rusqlite::Connection, String), StoreError> {
+    let name = path.map_or_else(|| ":memory:".to_owned(), |p| p.display().to_string());
+    let error = |source| StoreError::Sqlite {
+        path: name.clone(),
+        source,
+    };
+    let conn = match path {
+        Some(path) => rusqlite::Connection::open(path),
+        None => rusqlite::Connection::open_in_memory(),
+    }
+    .map_err(error)?;
+    // A write waits this long for another process's transaction (`roster tools approve` while
+    // the gateway pins a listing) before it fails.
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(error)?;
+    conn.execute_batch(schema).map_err(error)?;
+    Ok((conn, name))
+}
+
 /// Scans `root` for skill directories and makes `store` hold exactly those. Files that could
 /// not be read are returned in the scan, not stored.
 pub fn index_dir(

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use roster_core::pin::{Pin, Review};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -39,10 +39,6 @@ CREATE TABLE IF NOT EXISTS tool_review (
     PRIMARY KEY (server, tool)
 ) WITHOUT ROWID;
 ";
-
-/// How long a write waits for another process's transaction (`roster tools approve` while the
-/// gateway pins a listing) before it fails.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Who made a definition the pin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,16 +264,12 @@ impl PinStore {
     /// Opens (creating the state directory and the file if needed) the store in `state_dir`.
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
         let path = PinStore::path_in(state_dir);
-        let name = path.display().to_string();
         crate::inbox::ensure_state_dir(state_dir).map_err(|source| StoreError::StateDir {
             path: state_dir.to_owned(),
             source,
         })?;
-        let conn = Connection::open(&path).map_err(|source| StoreError::Sqlite {
-            path: name.clone(),
-            source,
-        })?;
-        PinStore::init(conn, name)
+        let (conn, path) = super::open_sqlite(Some(&path), SCHEMA)?;
+        Ok(PinStore { conn, path })
     }
 
     /// Opens the store in `state_dir` only if its file exists (for commands that only read).
@@ -291,25 +283,8 @@ impl PinStore {
 
     /// A store that lives as long as this value.
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        let name = ":memory:".to_owned();
-        let conn = Connection::open_in_memory().map_err(|source| StoreError::Sqlite {
-            path: name.clone(),
-            source,
-        })?;
-        PinStore::init(conn, name)
-    }
-
-    fn init(conn: Connection, path: String) -> Result<Self, StoreError> {
-        let store = PinStore { conn, path };
-        store
-            .conn
-            .busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| store.error(e))?;
-        store
-            .conn
-            .execute_batch(SCHEMA)
-            .map_err(|e| store.error(e))?;
-        Ok(store)
+        let (conn, path) = super::open_sqlite(None, SCHEMA)?;
+        Ok(PinStore { conn, path })
     }
 
     fn error(&self, source: rusqlite::Error) -> StoreError {

@@ -26,31 +26,14 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let name = path.display().to_string();
-        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite {
-            path: name.clone(),
-            source,
-        })?;
-        SqliteStore::init(conn, name)
+        let (conn, path) = super::open_sqlite(Some(path), SCHEMA)?;
+        Ok(SqliteStore { conn, path })
     }
 
     /// A store that lives as long as this value.
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        let name = ":memory:".to_owned();
-        let conn = Connection::open_in_memory().map_err(|source| StoreError::Sqlite {
-            path: name.clone(),
-            source,
-        })?;
-        SqliteStore::init(conn, name)
-    }
-
-    fn init(conn: Connection, path: String) -> Result<Self, StoreError> {
-        let store = SqliteStore { conn, path };
-        store
-            .conn
-            .execute_batch(SCHEMA)
-            .map_err(|e| store.error(e))?;
-        Ok(store)
+        let (conn, path) = super::open_sqlite(None, SCHEMA)?;
+        Ok(SqliteStore { conn, path })
     }
 
     fn error(&self, source: rusqlite::Error) -> StoreError {

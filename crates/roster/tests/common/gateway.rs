@@ -92,6 +92,19 @@ pub fn call_tools(target: &[&str], calls: &serde_json::Value) -> serde_json::Val
     python_client_report("call_tools.py", &args)
 }
 
+/// One Python SDK client session at `gateway` running `steps` (list, call, a person's command,
+/// wait for list_changed: see `tests/python/clients/pin_steps.py`); one result per step.
+pub fn session_steps(gateway: &Gateway, steps: serde_json::Value) -> Vec<serde_json::Value> {
+    let report = python_client_report(
+        "pin_steps.py",
+        &["--url", &gateway.url, "--steps", &steps.to_string()],
+    );
+    report["results"]
+        .as_array()
+        .expect("a result per step")
+        .to_owned()
+}
+
 /// `examples/roster.toml` written into `dir` as it is, except that `[servers.demo]` runs the
 /// built binary (under `cargo test`, the example's `cargo run` would wait on the build lock),
 /// the skills are the example's own by absolute path, and the state dir is `dir/state`.

@@ -12,7 +12,9 @@ mod gateway;
 
 // Each test binary compiles this module and uses only some of it.
 #[allow(unused_imports)]
-pub use gateway::{Gateway, call_tools, example_config, roster_stdout, serve_command};
+pub use gateway::{
+    Gateway, call_tools, example_config, roster_stdout, serve_command, session_steps,
+};
 
 use std::net::TcpListener;
 use std::path::PathBuf;
