@@ -233,7 +233,9 @@ impl Roster {
     /// note), a server whose effective entry changed is reconnected, and every other server
     /// and every session stay as they are. Waits (at most `startup_wait`) for the new servers'
     /// first connection attempts. Settings only a restart applies are kept as they run and
-    /// named in the result's `need_restart`. A configuration that does not validate changes
+    /// named in the result's `need_restart`; the gateway's own live settings are named in
+    /// `applied` and taken as in force (the gateway puts them there, see
+    /// [`crate::gateway::Gateway::apply`]). A configuration that does not validate changes
     /// nothing.
     pub async fn reload(&self, config: Config) -> Result<ConfigChanges, StartError> {
         config.gateway.naming_config().validate()?;
@@ -244,6 +246,8 @@ impl Roster {
             // What runs now: the new servers; the rest as it was started until a restart.
             running.servers = config.servers.clone();
             running.server_order = config.server_order.clone();
+            // The gateway puts these in force (`Gateway::apply`).
+            crate::config::diff::take_live(&mut running, &config);
             changes
         };
         for name in &changes.removed {

@@ -178,23 +178,6 @@ fn http_stateless_client_sees_tools_appear_and_vanish_through_listen() {
     assert_live_tools(&report, "2026-07-28");
 }
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-
-fn post_initialize(url: &str, token: Option<&str>) -> reqwest::StatusCode {
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    runtime.block_on(async {
-        let mut request = reqwest::Client::new()
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(INITIALIZE);
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        request.send().await.expect("POST /mcp").status()
-    })
-}
-
 #[test]
 fn http_requires_a_valid_bearer_token_when_clients_are_configured() {
     // sha256("hashed-secret")
@@ -209,10 +192,16 @@ name = "laptop"
 token_env = "ROSTER_TEST_LAPTOP_TOKEN"
 "#;
     let gateway = start_http(clients, &[("ROSTER_TEST_LAPTOP_TOKEN", "laptop-secret")]);
-    assert_eq!(post_initialize(&gateway.url, None), 401);
-    assert_eq!(post_initialize(&gateway.url, Some("wrong")), 401);
-    assert_eq!(post_initialize(&gateway.url, Some("laptop-secret")), 200);
-    assert_eq!(post_initialize(&gateway.url, Some("hashed-secret")), 200);
+    assert_eq!(common::post_initialize(&gateway.url, None), 401);
+    assert_eq!(common::post_initialize(&gateway.url, Some("wrong")), 401);
+    assert_eq!(
+        common::post_initialize(&gateway.url, Some("laptop-secret")),
+        200
+    );
+    assert_eq!(
+        common::post_initialize(&gateway.url, Some("hashed-secret")),
+        200
+    );
 
     // The Python SDK client gets through with the token and sees the same live tools.
     let report = live_tools(

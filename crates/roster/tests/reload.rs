@@ -220,3 +220,66 @@ fn with_watch_config_an_edited_file_is_applied_without_a_signal() {
         results[3]
     );
 }
+
+#[test]
+fn a_reload_puts_new_client_tokens_in_force_and_one_it_cannot_read_changes_nothing() {
+    let with_clients = |dir: &Path, clients: &[&str]| {
+        let mut text = config(dir, &["a"]);
+        for name in clients {
+            text.push_str(&format!(
+                "\n[[clients]]\nname = \"{name}\"\ntoken_env = \"ROSTER_TEST_{}\"\n",
+                name.to_uppercase()
+            ));
+        }
+        text
+    };
+    let env = [
+        ("ROSTER_TEST_ONE", "one-secret"),
+        ("ROSTER_TEST_TWO", "two-secret"),
+    ];
+    let gateway = common::Gateway::start(|dir| with_clients(dir, &["one"]), &env);
+    let path = gateway.dir.path().join("roster.toml");
+    let reload = |clients: &[&str]| {
+        std::fs::write(&path, with_clients(gateway.dir.path(), clients)).expect("write");
+        std::process::Command::new(ROSTER)
+            .arg("--config")
+            .arg(&path)
+            .arg("reload")
+            .env_remove("ROSTER_STATE_DIR")
+            .output()
+            .expect("roster reload runs")
+    };
+    let status = |token| common::post_initialize(&gateway.url, Some(token));
+    assert_eq!(status("one-secret"), 200);
+    assert_eq!(status("two-secret"), 401);
+
+    // A second client: its token works from the next request, the first one's still does.
+    let added = reload(&["one", "two"]);
+    let said = String::from_utf8_lossy(&added.stdout);
+    assert!(
+        added.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    assert!(said.contains("in force now: clients"), "{said}");
+    assert!(!said.contains("takes a restart"), "{said}");
+    assert_eq!(status("two-secret"), 200);
+    assert_eq!(status("one-secret"), 200);
+
+    // A client whose token variable the gateway does not have: the reload fails naming it, and
+    // both tokens keep working.
+    let failed = reload(&["one", "two", "three"]);
+    assert_eq!(failed.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        said.contains("ROSTER_TEST_THREE") && said.contains("three"),
+        "{said}"
+    );
+    assert_eq!(status("two-secret"), 200);
+    assert_eq!(status("one-secret"), 200);
+
+    // The first client removed: its token is refused from the next request.
+    assert!(reload(&["two"]).status.success());
+    assert_eq!(status("one-secret"), 401);
+    assert_eq!(status("two-secret"), 200);
+}

@@ -1,6 +1,6 @@
 //! What differs between the running configuration and a new one, for a reload: servers added,
-//! removed and changed, and the `[gateway]`, `[skills]` and `[[clients]]` keys whose new values
-//! only a restart applies.
+//! removed and changed, the `[gateway]` and `[[clients]]` settings a reload puts in force, and
+//! the keys whose new values only a restart applies.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +16,10 @@ pub struct ConfigChanges {
     /// Servers both have with a different effective entry (its own keys, or a `[gateway]`
     /// default it inherits): each is reconnected.
     pub changed: Vec<String>,
+    /// Settings whose new value is in force from the next request (`gateway.delta_notes`,
+    /// `gateway.subscriptions`, `gateway.page_size`, `clients`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applied: Vec<String>,
     /// Keys whose new value takes effect only at the next start (`gateway.listen`, `skills`,
     /// `clients`, …).
     pub need_restart: Vec<String>,
@@ -40,6 +44,19 @@ const INHERITED: &[&str] = &[
     "new_tools",
 ];
 
+/// `[gateway]` keys the gateway puts in force at a reload (see `Gateway::apply`); `[[clients]]`
+/// follows a reload too.
+pub(crate) const LIVE: &[&str] = &["subscriptions", "delta_notes", "page_size"];
+
+/// Takes `new`'s live settings (see [`LIVE`]) and `[[clients]]` into `running`, so the next
+/// reload compares against what is in force.
+pub(crate) fn take_live(running: &mut Config, new: &Config) {
+    running.gateway.subscriptions = new.gateway.subscriptions.clone();
+    running.gateway.delta_notes = new.gateway.delta_notes;
+    running.gateway.page_size = new.gateway.page_size;
+    running.clients = new.clients.clone();
+}
+
 /// What differs between `old` and `new`.
 pub fn changes(old: &Config, new: &Config) -> ConfigChanges {
     let mut out = ConfigChanges::default();
@@ -61,16 +78,18 @@ pub fn changes(old: &Config, new: &Config) -> ConfigChanges {
             out.removed.push(name.clone());
         }
     }
-    out.need_restart = gateway_keys(&old.gateway, &new.gateway)
-        .into_iter()
-        .filter(|key| !INHERITED.contains(key))
-        .map(|key| format!("gateway.{key}"))
-        .collect();
-    if old.skills != new.skills {
-        out.need_restart.push("skills".to_owned());
+    for key in gateway_keys(&old.gateway, &new.gateway) {
+        if LIVE.contains(&key) {
+            out.applied.push(format!("gateway.{key}"));
+        } else if !INHERITED.contains(&key) {
+            out.need_restart.push(format!("gateway.{key}"));
+        }
     }
     if old.clients != new.clients {
-        out.need_restart.push("clients".to_owned());
+        out.applied.push("clients".to_owned());
+    }
+    if old.skills != new.skills {
+        out.need_restart.push("skills".to_owned());
     }
     out
 }
@@ -161,11 +180,19 @@ mod tests {
             "[servers.a]\ncommand = \"a\"\n[servers.b]\ncommand = \"b\"\ncall_timeout = \"5s\"\n",
         );
         let new = parse(
-            "[gateway]\ncall_timeout = \"9s\"\nlisten = \"127.0.0.1:9000\"\n[skills]\npaths = [\"s\"]\n\
+            "[gateway]\ncall_timeout = \"9s\"\nlisten = \"127.0.0.1:9000\"\ndelta_notes = false\n\
+             [skills]\npaths = [\"s\"]\n\
+             [[clients]]\nname = \"ci\"\ntoken_env = \"CI_TOKEN\"\n\
              [servers.a]\ncommand = \"a\"\n[servers.b]\ncommand = \"b\"\ncall_timeout = \"5s\"\n",
         );
         let found = changes(&old, &new);
         assert_eq!(found.changed, ["a"], "b keeps its own timeout");
         assert_eq!(found.need_restart, ["gateway.listen", "skills"]);
+        assert_eq!(found.applied, ["gateway.delta_notes", "clients"]);
+        let mut running = old.clone();
+        take_live(&mut running, &new);
+        let again = changes(&running, &new);
+        assert!(again.applied.is_empty(), "in force now: {again:?}");
+        assert_eq!(again.need_restart, ["gateway.listen", "skills"]);
     }
 }

@@ -88,7 +88,7 @@
 //! delta_notes = false          # this client's tool results carry no change note (default: [gateway])
 //! ```
 
-mod diff;
+pub(crate) mod diff;
 mod duration;
 mod env;
 mod filter;

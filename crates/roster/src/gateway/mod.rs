@@ -20,7 +20,7 @@
 //! messages) goes to the client behind that request, in either era; see `caller` and
 //! [`crate::servers::relay`].
 
-use crate::sync::lock;
+use crate::sync::{lock, read, write};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -188,8 +188,8 @@ pub struct Gateway {
     /// Where a request to a server says whose it is while it runs, so the inbox records what
     /// the server sends meanwhile as that client's (present with the inbox).
     attribution: Option<Attribution>,
-    config: ServeConfig,
-    clients: Vec<AdmittedClient>,
+    /// The settings in force and the admitted `[[clients]]`; a reload replaces both at once.
+    live: std::sync::RwLock<Live>,
     skills: Arc<Skills>,
     inbox: Option<Arc<crate::inbox::Inbox>>,
     stateless: Mutex<HashMap<String, Arc<Session>>>,
@@ -199,6 +199,21 @@ pub struct Gateway {
     shutdown: CancellationToken,
     /// Reloads the configuration file (`roster serve` sets it; an embedder may not).
     reloader: std::sync::OnceLock<Arc<reload::Reloader>>,
+}
+
+/// What a reload can change while clients are connected: the `[gateway]` settings (of which
+/// `subscriptions`, `delta_notes` and `page_size` follow a reload; the rest are read once) and
+/// who may connect.
+struct Live {
+    config: Arc<ServeConfig>,
+    clients: Arc<Vec<AdmittedClient>>,
+}
+
+/// A new `[gateway]` table and `[[clients]]` list checked and ready to take the place of the
+/// running ones ([`Gateway::admit`], then [`Gateway::apply`]).
+pub struct Admitted {
+    gateway: crate::config::GatewayConfig,
+    clients: Vec<AdmittedClient>,
 }
 
 /// The tools a client is served: native tools first (they win any clash), then the servers'.
@@ -291,8 +306,10 @@ impl Gateway {
         let gateway = Arc::new(Self {
             roster,
             attribution: inbox.as_ref().map(|inbox| inbox.attribution()),
-            config,
-            clients: auth::admit_all(clients)?,
+            live: std::sync::RwLock::new(Live {
+                config: Arc::new(config),
+                clients: Arc::new(auth::admit_all(clients)?),
+            }),
             skills,
             inbox,
             stateless: Mutex::new(HashMap::new()),
@@ -361,8 +378,35 @@ impl Gateway {
     }
 
     /// The `[gateway]` settings in force.
-    pub fn config(&self) -> &ServeConfig {
-        &self.config
+    pub fn config(&self) -> Arc<ServeConfig> {
+        read(&self.live).config.clone()
+    }
+
+    fn clients(&self) -> Arc<Vec<AdmittedClient>> {
+        read(&self.live).clients.clone()
+    }
+
+    /// Checks a reloaded configuration's `[[clients]]` (every token readable) without changing
+    /// anything: a client that cannot be admitted fails the reload before any server is touched.
+    pub fn admit(config: &crate::config::Config) -> Result<Admitted, ClientEntryError> {
+        Ok(Admitted {
+            gateway: config.gateway.clone(),
+            clients: auth::admit_all(&config.clients)?,
+        })
+    }
+
+    /// Puts a reloaded `[gateway]` table's live settings (`subscriptions`, `delta_notes`,
+    /// `page_size`) and `[[clients]]` in force: the next request is authenticated against the
+    /// new tokens (a removed client's sessions end at their next request) and served with the
+    /// new settings.
+    pub fn apply(&self, admitted: Admitted) {
+        let mut live = write(&self.live);
+        let mut config = (*live.config).clone();
+        config.subscriptions = admitted.gateway.subscriptions;
+        config.delta_notes = admitted.gateway.delta_notes;
+        config.page_size = admitted.gateway.page_size;
+        live.config = Arc::new(config);
+        live.clients = Arc::new(admitted.clients);
     }
 
     /// Cancelled when the gateway begins shutting down.
@@ -372,25 +416,26 @@ impl Gateway {
 
     /// Whether HTTP requests must carry a bearer token.
     pub fn requires_token(&self) -> bool {
-        !self.clients.is_empty()
+        !self.clients().is_empty()
     }
 
     /// The client a bearer token belongs to, if any.
     pub fn authenticate(&self, token: &str) -> Option<ClientIdentity> {
-        auth::authenticate(&self.clients, token)
+        auth::authenticate(&self.clients(), token)
     }
 
     /// Whether `who`'s tool results carry the change note: its `[[clients]]` entry's
     /// `delta_notes`, else `[gateway] delta_notes`.
     pub(crate) fn delta_notes(&self, who: &ClientIdentity) -> bool {
-        auth::delta_notes(&self.clients, who, self.config.delta_notes)
+        let live = read(&self.live);
+        auth::delta_notes(&live.clients, who, live.config.delta_notes)
     }
 
     /// Who a request without a token is: the `[gateway] subscriptions` default.
     pub fn anonymous(&self) -> ClientIdentity {
         ClientIdentity {
             name: None,
-            subscriptions: self.config.subscriptions.clone(),
+            subscriptions: read(&self.live).config.subscriptions.clone(),
         }
     }
 

@@ -1,20 +1,21 @@
 //! Reloading the configuration file of a running gateway: on `SIGHUP`, `roster reload`, and
 //! (with `[gateway] watch_config = true`) when the file changes.
 //!
-//! A reload reads the file again and hands it to [`crate::Roster::reload`]. A file that does
-//! not parse or validate changes nothing: the error, naming the file and the key, goes to the
+//! A reload reads the file again, checks its `[[clients]]` tokens, hands it to
+//! [`crate::Roster::reload`] (servers) and puts the gateway's live settings in force
+//! ([`super::Gateway::apply`]). A file that does not parse or validate changes nothing: the error, naming the file and the key, goes to the
 //! log and to the caller (`roster reload` exits non-zero), and `roster status` shows it as the
 //! last reload's outcome until the next one.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::Roster;
+use super::Gateway;
 use crate::config::{Config, ConfigChanges};
 use crate::sync::lock;
 
@@ -60,6 +61,9 @@ impl ReloadOutcome {
         if parts.is_empty() {
             parts.push("no server changed".to_owned());
         }
+        if !changes.applied.is_empty() {
+            parts.push(format!("in force now: {}", changes.applied.join(", ")));
+        }
         let mut line = format!("reloaded: {}", parts.join("; "));
         if !changes.need_restart.is_empty() {
             line.push_str(&format!(
@@ -82,7 +86,8 @@ struct State {
 /// Reloads one gateway's configuration file.
 pub struct Reloader {
     path: PathBuf,
-    roster: Roster,
+    /// Weak: the gateway holds its reloader.
+    gateway: Weak<Gateway>,
     state: Mutex<State>,
     /// One reload at a time: a signal during a reload waits for it.
     one_at_a_time: tokio::sync::Mutex<()>,
@@ -95,11 +100,11 @@ fn ms_since_epoch(at: SystemTime) -> u64 {
 }
 
 impl Reloader {
-    /// A reloader for the configuration `roster` was started with, read from `path`.
-    pub fn new(path: &Path, roster: Roster) -> Arc<Reloader> {
+    /// A reloader for the configuration `gateway` was started with, read from `path`.
+    pub fn new(path: &Path, gateway: &Arc<Gateway>) -> Arc<Reloader> {
         Arc::new(Reloader {
             path: path.to_owned(),
-            roster,
+            gateway: Arc::downgrade(gateway),
             state: Mutex::new(State {
                 loaded_at: SystemTime::now(),
                 text: std::fs::read(path).ok(),
@@ -114,11 +119,7 @@ impl Reloader {
         let _one = self.one_at_a_time.lock().await;
         let text = std::fs::read(&self.path).ok();
         let applied = match Config::load(&self.path) {
-            Ok(config) => self
-                .roster
-                .reload(config)
-                .await
-                .map_err(|e| format!("{}: {e}", self.path.display())),
+            Ok(config) => self.apply(config).await,
             Err(e) => Err(e.to_string()),
         };
         let now = SystemTime::now();
@@ -160,6 +161,20 @@ impl Reloader {
         }
         state.last = Some(outcome.clone());
         outcome
+    }
+
+    /// Checks the clients, reloads the servers, then puts the live settings in force.
+    async fn apply(&self, config: Config) -> Result<ConfigChanges, String> {
+        let file = self.path.display();
+        let gateway = self.gateway.upgrade().ok_or("the gateway has shut down")?;
+        let admitted = Gateway::admit(&config).map_err(|e| format!("{file}: {e}"))?;
+        let changes = gateway
+            .roster()
+            .reload(config)
+            .await
+            .map_err(|e| format!("{file}: {e}"))?;
+        gateway.apply(admitted);
+        Ok(changes)
     }
 
     /// The configuration's file, when it was loaded and the last reload's outcome, as

@@ -165,3 +165,21 @@ pub fn roster_stdout(config: &Path, args: &[&str]) -> String {
             .env_remove("ROSTER_STATE_DIR"),
     )
 }
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+/// The HTTP status of an `initialize` POSTed to `url` with `token` as the bearer token.
+pub fn post_initialize(url: &str, token: Option<&str>) -> reqwest::StatusCode {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let mut request = reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INITIALIZE);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send().await.expect("POST /mcp").status()
+    })
+}

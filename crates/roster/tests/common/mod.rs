@@ -13,7 +13,8 @@ mod gateway;
 // Each test binary compiles this module and uses only some of it.
 #[allow(unused_imports)]
 pub use gateway::{
-    Gateway, call_tools, example_config, roster_stdout, serve_command, session_steps,
+    Gateway, call_tools, example_config, post_initialize, roster_stdout, serve_command,
+    session_steps,
 };
 
 use std::net::TcpListener;
