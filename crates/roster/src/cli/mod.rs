@@ -3,5 +3,6 @@
 
 pub mod completions;
 pub mod inbox;
+pub mod probe;
 pub mod skills;
 pub mod tools;
