@@ -250,15 +250,27 @@ mod tests {
     #[test]
     fn a_call_argument_names_what_is_wrong() {
         assert_eq!(
-            parse_call("add={\"a\":1}").unwrap(),
+            parse_call("add={\"a\":1}").expect("a call"),
             (
                 "add".to_owned(),
-                json!({"a": 1}).as_object().unwrap().clone()
+                json!({"a": 1}).as_object().expect("an object").clone()
             )
         );
-        assert!(parse_call("add").unwrap_err().contains("NAME=JSON"));
-        assert!(parse_call("add=[1]").unwrap_err().contains("JSON object"));
-        assert!(parse_call("add={").unwrap_err().contains("not JSON"));
+        assert!(
+            parse_call("add")
+                .expect_err("refused")
+                .contains("NAME=JSON")
+        );
+        assert!(
+            parse_call("add=[1]")
+                .expect_err("refused")
+                .contains("JSON object")
+        );
+        assert!(
+            parse_call("add={")
+                .expect_err("refused")
+                .contains("not JSON")
+        );
     }
 
     #[test]
