@@ -88,6 +88,7 @@
 //! delta_notes = false          # this client's tool results carry no change note (default: [gateway])
 //! ```
 
+mod auth;
 pub(crate) mod diff;
 mod duration;
 mod env;
@@ -103,10 +104,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use auth::{AuthConfig, AuthRule, DEFAULT_LEEWAY};
 pub use diff::{ConfigChanges, changes};
 pub use duration::parse_duration;
 pub use env::EnvLookup;
-pub use filter::{TaskPolicy, TaskSupport, ToolFilter};
+pub use filter::{Permissions, TaskPolicy, TaskSupport, ToolFilter};
 pub use redact::{redact_url, redact_url_in, redact_urls};
 pub use state_dir::state_dir_for;
 
@@ -179,6 +181,8 @@ pub struct Config {
     pub skills: SkillsConfig,
     /// The `[[clients]]` entries: who may connect over HTTP, with which subscriptions.
     pub clients: Vec<ClientConfig>,
+    /// The `[auth]` table: JWT access tokens roster takes besides the `[[clients]]` tokens.
+    pub auth: Option<AuthConfig>,
 }
 
 /// One `[[clients]]` entry. The token is named, never written: `token_env` (a variable read at
@@ -196,6 +200,8 @@ pub struct ClientConfig {
     /// Whether this client's tool results carry the change note; `None` follows
     /// `[gateway] delta_notes`.
     pub delta_notes: Option<bool>,
+    /// What this client may use (`tools`, `prompts`, `resources` allow/deny).
+    pub permissions: Permissions,
 }
 
 /// One `[servers.NAME]` table.
@@ -535,6 +541,7 @@ impl Config {
             gateway: GatewayConfig::defaults(&process_env),
             skills: SkillsConfig::default(),
             clients: Vec::new(),
+            auth: None,
         }
     }
 }
