@@ -1,0 +1,320 @@
+//! roster as an OAuth 2.1 resource server (`[auth]`) and per-client permissions, seen from
+//! outside: a real `roster serve --http`, the official Python SDK client, and a small
+//! authorization server (`tests/python/idp.py`) that publishes its metadata and JWKS over HTTP
+//! on 127.0.0.1 and signs tokens with keys it generated (RS256 and ES256).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The test's authorization server; killed when dropped.
+struct Idp {
+    _child: common::KillOnDrop,
+    issuer: String,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Idp {
+    fn start() -> Self {
+        let mut child = std::process::Command::new(common::python())
+            .arg(common::workspace_root().join("tests/python/idp.py"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start idp.py");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("idp.py prints its port");
+        let port = serde_json::from_str::<Value>(&line).expect("a JSON line")["port"]
+            .as_u64()
+            .expect("a port");
+        Self {
+            _child: common::KillOnDrop(child),
+            issuer: format!("http://127.0.0.1:{port}"),
+            runtime: tokio::runtime::Runtime::new().expect("runtime"),
+        }
+    }
+
+    fn post(&self, path: &str, body: Value) -> String {
+        self.runtime.block_on(async {
+            reqwest::Client::new()
+                .post(format!("{}{path}", self.issuer))
+                .json(&body)
+                .send()
+                .await
+                .expect("POST to idp.py")
+                .text()
+                .await
+                .expect("a text answer")
+        })
+    }
+
+    /// A token `idp.py` signs (see its `/mint`).
+    fn mint(&self, request: Value) -> String {
+        self.post("/mint", request)
+    }
+}
+
+/// `roster serve --http` on a port chosen here, so `[auth] audience` can name roster's own URL.
+fn serve_on_own_port(
+    config: impl FnOnce(&Path, &str) -> String,
+    env: &[(&str, &str)],
+) -> common::Gateway {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = common::free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let path = dir.path().join("roster.toml");
+    std::fs::write(&path, config(dir.path(), &url)).expect("write config");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_roster"));
+    command
+        .arg("--config")
+        .arg(&path)
+        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
+        .env_remove("ROSTER_STATE_DIR")
+        .envs(env.iter().copied());
+    let (child, url) = common::serve_http(command);
+    common::Gateway {
+        child: common::KillOnDrop(child),
+        url,
+        dir,
+    }
+}
+
+fn dynamic_server() -> String {
+    format!(
+        "[servers.dynamic]\ncommand = {}\nargs = [{}]\n",
+        common::toml_str(&common::python().to_string_lossy()),
+        common::toml_str(&common::python_fixture("dynamic.py").to_string_lossy()),
+    )
+}
+
+/// What `identity_view.py` reports for `token` at `gateway` (see the script).
+fn view(gateway: &common::Gateway, token: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["--url", gateway.url.as_str(), "--token", token];
+    args.extend(extra);
+    common::python_client_report("identity_view.py", &args)
+}
+
+/// A POST of `initialize` with `token`: the status and the `WWW-Authenticate` header.
+fn initialize(gateway: &common::Gateway, token: Option<&str>) -> (u16, String) {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let mut request = reqwest::Client::new()
+            .post(&gateway.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("POST /mcp");
+        let challenge = response
+            .headers()
+            .get("www-authenticate")
+            .map(|v| v.to_str().expect("ASCII").to_owned())
+            .unwrap_or_default();
+        (response.status().as_u16(), challenge)
+    })
+}
+
+fn get_json(url: &str) -> (u16, Value) {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let response = reqwest::get(url).await.expect("GET");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    })
+}
+
+#[test]
+fn jwt_access_tokens_from_the_issuer_are_taken_and_the_rest_refused_as_the_spec_says() {
+    let idp = Idp::start();
+    let issuer = idp.issuer.clone();
+    let gateway = serve_on_own_port(
+        |dir, url| {
+            format!(
+                "[gateway]\nstate_dir = {state:?}\n\n{server}\n\
+                 [auth]\nissuer = {issuer:?}\naudience = {url:?}\nrequired_scopes = [\"mcp\"]\n\n\
+                 [[auth.rules]]\nscope = \"mcp:echo-only\"\nname = \"echo-{{sub}}\"\n\
+                 tools.allow = [\"dynamic__echo\"]\n\n\
+                 [[clients]]\nname = \"ci\"\ntoken_env = \"ROSTER_TEST_CI_TOKEN\"\n",
+                state = dir.join("state"),
+                server = dynamic_server(),
+            )
+        },
+        &[("ROSTER_TEST_CI_TOKEN", "static-secret")],
+    );
+    let base = gateway.url.trim_end_matches("/mcp").to_owned();
+    let metadata_url = format!("{base}/.well-known/oauth-protected-resource/mcp");
+
+    // The protected resource metadata, at both well-known forms.
+    for url in [
+        &metadata_url,
+        &format!("{base}/.well-known/oauth-protected-resource"),
+    ] {
+        let (status, doc) = get_json(url);
+        assert_eq!(status, 200, "{url}");
+        assert_eq!(doc["resource"], json!(gateway.url), "{doc}");
+        assert_eq!(doc["authorization_servers"], json!([issuer]), "{doc}");
+        assert_eq!(
+            doc["scopes_supported"],
+            json!(["mcp", "mcp:echo-only"]),
+            "{doc}"
+        );
+        assert_eq!(doc["bearer_methods_supported"], json!(["header"]), "{doc}");
+    }
+
+    // No token: 401 naming the metadata and the scope needed.
+    let (status, challenge) = initialize(&gateway, None);
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenge,
+        format!("Bearer scope=\"mcp\", resource_metadata=\"{metadata_url}\"")
+    );
+
+    let audience = gateway.url.clone();
+    let valid =
+        |kid: &str| idp.mint(json!({"kid": kid, "claims": {"aud": audience, "scope": "mcp"}}));
+
+    // Valid RS256 and ES256 tokens: the Python SDK client lists and calls.
+    for kid in ["rsa-1", "ec-1"] {
+        let token = valid(kid);
+        let seen = view(
+            &gateway,
+            &token,
+            &["--calls", r#"[["dynamic__echo", {"text": "hi"}]]"#],
+        );
+        assert!(
+            seen["tools"].as_array().expect("tools").len() > 2,
+            "{kid}: {seen}"
+        );
+        assert_eq!(
+            seen["calls"][0]["content"][0]["text"], "dynamic: hi",
+            "{kid}: {seen}"
+        );
+    }
+
+    // Tokens that are not valid: 401 invalid_token with the reason; the SDK client is refused.
+    let refused: [(&str, String, &str); 5] = [
+        (
+            "expired",
+            idp.mint(json!({"exp_in": -600, "claims": {"aud": audience, "scope": "mcp"}})),
+            "expired",
+        ),
+        (
+            "wrong audience",
+            idp.mint(json!({"claims": {"aud": "http://127.0.0.1:1/mcp", "scope": "mcp"}})),
+            "audience",
+        ),
+        (
+            "wrong issuer",
+            idp.mint(
+                json!({"claims": {"aud": audience, "scope": "mcp", "iss": "http://127.0.0.1:1"}}),
+            ),
+            "issuer",
+        ),
+        (
+            "forged signature",
+            idp.mint(json!({"forge": true, "claims": {"aud": audience, "scope": "mcp"}})),
+            "signature",
+        ),
+        (
+            "not yet valid",
+            idp.mint(json!({"claims": {"aud": audience, "scope": "mcp", "nbf": 4_000_000_000u64}})),
+            "not valid yet",
+        ),
+    ];
+    for (case, token, reason) in &refused {
+        let (status, challenge) = initialize(&gateway, Some(token));
+        assert_eq!(status, 401, "{case}");
+        assert!(
+            challenge.starts_with("Bearer error=\"invalid_token\", error_description=\"")
+                && challenge.contains(reason)
+                && challenge.ends_with(&format!(
+                    "scope=\"mcp\", resource_metadata=\"{metadata_url}\""
+                )),
+            "{case}: {challenge}"
+        );
+        let seen = view(&gateway, token, &[]);
+        assert!(
+            seen["refused"].as_str().is_some_and(|r| r.contains("401")),
+            "{case}: {seen}"
+        );
+    }
+
+    // A valid token without the required scope: 403 insufficient_scope.
+    let unscoped = idp.mint(json!({"claims": {"aud": audience, "scope": "other"}}));
+    let (status, challenge) = initialize(&gateway, Some(&unscoped));
+    assert_eq!(status, 403);
+    assert_eq!(
+        challenge,
+        format!(
+            "Bearer error=\"insufficient_scope\", scope=\"mcp\", resource_metadata=\"{metadata_url}\""
+        )
+    );
+    let seen = view(&gateway, &unscoped, &[]);
+    assert!(
+        seen["refused"].as_str().is_some_and(|r| r.contains("403")),
+        "{seen}"
+    );
+
+    // An [[auth.rules]] entry: a token with `mcp:echo-only` sees and calls only dynamic__echo.
+    let echo_only = idp.mint(json!({"claims": {"aud": audience, "scope": "mcp mcp:echo-only"}}));
+    let seen = view(
+        &gateway,
+        &echo_only,
+        &[
+            "--calls",
+            r#"[["dynamic__echo", {"text": "hi"}], ["dynamic__listing_count", {}], ["dynamic__no_such_tool", {}]]"#,
+        ],
+    );
+    assert_eq!(seen["tools"], json!(["dynamic__echo"]), "{seen}");
+    assert_eq!(seen["tools_cache_scope"], "private", "{seen}");
+    assert_eq!(
+        seen["calls"][0]["content"][0]["text"], "dynamic: hi",
+        "{seen}"
+    );
+    assert_eq!(
+        seen["calls"][1]["error"]["message"]
+            .as_str()
+            .map(|m| m.replace("dynamic__listing_count", "NAME")),
+        seen["calls"][2]["error"]["message"]
+            .as_str()
+            .map(|m| m.replace("dynamic__no_such_tool", "NAME")),
+        "a denied tool answers as an unknown one: {seen}"
+    );
+
+    // The static [[clients]] token keeps working beside [auth].
+    let seen = view(&gateway, "static-secret", &[]);
+    assert!(seen["tools"].as_array().expect("tools").len() > 2, "{seen}");
+
+    // The issuer rotates its key: a token under the new key id is taken once roster refetched
+    // the JWKS (an unknown key id refetches, at most once per 5 s).
+    let rotated = idp.post("/rotate", json!({}));
+    assert_eq!(rotated, "rsa-2");
+    let token = valid("rsa-2");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, challenge) = initialize(&gateway, Some(&token));
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 401, "{challenge}");
+        assert!(
+            Instant::now() < deadline,
+            "the rotated key was never taken: {challenge}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let seen = view(&gateway, &token, &[]);
+    assert!(seen["tools"].as_array().expect("tools").len() > 2, "{seen}");
+    // The key it replaced is gone from the JWKS, and so from what roster takes.
+    let (status, _) = initialize(&gateway, Some(&valid("rsa-1")));
+    assert_eq!(status, 401, "a token of the retired key is refused");
+}
