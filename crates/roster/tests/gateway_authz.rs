@@ -318,3 +318,182 @@ fn jwt_access_tokens_from_the_issuer_are_taken_and_the_rest_refused_as_the_spec_
     let (status, _) = initialize(&gateway, Some(&valid("rsa-1")));
     assert_eq!(status, 401, "a token of the retired key is refused");
 }
+
+/// `message` with `name` replaced, to compare a refusal with a not-found answer.
+fn error_text(answer: &Value, name: &str) -> String {
+    answer["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an error: {answer}"))
+        .replace(name, "NAME")
+}
+
+#[test]
+fn a_client_limited_to_read_tools_neither_sees_nor_calls_the_others() {
+    let files = tempfile::tempdir().expect("temp dir");
+    std::fs::write(files.path().join("notes.txt"), "kept").expect("write notes");
+    let files_dir = files.path().to_string_lossy().into_owned();
+    let gateway = common::Gateway::start(
+        |dir| {
+            format!(
+                "[gateway]\nstartup_wait = \"30s\"\nstate_dir = {state:?}\n\n\
+                 [servers.fs]\ncommand = {node}\nargs = [{fs}, {files}]\n\n\
+                 [servers.fixture]\ncommand = {py}\nargs = [{fixture}]\n\n\
+                 [[clients]]\nname = \"reader\"\ntoken_env = \"ROSTER_TEST_READER\"\n\
+                 tools.allow = [\"fs__read_*\"]\n\
+                 prompts.allow = [\"fixture__test_simple_prompt\"]\n\
+                 resources.deny = [\"test://static-binary\", \"test://template/*\"]\n\n\
+                 [[clients]]\nname = \"no-refresh\"\ntoken_env = \"ROSTER_TEST_NO_REFRESH\"\n\
+                 tools.deny = [\"refresh_tools\"]\n\n\
+                 [[clients]]\nname = \"full\"\ntoken_env = \"ROSTER_TEST_FULL\"\n",
+                state = dir.join("state"),
+                node = common::toml_str(&common::node22().to_string_lossy()),
+                fs = common::toml_str(
+                    &common::npm_bin("@modelcontextprotocol/server-filesystem").to_string_lossy()
+                ),
+                files = common::toml_str(&files_dir),
+                py = common::toml_str(&common::python().to_string_lossy()),
+                fixture = common::toml_str(
+                    &common::workspace_root()
+                        .join("tests/python/conformance_server.py")
+                        .to_string_lossy()
+                ),
+            )
+        },
+        &[
+            ("ROSTER_TEST_READER", "reader-token"),
+            ("ROSTER_TEST_NO_REFRESH", "no-refresh-token"),
+            ("ROSTER_TEST_FULL", "full-token"),
+        ],
+    );
+    let written = files.path().join("written.txt");
+    let write = json!({"path": written, "content": "x"});
+    let notes = json!({"path": files.path().join("notes.txt")});
+
+    let reader = view(
+        &gateway,
+        "reader-token",
+        &[
+            "--calls",
+            &json!([
+                ["fs__write_file", write],
+                ["write_file", write],
+                ["refresh_tools", {}],
+                ["fs__no_such_tool", {}],
+                ["fs__read_text_file", notes],
+            ])
+            .to_string(),
+            "--prompts",
+            r#"["fixture__test_simple_prompt", "fixture__test_prompt_with_arguments", "fixture__no_such_prompt"]"#,
+            "--reads",
+            r#"["test://static-text", "test://static-binary", "test://template/42/data", "test://nowhere"]"#,
+        ],
+    );
+    let tools: Vec<&str> = reader["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(tools.contains(&"fs__read_text_file"), "{tools:?}");
+    assert!(
+        tools.iter().all(|t| t.starts_with("fs__read_")),
+        "only fs__read_* is listed (no fs__write_file, no native tool): {tools:?}"
+    );
+    assert_eq!(reader["tools_cache_scope"], "private", "{reader}");
+    let calls = &reader["calls"];
+    let unknown = error_text(&calls[3], "fs__no_such_tool");
+    assert!(unknown.contains("unknown tool"), "{unknown}");
+    assert_eq!(error_text(&calls[0], "fs__write_file"), unknown, "{calls}");
+    assert_eq!(
+        error_text(&calls[1], "write_file"),
+        unknown,
+        "by the server's own name: {calls}"
+    );
+    assert_eq!(
+        error_text(&calls[2], "refresh_tools"),
+        unknown,
+        "a native tool: {calls}"
+    );
+    assert_eq!(calls[4]["content"][0]["text"], "kept", "{calls}");
+    assert!(
+        !written.exists(),
+        "the denied write never reached the server"
+    );
+
+    assert_eq!(
+        reader["prompts"],
+        json!(["fixture__test_simple_prompt"]),
+        "{reader}"
+    );
+    let prompts = &reader["prompt_gets"];
+    assert!(prompts[0]["messages"].is_array(), "{prompts}");
+    assert_eq!(
+        error_text(&prompts[1], "fixture__test_prompt_with_arguments"),
+        error_text(&prompts[2], "fixture__no_such_prompt"),
+        "{prompts}"
+    );
+    let resources = reader["resources"].as_array().expect("resources");
+    assert!(resources.contains(&json!("test://static-text")), "{reader}");
+    assert!(
+        !resources.contains(&json!("test://static-binary")),
+        "{reader}"
+    );
+    assert_eq!(reader["templates"], json!([]), "{reader}");
+    let reads = &reader["reads"];
+    assert_eq!(
+        reads[0]["contents"][0]["uri"], "test://static-text",
+        "{reads}"
+    );
+    let not_found = error_text(&reads[3], "test://nowhere");
+    assert_eq!(
+        error_text(&reads[1], "test://static-binary"),
+        not_found,
+        "{reads}"
+    );
+    assert_eq!(
+        error_text(&reads[2], "test://template/42/data"),
+        not_found,
+        "{reads}"
+    );
+
+    // A client denied only a native tool: everything else, but never refresh_tools.
+    let no_refresh = view(
+        &gateway,
+        "no-refresh-token",
+        &["--calls", r#"[["refresh_tools", {}], ["list_skills", {}]]"#],
+    );
+    let tools = no_refresh["tools"].as_array().expect("tools");
+    assert!(tools.contains(&json!("fs__write_file")), "{no_refresh}");
+    assert!(tools.contains(&json!("list_skills")), "{no_refresh}");
+    assert!(!tools.contains(&json!("refresh_tools")), "{no_refresh}");
+    assert_eq!(
+        error_text(&no_refresh["calls"][0], "refresh_tools"),
+        unknown,
+        "{no_refresh}"
+    );
+    assert!(
+        no_refresh["calls"][1]["structuredContent"].is_object(),
+        "{no_refresh}"
+    );
+
+    // A client without permissions sees and calls everything.
+    let full = view(
+        &gateway,
+        "full-token",
+        &["--calls", &json!([["fs__write_file", write]]).to_string()],
+    );
+    let tools = full["tools"].as_array().expect("tools");
+    assert!(
+        tools.contains(&json!("fs__write_file")) && tools.contains(&json!("refresh_tools")),
+        "{full}"
+    );
+    assert_eq!(
+        full["templates"],
+        json!(["test://template/{id}/data"]),
+        "{full}"
+    );
+    assert!(
+        written.exists(),
+        "the full client's write reached the server: {full}"
+    );
+}
