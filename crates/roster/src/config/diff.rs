@@ -186,13 +186,14 @@ mod tests {
         let new = parse(
             "[gateway]\ncall_timeout = \"9s\"\nlisten = \"127.0.0.1:9000\"\ndelta_notes = false\n\
              [skills]\npaths = [\"s\"]\n\
-             [[clients]]\nname = \"ci\"\ntoken_env = \"CI_TOKEN\"\n\
+             [[clients]]\nname = \"ci\"\ntoken_env = \"CI_TOKEN\"\ntools.deny = [\"x\"]\n\
+             [auth]\nissuer = \"https://idp.example\"\naudience = \"https://r.example/mcp\"\n\
              [servers.a]\ncommand = \"a\"\n[servers.b]\ncommand = \"b\"\ncall_timeout = \"5s\"\n",
         );
         let found = changes(&old, &new);
         assert_eq!(found.changed, ["a"], "b keeps its own timeout");
         assert_eq!(found.need_restart, ["gateway.listen", "skills"]);
-        assert_eq!(found.applied, ["gateway.delta_notes", "clients"]);
+        assert_eq!(found.applied, ["gateway.delta_notes", "clients", "auth"]);
         let mut running = old.clone();
         take_live(&mut running, &new);
         let again = changes(&running, &new);

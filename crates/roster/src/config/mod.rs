@@ -86,6 +86,27 @@
 //! token_env = "IDE_TOKEN"      # or token_sha256 = "…"
 //! subscriptions = ["eng"]
 //! delta_notes = false          # this client's tool results carry no change note (default: [gateway])
+//! tools.allow = ["fs__read_*", "list_skills"]  # globs on exposed names (native tools too); what a
+//! tools.deny = ["*_secret"]    #   client may not use answers exactly as what does not exist
+//! prompts.deny = ["web__*"]    # exposed prompt names
+//! resources.allow = ["file://*"]  # resource URIs (and resource templates' URI templates)
+//!
+//! [auth]                       # roster as an OAuth 2.1 resource server: JWT access tokens too
+//! issuers = ["https://idp.example.com"]  # accepted `iss`; keys from each one's metadata (RFC 8414
+//!                              #   oauth-authorization-server, else openid-configuration → jwks_uri)
+//! audience = "https://roster.example.com/mcp"  # roster's own URL: `aud` must hold it
+//! # jwks_url = "https://idp.example.com/jwks"  # the signing keys, instead of discovering them
+//! leeway = "60s"               # clock skew allowed on exp / nbf
+//! required_scopes = ["mcp"]    # a token without them gets 403 insufficient_scope
+//! scopes_supported = ["mcp", "mcp:read"]  # in the metadata (default: required + rules' scopes)
+//!
+//! [[auth.rules]]               # who a token makes its caller: the first rule whose conditions
+//! scope = "mcp:read"           #   all hold (scope held; claim equals or holds value; subject);
+//! claim = "groups"             #   no rule matches: the subject, [gateway] subscriptions, no limits
+//! value = "eng"
+//! name = "eng-{sub}"           # the identity ({sub}: the token's subject; default "{sub}")
+//! subscriptions = ["eng"]
+//! tools.allow = ["fs__read_*"] # tools / prompts / resources allow/deny, as for [[clients]]
 //! ```
 
 mod auth;
