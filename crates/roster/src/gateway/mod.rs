@@ -183,6 +183,10 @@ impl Default for ServeConfig {
     }
 }
 
+/// How many client identities keep a stateless-era session at once; past it, the least recently
+/// used one's session ends (its next request opens a new one).
+pub const MAX_STATELESS_IDENTITIES: usize = 4096;
+
 /// The gateway's shared state: the roster it serves, who may connect, and the sessions of
 /// clients that speak the stateless (2026-07-28) era, keyed by who they are.
 pub struct Gateway {
@@ -194,7 +198,9 @@ pub struct Gateway {
     live: std::sync::RwLock<Live>,
     skills: Arc<Skills>,
     inbox: Option<Arc<crate::inbox::Inbox>>,
-    stateless: Mutex<HashMap<String, Arc<Session>>>,
+    /// By identity name, with when each was last used: at most [`MAX_STATELESS_IDENTITIES`]
+    /// (verified tokens bring identities from outside; the least recently used goes first).
+    stateless: Mutex<HashMap<String, (Arc<Session>, std::time::Instant)>>,
     paused: Arc<caller::Paused<Outcome>>,
     tasks: Tasks,
     served: Mutex<Option<Arc<ServedTools>>>,
@@ -474,11 +480,24 @@ impl Gateway {
 
     fn stateless_session(&self, who: &ClientIdentity) -> Arc<Session> {
         let key = who.name.clone().unwrap_or_default();
+        let now = std::time::Instant::now();
         let mut sessions = lock(&self.stateless);
-        sessions
-            .entry(key)
-            .or_insert_with(|| self.roster.open_session())
-            .clone()
+        if let Some((session, used)) = sessions.get_mut(&key) {
+            *used = now;
+            return session.clone();
+        }
+        if sessions.len() >= MAX_STATELESS_IDENTITIES {
+            let oldest = sessions
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(name, _)| name.clone());
+            if let Some(oldest) = oldest {
+                sessions.remove(&oldest);
+            }
+        }
+        let session = self.roster.open_session();
+        sessions.insert(key, (session.clone(), now));
+        session
     }
 
     /// Begins shutting down: sessions stop, then the servers are stopped.

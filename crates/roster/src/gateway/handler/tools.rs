@@ -82,6 +82,26 @@ impl GatewayHandler {
             // By a server's own name: judged by the exposed name it routes to.
             Ok(name) if !who.may_use_tool(&name) => return Err(unknown()),
             Ok(name) => name,
+            // Several servers have a tool of this own name: only those this client may use
+            // count (the others must not show, even in an error).
+            Err(CallRouteError::Ambiguous { name, exposed }) if who.permissions.restricts() => {
+                let mut permitted: Vec<String> = exposed
+                    .into_iter()
+                    .filter(|e| who.may_use_tool(e))
+                    .collect();
+                match permitted.len() {
+                    0 => return Err(unknown()),
+                    1 => permitted.remove(0),
+                    _ => {
+                        let e = CallRouteError::Ambiguous {
+                            name,
+                            exposed: permitted,
+                        };
+                        self.gateway.roster().metrics().route_refused(&e, false);
+                        return Err(ErrorData::invalid_params(e.to_string(), None));
+                    }
+                }
+            }
             Err(e) => {
                 // A withheld tool is known and waits for a person: a tool error says so, where
                 // the model (and whoever reads its transcript) sees it.
