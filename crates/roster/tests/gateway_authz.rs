@@ -497,3 +497,78 @@ fn a_client_limited_to_read_tools_neither_sees_nor_calls_the_others() {
         "the full client's write reached the server: {full}"
     );
 }
+
+#[test]
+fn a_reload_puts_new_permissions_and_an_auth_table_in_force() {
+    let idp = Idp::start();
+    let write_config = |dir: &Path, extra: &str| {
+        format!(
+            "[gateway]\nstate_dir = {state:?}\n\n{server}\n\
+             [[clients]]\nname = \"one\"\ntoken_env = \"ROSTER_TEST_ONE\"\n{extra}\n",
+            state = dir.join("state"),
+            server = dynamic_server(),
+        )
+    };
+    let gateway = common::Gateway::start(
+        |dir| write_config(dir, ""),
+        &[("ROSTER_TEST_ONE", "one-secret")],
+    );
+    let path = gateway.dir.path().join("roster.toml");
+    let reload = |extra: &str| {
+        std::fs::write(&path, write_config(gateway.dir.path(), extra)).expect("write");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+            .arg("--config")
+            .arg(&path)
+            .arg("reload")
+            .env_remove("ROSTER_STATE_DIR")
+            .output()
+            .expect("roster reload runs");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        said
+    };
+    let calls = ["--calls", r#"[["dynamic__echo", {"text": "hi"}]]"#];
+    let before = view(&gateway, "one-secret", &calls);
+    assert!(
+        before["tools"]
+            .as_array()
+            .expect("tools")
+            .contains(&json!("dynamic__echo"))
+    );
+    let base = gateway.url.trim_end_matches("/mcp").to_owned();
+    let metadata = format!("{base}/.well-known/oauth-protected-resource");
+    assert_eq!(get_json(&metadata).0, 404, "no [auth] yet");
+
+    let said = reload(&format!(
+        "tools.deny = [\"dynamic__echo\"]\n\n[auth]\nissuer = {:?}\naudience = {:?}\n",
+        idp.issuer, gateway.url
+    ));
+    assert!(said.contains("in force now: clients, auth"), "{said}");
+    let after = view(&gateway, "one-secret", &calls);
+    assert!(
+        !after["tools"]
+            .as_array()
+            .expect("tools")
+            .contains(&json!("dynamic__echo")),
+        "{after}"
+    );
+    assert!(
+        error_text(&after["calls"][0], "dynamic__echo").contains("unknown tool"),
+        "{after}"
+    );
+    let (status, doc) = get_json(&metadata);
+    assert_eq!(
+        (status, &doc["authorization_servers"]),
+        (200, &json!([idp.issuer]))
+    );
+    let token = idp.mint(json!({"claims": {"aud": gateway.url}}));
+    let seen = view(&gateway, &token, &calls);
+    assert_eq!(
+        seen["calls"][0]["content"][0]["text"], "dynamic: hi",
+        "{seen}"
+    );
+}
