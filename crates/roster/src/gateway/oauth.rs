@@ -372,7 +372,7 @@ fn find(
     None
 }
 
-/// The keys of a JWKS document: at most [`MAX_KEYS`], skipping any that do not read.
+/// The public keys of a JWKS document: of its first [`MAX_KEYS`] entries, those that read.
 fn read_jwks(url: &str, doc: &Value) -> Vec<Jwk> {
     let listed = doc
         .get("keys")
@@ -389,6 +389,11 @@ fn read_jwks(url: &str, doc: &Value) -> Vec<Jwk> {
         .iter()
         .take(MAX_KEYS)
         .filter_map(|key| serde_json::from_value::<Jwk>(key.clone()).ok())
+        // A public key roster can use: never a shared secret (`oct`).
+        .filter(|jwk| {
+            DecodingKey::from_jwk(jwk)
+                .is_ok_and(|k| k.family() != jsonwebtoken::AlgorithmFamily::Hmac)
+        })
         .collect()
 }
 
@@ -496,6 +501,43 @@ mod tests {
                 "https://idp.example.com/.well-known/openid-configuration/tenant/1",
                 "https://idp.example.com/tenant/1/.well-known/openid-configuration",
             ]
+        );
+    }
+
+    #[test]
+    fn a_jwks_is_held_up_to_the_bound_and_unreadable_keys_are_skipped() {
+        // A 2048-bit RSA public key (RFC 7517 appendix A.1's modulus).
+        let n = "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw";
+        let key = |kid: usize| serde_json::json!({"kty": "RSA", "kid": format!("k{kid}"), "n": n, "e": "AQAB"});
+        let mut keys: Vec<Value> = (0..MAX_KEYS + 10).map(key).collect();
+        keys.insert(0, serde_json::json!({"kty": "RSA", "kid": "broken"}));
+        let held = read_jwks("test", &serde_json::json!({ "keys": keys }));
+        assert_eq!(
+            held.len(),
+            MAX_KEYS - 1,
+            "the first {MAX_KEYS} entries, less the broken one"
+        );
+        let mut sets = Keys {
+            sets: vec![KeySet {
+                issuers: vec!["https://idp".into()],
+                jwks_url: None,
+                keys: held,
+            }],
+            fetched: None,
+        };
+        assert!(matches!(
+            find(&sets, Some("k3"), Algorithm::RS256),
+            Some(Ok(_))
+        ));
+        assert!(
+            matches!(find(&sets, Some("k3"), Algorithm::ES256), Some(Err(_))),
+            "an RSA key never verifies ES256"
+        );
+        assert!(find(&sets, Some("k99"), Algorithm::RS256).is_none());
+        sets.sets[0].keys.truncate(1);
+        assert!(
+            matches!(find(&sets, None, Algorithm::RS256), Some(Ok(_))),
+            "the only key fits"
         );
     }
 
