@@ -274,7 +274,14 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     skills.follow(&roster);
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
-    let gateway = Gateway::new(roster, serve_config, &config.clients, skills, inbox)?;
+    let gateway = Gateway::new(
+        roster,
+        serve_config,
+        &config.clients,
+        config.auth.as_ref(),
+        skills,
+        inbox,
+    )?;
     let reloader = Reloader::new(config_path, &gateway);
     gateway.set_reloader(reloader.clone());
     if config.gateway.watch_config {
