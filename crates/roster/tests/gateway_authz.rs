@@ -335,7 +335,7 @@ fn a_client_limited_to_read_tools_neither_sees_nor_calls_the_others() {
     let gateway = common::Gateway::start(
         |dir| {
             format!(
-                "[gateway]\nstartup_wait = \"30s\"\nstate_dir = {state:?}\n\n\
+                "[gateway]\nstartup_wait = \"30s\"\nturn_wait = \"30s\"\nstate_dir = {state:?}\n\n\
                  [servers.fs]\ncommand = {node}\nargs = [{fs}, {files}]\n\n\
                  [servers.fixture]\ncommand = {py}\nargs = [{fixture}]\n\n\
                  [[clients]]\nname = \"reader\"\ntoken_env = \"ROSTER_TEST_READER\"\n\
