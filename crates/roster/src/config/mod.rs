@@ -225,6 +225,44 @@ pub struct ServerConfig {
     pub pin: PinPolicy,
     /// What a tool never seen before does (`new_tools`; default from `[gateway]`).
     pub new_tools: NewTools,
+    /// How roster authorizes to an HTTP server that asks for OAuth (`auth = "oauth"` or an
+    /// `[servers.NAME.oauth]` table); `None`: only the static `headers`.
+    pub oauth: Option<OAuthConfig>,
+}
+
+/// How roster, as an OAuth client, gets tokens for one server (`[servers.NAME.oauth]`).
+///
+/// Secrets are named, never written: `client_secret_env` is a variable read when a token is
+/// asked for. Everything not set is discovered from the server (RFC 9728, RFC 8414).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// A client id registered with the authorization server out of band; unset: a client ID
+    /// metadata document (`client_metadata_url`) or dynamic client registration.
+    pub client_id: Option<String>,
+    /// The environment variable holding the pre-registered client's secret.
+    pub client_secret_env: Option<String>,
+    /// The scopes to ask for; empty: the server's `WWW-Authenticate` or `scopes_supported`.
+    pub scopes: Vec<String>,
+    /// The loopback port `roster auth login` receives the redirect on; `None`: any free one.
+    pub redirect_port: Option<u16>,
+    /// The HTTPS URL of roster's client ID metadata document, used when the authorization
+    /// server supports them.
+    pub client_metadata_url: Option<String>,
+    /// How tokens are got.
+    pub grant: OAuthGrant,
+    /// The token store (`oauth/tokens.sqlite3` under the state dir).
+    pub tokens: PathBuf,
+}
+
+/// The OAuth grant roster uses with a server (`grant`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// A person logs in once with `roster auth login` (authorization code with PKCE).
+    #[default]
+    AuthorizationCode,
+    /// Machine to machine: roster asks for tokens itself with `client_id` and its secret.
+    ClientCredentials,
 }
 
 /// Which MCP lifecycle roster uses with a server.
@@ -505,6 +543,7 @@ impl ServerConfig {
             limits: ServerLimits::default(),
             pin: PinPolicy::default(),
             new_tools: NewTools::default(),
+            oauth: None,
         }
     }
 }
