@@ -41,9 +41,6 @@ pub const LOGIN_POLL: Duration = Duration::from_secs(1);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OAuthError {
-    /// No usable token: a person must log in.
-    #[error("server `{0}` needs a login: run `roster auth login {0}`")]
-    NeedsLogin(String),
     /// A step of the OAuth flow failed (discovery, registration, token request).
     #[error("OAuth for server `{server}` failed: {message}")]
     Flow {

@@ -183,8 +183,22 @@ impl Connection {
                 (running, Guard::Child(child))
             }
             TransportConfig::Sse { url, headers } => {
+                let auth = match &config.oauth {
+                    Some(oauth) => Some(crate::oauth::authorized(server, url, oauth, ()).await?),
+                    None => None,
+                };
                 let (transport, sse) =
-                    super::sse::connect(name.clone(), url, headers, raw.clone(), gate).await?;
+                    super::sse::connect(name.clone(), url, headers, auth, raw.clone(), gate)
+                        .await
+                        .map_err(|e| match e {
+                            super::sse::SseError::Unauthorized { challenge, .. } => {
+                                ConnectError::NeedsLogin {
+                                    server: server.to_owned(),
+                                    challenge,
+                                }
+                            }
+                            other => ConnectError::Sse(other),
+                        })?;
                 let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
                     .await
                     .map_err(handshake)?;
@@ -197,18 +211,34 @@ impl Connection {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                let transport = GatedTransport::new(
-                    crate::telemetry::TracedHttpClient::new()
-                        .map_err(|e| ConnectError::Handshake(e.to_string()))?
-                        .transport(
-                            StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                                .custom_headers(custom),
-                        ),
-                    gate,
-                );
-                let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
-                    .await
-                    .map_err(handshake)?;
+                let http = crate::telemetry::TracedHttpClient::new()
+                    .map_err(|e| ConnectError::Handshake(e.to_string()))?;
+                let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let running = match &config.oauth {
+                    None => {
+                        let transport = GatedTransport::new(http.transport(transport_config), gate);
+                        rmcp::serve_client_with_lifecycle(client, transport, mode).await
+                    }
+                    Some(oauth) => {
+                        let http = crate::oauth::authorized(server, url, oauth, http).await?;
+                        let transport = GatedTransport::new(
+                            rmcp::transport::StreamableHttpClientTransport::with_client(
+                                http,
+                                transport_config,
+                            ),
+                            gate,
+                        );
+                        rmcp::serve_client_with_lifecycle(client, transport, mode).await
+                    }
+                };
+                let running = running.map_err(|e| match auth_challenge(&e) {
+                    Some(challenge) => ConnectError::NeedsLogin {
+                        server: server.to_owned(),
+                        challenge,
+                    },
+                    None => handshake(e),
+                })?;
                 (running, Guard::None)
             }
         };
@@ -547,6 +577,29 @@ impl Connection {
     pub(crate) fn end_lost(&self) {
         self.stop.cancel();
     }
+}
+
+/// The `WWW-Authenticate` challenge (if the server sent one) when a handshake failed because
+/// the server refused roster's token or its lack (401, or 403 `insufficient_scope`).
+fn auth_challenge(error: &rmcp::service::ClientInitializeError) -> Option<Option<String>> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::AuthRequired(auth)) => {
+                return Some(Some(auth.www_authenticate_header.clone()));
+            }
+            Some(StreamableHttpError::InsufficientScope(scope)) => {
+                return Some(Some(scope.www_authenticate_header.clone()));
+            }
+            Some(StreamableHttpError::Auth(rmcp::transport::AuthError::AuthorizationRequired)) => {
+                return Some(None);
+            }
+            _ => {}
+        }
+        source = e.source();
+    }
+    None
 }
 
 /// The length of `value` as compact JSON, counted without building the text.
