@@ -254,6 +254,23 @@ pub struct OAuthConfig {
     pub tokens: PathBuf,
 }
 
+impl OAuthConfig {
+    /// OAuth with everything discovered (dynamic client registration, the server's scopes,
+    /// any free loopback port), tokens kept in the store at `tokens`: what `auth = "oauth"`
+    /// says, for a caller without a config file (e.g. a conformance probe).
+    pub fn new(tokens: PathBuf) -> Self {
+        OAuthConfig {
+            client_id: None,
+            client_secret_env: None,
+            scopes: Vec::new(),
+            redirect_port: None,
+            client_metadata_url: None,
+            grant: OAuthGrant::AuthorizationCode,
+            tokens,
+        }
+    }
+}
+
 /// The OAuth grant roster uses with a server (`grant`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -523,6 +540,17 @@ impl Default for ServerLimits {
 }
 
 impl ServerConfig {
+    /// A streamable HTTP server at `url` with default settings.
+    pub fn http(url: impl Into<String>) -> Self {
+        ServerConfig {
+            transport: TransportConfig::StreamableHttp {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            },
+            ..ServerConfig::stdio("", Vec::new())
+        }
+    }
+
     /// A stdio server with default settings.
     pub fn stdio(command: impl Into<String>, args: Vec<String>) -> Self {
         ServerConfig {
