@@ -74,24 +74,31 @@ fn stdout(config: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The running gateway's status entry of `server`.
-fn server_status(gateway: &Gateway, server: &str) -> Value {
+/// The running gateway's status entry of `server`; `None` while its admin socket is not up.
+fn try_server_status(gateway: &Gateway, server: &str) -> Option<Value> {
     let config = gateway.dir.path().join("roster.toml");
-    let status: Value =
-        serde_json::from_str(&stdout(&config, &["status", "--json"])).expect("status is JSON");
-    status["servers"]
+    let out = roster(&config, &["status", "--json"]);
+    if !out.status.success() {
+        return None;
+    }
+    let status: Value = serde_json::from_slice(&out.stdout).expect("status is JSON");
+    let found = status["servers"]
         .as_array()
         .or_else(|| status.as_array())
         .and_then(|servers| servers.iter().find(|s| s["name"] == server))
-        .cloned()
-        .unwrap_or_else(|| panic!("no `{server}` in status: {status}"))
+        .cloned();
+    Some(found.unwrap_or_else(|| panic!("no `{server}` in status: {status}")))
+}
+
+fn server_status(gateway: &Gateway, server: &str) -> Value {
+    try_server_status(gateway, server).expect("the gateway answers `roster status`")
 }
 
 /// Polls until `ready` holds for `server`'s status (at most 60 s); returns that status.
 fn wait_for_status(gateway: &Gateway, server: &str, ready: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let status = server_status(gateway, server);
+        let status = try_server_status(gateway, server).unwrap_or(Value::Null);
         if ready(&status) {
             return status;
         }

@@ -81,6 +81,23 @@
 //! transport = "streamable-http"   # or "sse" (legacy HTTP+SSE)
 //! headers = { Authorization = "Bearer ${WEB_TOKEN}" }
 //!
+//! [servers.linear]             # an HTTP server behind OAuth: `roster auth login linear` once;
+//! url = "https://mcp.linear.app/mcp"   # tokens live in <state_dir>/oauth/tokens.sqlite3 (0600)
+//! auth = "oauth"               # discovery, registration, scopes: all from the server's 401
+//!
+//! [servers.corp]
+//! url = "https://mcp.corp.example/mcp"
+//! transport = "sse"            # OAuth works on both transports
+//! [servers.corp.oauth]         # what the server does not tell (every key optional)
+//! client_id = "roster"         # pre-registered; else client_metadata_url (when the authorization
+//!                              #   server takes client ID metadata documents), else dynamic registration
+//! client_secret_env = "CORP_SECRET"  # the client's secret, from this variable (unset: an error)
+//! scopes = ["mcp:tools"]       # default: the 401's WWW-Authenticate scope, else scopes_supported
+//! redirect_port = 8765         # the loopback port `roster auth login` listens on (default: any free one)
+//! client_metadata_url = "https://roster.example/client.json"
+//! grant = "authorization_code" # or "client_credentials": roster gets its tokens itself (needs
+//!                              #   client_id and client_secret_env; no login)
+//!
 //! [[clients]]                  # who may connect to the gateway over HTTP
 //! name = "ide"
 //! token_env = "IDE_TOKEN"      # or token_sha256 = "…"

@@ -583,7 +583,11 @@ impl Connection {
 /// the server refused roster's token or its lack (401, or 403 `insufficient_scope`).
 fn auth_challenge(error: &rmcp::service::ClientInitializeError) -> Option<Option<String>> {
     use rmcp::transport::streamable_http_client::StreamableHttpError;
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    // The transport's own error is boxed inside; the box hides it from `source()`.
+    let rmcp::service::ClientInitializeError::TransportError { error, .. } = error else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&*error.error);
     while let Some(e) = source {
         match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
             Some(StreamableHttpError::AuthRequired(auth)) => {

@@ -160,7 +160,15 @@ fn owner_only(path: &Path) -> Result<(), StoreError> {
         source,
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(state_dir)?;
+        // A state dir made here is owner-only too, as roster makes every state dir.
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder.create(dir).map_err(state_dir)?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
