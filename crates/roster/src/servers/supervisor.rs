@@ -81,6 +81,10 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         {
             let mut live = lock(&slot.live);
             live.protocol_version = Some(connection.negotiated().protocol_version.clone());
+            if live.state == ServerState::NeedsLogin {
+                // The login happened: asking for it is no longer news.
+                live.last_error = None;
+            }
             live.state = ServerState::Connected;
         }
         *lock(&slot.connection) = Some(connection.clone());
