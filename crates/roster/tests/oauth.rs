@@ -224,7 +224,7 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
 
     // The running gateway picks the login up: the server's tools appear, no restart.
     let connected = wait_for_status(&gateway, "notes", |s| {
-        s["connection"] == "connected" && s["tools"] == 3
+        s["connection"] == "connected" && s["tools"] == 4
     });
     let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
     assert_eq!(call_text(&report["results"][0]), "mcp", "{report}");
@@ -262,7 +262,7 @@ fn tokens_are_refreshed_before_they_expire_and_when_the_server_refuses_them() {
     let config = gateway.dir.path().join("roster.toml");
     wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
     login_as_a_person(&config, "notes");
-    wait_for_status(&gateway, "notes", |s| s["tools"] == 3);
+    wait_for_status(&gateway, "notes", |s| s["tools"] == 4);
 
     let stats = |gateway: &Gateway| -> Value {
         let report = call_tools(
@@ -297,6 +297,41 @@ fn tokens_are_refreshed_before_they_expire_and_when_the_server_refuses_them() {
 }
 
 #[test]
+fn a_403_for_too_little_scope_waits_for_a_login_that_asks_for_more() {
+    let (_server, url) = protected_server("streamable-http", 3600);
+    let gateway = Gateway::start(|dir| config(dir, &url, "streamable-http"), &[]);
+    let config = gateway.dir.path().join("roster.toml");
+    wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
+    login_as_a_person(&config, "notes");
+    wait_for_status(&gateway, "notes", |s| s["tools"] == 4);
+
+    // The server wants `extra` for this tool: the call fails, the server waits for a login.
+    let report = call_tools(
+        &["--url", &gateway.url],
+        &json!([["notes__admin_task", {}]]),
+    );
+    assert!(
+        report["results"][0].get("error").is_some() || report["results"][0]["isError"] == true,
+        "{report}"
+    );
+    let waiting = wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
+    assert_eq!(waiting["tools"], 0, "{waiting}");
+
+    // The next login asks for the scope held and the one the 403 named.
+    let printed = login_as_a_person(&config, "notes");
+    assert!(printed.contains("scope=mcp+extra"), "{printed}");
+    wait_for_status(&gateway, "notes", |s| {
+        s["connection"] == "connected" && s["tools"] == 4
+    });
+    let report = call_tools(
+        &["--url", &gateway.url],
+        &json!([["notes__admin_task", {}], ["notes__whoami", {}]]),
+    );
+    assert_eq!(call_text(&report["results"][0]), "done", "{report}");
+    assert_eq!(call_text(&report["results"][1]), "mcp extra", "{report}");
+}
+
+#[test]
 fn a_legacy_sse_server_behind_oauth_serves_its_tools_after_a_login() {
     let (_server, url) = protected_server("sse", 3600);
     let gateway = Gateway::start(|dir| config(dir, &url, "sse"), &[]);
@@ -304,7 +339,7 @@ fn a_legacy_sse_server_behind_oauth_serves_its_tools_after_a_login() {
     wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
     login_as_a_person(&config, "notes");
     wait_for_status(&gateway, "notes", |s| {
-        s["connection"] == "connected" && s["tools"] == 3
+        s["connection"] == "connected" && s["tools"] == 4
     });
     let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
     assert_eq!(call_text(&report["results"][0]), "mcp", "{report}");
@@ -344,5 +379,8 @@ async fn a_headless_login_then_a_connection_lists_the_servers_tools() {
     let listing = connection.list_tools().await.expect("lists");
     let mut names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
     names.sort_unstable();
-    assert_eq!(names, ["auth_stats", "revoke_access_tokens", "whoami"]);
+    assert_eq!(
+        names,
+        ["admin_task", "auth_stats", "revoke_access_tokens", "whoami"]
+    );
 }

@@ -9,7 +9,9 @@ that follows the redirect completes the flow without a person.
 
 Tools: `whoami` (the scopes of the token that called), `auth_stats` (codes, refreshes and
 tokens issued, so a test sees a refresh), `revoke_access_tokens` (forgets every access token
-the server issued: the next request with one gets 401, and a client refreshes).
+the server issued: the next request with one gets 401, and a client refreshes), `admin_task`
+(needs the `extra` scope: a call with a token without it gets 403 `insufficient_scope`, the
+spec's step-up challenge, on streamable HTTP).
 
 Usage: oauth_protected.py --port PORT [--token-ttl SECONDS] [--transport streamable-http|sse]
 """
@@ -17,8 +19,11 @@ Usage: oauth_protected.py --port PORT [--token-ttl SECONDS] [--transport streama
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 import time
+
+import uvicorn
 
 from mcp.server.auth.provider import (
     AccessToken,
@@ -147,6 +152,12 @@ def auth_stats() -> dict:
 
 
 @mcp.tool()
+def admin_task() -> str:
+    """Needs the `extra` scope."""
+    return "done"
+
+
+@mcp.tool()
 def revoke_access_tokens() -> int:
     """Forget every access token issued so far (refresh tokens stay)."""
     count = len(provider.access)
@@ -154,7 +165,58 @@ def revoke_access_tokens() -> int:
     return count
 
 
+def step_up(app):
+    """ASGI wrapper: a `tools/call` of `admin_task` whose token lacks `extra` is refused with
+    403 and the `WWW-Authenticate` the spec gives for insufficient scope."""
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != MCP_PATH:
+            return await app(scope, receive, send)
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if isinstance(request, dict) and request.get("method") == "tools/call" and (
+            request.get("params") or {}
+        ).get("name") == "admin_task":
+            auth = dict(scope["headers"]).get(b"authorization", b"").decode()
+            token = provider.access.get(auth.removeprefix("Bearer ").strip())
+            if token is not None and "extra" not in token.scopes:
+                challenge = (
+                    'Bearer error="insufficient_scope", scope="mcp extra", '
+                    f'resource_metadata="{BASE}/.well-known/oauth-protected-resource{MCP_PATH}"'
+                )
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [(b"www-authenticate", challenge.encode()), (b"content-type", b"application/json")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b'{"error":"insufficient_scope"}'})
+                return
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await app(scope, replay, send)
+
+    return wrapped
+
+
 if args.transport == "sse":
     mcp.run("sse", host="127.0.0.1", port=args.port)
 else:
-    mcp.run("streamable-http", host="127.0.0.1", port=args.port)
+    uvicorn.run(step_up(mcp.streamable_http_app()), host="127.0.0.1", port=args.port, log_level="warning")

@@ -84,9 +84,12 @@ pub async fn login(
     show: impl FnOnce(&str),
 ) -> Result<LoginOutcome, OAuthError> {
     let flow = |e: rmcp::transport::AuthError| OAuthError::flow(server, e);
-    let challenge = match challenge {
-        Some(c) => Some(c.to_owned()),
-        None => probe(url).await,
+    let store = open_store(config)?;
+    let step_up = store.step_up(server)?;
+    let challenge = match (challenge, &step_up) {
+        (Some(c), _) => Some(c.to_owned()),
+        (None, Some(c)) => Some(c.clone()),
+        (None, None) => probe(url).await,
     };
     let port = config.redirect_port.unwrap_or(0);
     let listener = TcpListener::bind(("127.0.0.1", port))
@@ -98,7 +101,7 @@ pub async fn login(
         .port();
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
 
-    let credentials = server_credentials(open_store(config)?, server, url);
+    let credentials = server_credentials(store.clone(), server, url);
     let granted = credentials
         .read()
         .map_err(flow)?
@@ -193,6 +196,7 @@ pub async fn login(
         )
         .await
         .map_err(flow)?;
+    store.clear_step_up(server)?;
     let (client_id, token) = session.get_credentials().await.map_err(flow)?;
     let token = token.and_then(|t| serde_json::to_value(t).ok());
     let stored = server_credentials(open_store(config)?, server, url)

@@ -18,6 +18,9 @@
 //!   [`crate::servers::ConnectError::NeedsLogin`], the server shows as `needs-login` and waits
 //!   (no retries) until its row in the store changes — a login in another process is picked
 //!   up by the running gateway within [`LOGIN_POLL`].
+//! - **Step-up**: a 403 `insufficient_scope` is recorded in the store ([`record_step_up`]); the
+//!   connection ends, the server waits as `needs-login`, and the next login asks for the
+//!   scopes held plus those the challenge names.
 
 mod credentials;
 mod login;
@@ -48,6 +51,17 @@ pub enum OAuthError {
         server: String,
         /// What failed, in words (never a token).
         message: String,
+    },
+    /// The server refused roster's token for too little scope (403 `insufficient_scope`): a
+    /// person logs in again, for the wider scope.
+    #[error(
+        "server `{server}` wants more scope than roster's token has: run `roster auth login {server}`"
+    )]
+    NeedsScope {
+        /// The server.
+        server: String,
+        /// Its `WWW-Authenticate`, naming the scope.
+        challenge: String,
     },
     /// The token store could not be read or written.
     #[error(transparent)]
@@ -215,6 +229,18 @@ pub fn stamp(server: &str, config: &OAuthConfig) -> Result<Option<i64>, OAuthErr
     Ok(open_store(config)?.stamp(server)?)
 }
 
+/// Records that `server` answered 403 `insufficient_scope` (`challenge`): until a login with
+/// the wider scope, its connections fail as needing one (step-up is a person's decision).
+pub fn record_step_up(server: &str, config: &OAuthConfig, challenge: &str) {
+    tracing::warn!(
+        server,
+        "the server wants more scope than roster's token has; waiting for a login"
+    );
+    if let Err(error) = open_store(config).and_then(|s| Ok(s.set_step_up(server, challenge)?)) {
+        tracing::warn!(server, %error, "cannot record the step-up");
+    }
+}
+
 /// `http`, sending `server`'s token with every request: refreshed when it is about to expire
 /// and once when the server answers 401. Without a stored token requests go without one, and
 /// a server that needs one answers 401 (the connection then fails as needing a login) —
@@ -226,7 +252,14 @@ pub async fn authorized<C>(
     http: C,
 ) -> Result<AuthClient<C>, OAuthError> {
     let flow = |e: AuthError| OAuthError::flow(server, e);
-    let credentials = server_credentials(open_store(config)?, server, url);
+    let store = open_store(config)?;
+    if let Some(challenge) = store.step_up(server)? {
+        return Err(OAuthError::NeedsScope {
+            server: server.to_owned(),
+            challenge,
+        });
+    }
+    let credentials = server_credentials(store, server, url);
     let stored = credentials.read().map_err(flow)?;
     let mut manager = AuthorizationManager::new(url).await.map_err(flow)?;
     manager.set_credential_store(credentials);

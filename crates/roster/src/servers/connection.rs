@@ -156,6 +156,9 @@ impl Connection {
                 None => text,
             })
         };
+        // Cancelled when the server asks for more scope (step-up): the connection then ends,
+        // and the next one waits for the login.
+        let step_up = CancellationToken::new();
         let (running, guard): (RunningService<RoleClient, ClientSide>, Guard) = match &config
             .transport
         {
@@ -184,7 +187,11 @@ impl Connection {
             }
             TransportConfig::Sse { url, headers } => {
                 let auth = match &config.oauth {
-                    Some(oauth) => Some(crate::oauth::authorized(server, url, oauth, ()).await?),
+                    Some(oauth) => Some(
+                        crate::oauth::authorized(server, url, oauth, ())
+                            .await
+                            .map_err(|e| needs_scope(server, e))?,
+                    ),
                     None => None,
                 };
                 let (transport, sse) =
@@ -221,7 +228,15 @@ impl Connection {
                         rmcp::serve_client_with_lifecycle(client, transport, mode).await
                     }
                     Some(oauth) => {
-                        let http = crate::oauth::authorized(server, url, oauth, http).await?;
+                        let (step_server, step_oauth) = (server.to_owned(), oauth.clone());
+                        let seen = step_up.clone();
+                        let http = http.on_insufficient_scope(move |challenge| {
+                            crate::oauth::record_step_up(&step_server, &step_oauth, challenge);
+                            seen.cancel();
+                        });
+                        let http = crate::oauth::authorized(server, url, oauth, http)
+                            .await
+                            .map_err(|e| needs_scope(server, e))?;
                         let transport = GatedTransport::new(
                             rmcp::transport::StreamableHttpClientTransport::with_client(
                                 http,
@@ -274,6 +289,16 @@ impl Connection {
         );
 
         let stop = CancellationToken::new();
+        let (step_stop, step_server) = (stop.clone(), name.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = step_up.cancelled() => {
+                    tracing::warn!(server = %step_server, "the server wants more scope; closing the connection until a login");
+                    step_stop.cancel();
+                }
+                _ = step_stop.cancelled() => {}
+            }
+        });
         let (closed_tx, closed_rx) = watch::channel(false);
         let token = running.cancellation_token();
         let stop_wait = stop.clone();
@@ -576,6 +601,17 @@ impl Connection {
     /// ended, and a request still in flight fails with [`RequestError::Closed`].
     pub(crate) fn end_lost(&self) {
         self.stop.cancel();
+    }
+}
+
+/// A step-up waiting for a login is a login like any other to supervision.
+fn needs_scope(server: &str, error: crate::oauth::OAuthError) -> ConnectError {
+    match error {
+        crate::oauth::OAuthError::NeedsScope { challenge, .. } => ConnectError::NeedsLogin {
+            server: server.to_owned(),
+            challenge: Some(challenge),
+        },
+        other => ConnectError::OAuth(other),
     }
 }
 

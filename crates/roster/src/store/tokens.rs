@@ -4,7 +4,8 @@
 //! granted scopes, issuer: rmcp's `StoredCredentials`), the URL it was got for, and when it was
 //! written. The store does not read the JSON: a PostgreSQL store for replicas keeps the same
 //! four columns. `updated_ms` is how a running gateway notices a `roster auth login` made in
-//! another process.
+//! another process. `step_up` holds the `WWW-Authenticate` of a 403 `insufficient_scope`
+//! until a login with the wider scope clears it.
 //!
 //! Tokens are secrets: the file lives in its own directory under the state dir, the
 //! directory made owner-only (0700) and the file created owner-only (0600) before SQLite
@@ -25,7 +26,8 @@ CREATE TABLE IF NOT EXISTS oauth_token (
     server      TEXT PRIMARY KEY NOT NULL,
     url         TEXT NOT NULL,
     credentials TEXT NOT NULL,
-    updated_ms  INTEGER NOT NULL
+    updated_ms  INTEGER NOT NULL,
+    step_up     TEXT
 ) WITHOUT ROWID;
 ";
 
@@ -132,6 +134,42 @@ impl TokenStore {
         Ok(now)
     }
 
+    /// Records that `server` refused its token for too little scope (`challenge`: its
+    /// `WWW-Authenticate`), until [`TokenStore::clear_step_up`].
+    pub fn set_step_up(&self, server: &str, challenge: &str) -> Result<(), StoreError> {
+        let conn = crate::sync::lock(&self.conn);
+        conn.execute(
+            "UPDATE oauth_token SET step_up = ?2 WHERE server = ?1",
+            params![server, challenge],
+        )
+        .map(drop)
+        .map_err(|e| self.error(e))
+    }
+
+    /// The challenge of a step-up `server` waits for, if any.
+    pub fn step_up(&self, server: &str) -> Result<Option<String>, StoreError> {
+        let conn = crate::sync::lock(&self.conn);
+        conn.query_row(
+            "SELECT step_up FROM oauth_token WHERE server = ?1",
+            [server],
+            |row| row.get(0),
+        )
+        .optional()
+        .map(Option::flatten)
+        .map_err(|e| self.error(e))
+    }
+
+    /// Forgets a pending step-up of `server` (a login with the wider scope happened).
+    pub fn clear_step_up(&self, server: &str) -> Result<(), StoreError> {
+        let conn = crate::sync::lock(&self.conn);
+        conn.execute(
+            "UPDATE oauth_token SET step_up = NULL WHERE server = ?1",
+            [server],
+        )
+        .map(drop)
+        .map_err(|e| self.error(e))
+    }
+
     /// Forgets `server`'s record; `true` if there was one.
     pub fn clear(&self, server: &str) -> Result<bool, StoreError> {
         let conn = crate::sync::lock(&self.conn);
@@ -212,6 +250,18 @@ mod tests {
             Some("{\"x\":1}".to_owned())
         );
         assert_eq!(store.load("b").expect("load"), None);
+        assert_eq!(store.step_up("a").expect("step-up"), None);
+        store.set_step_up("a", "Bearer scope=\"x\"").expect("set");
+        store
+            .save("a", "http://a/mcp", "{}")
+            .expect("a refresh saves");
+        assert_eq!(
+            store.step_up("a").expect("step-up"),
+            Some("Bearer scope=\"x\"".to_owned()),
+            "a refresh does not answer a step-up"
+        );
+        store.clear_step_up("a").expect("clear");
+        assert_eq!(store.step_up("a").expect("step-up"), None);
         assert!(store.clear("a").expect("clear"));
         assert!(!store.clear("a").expect("clear again"));
         assert_eq!(store.stamp("a").expect("stamp"), None);
