@@ -223,7 +223,7 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
     assert!(printed.contains("Logged in to `notes`"), "{printed}");
 
     // The running gateway picks the login up: the server's tools appear, no restart.
-    let connected = wait_for_status(&gateway, "notes", |s| {
+    wait_for_status(&gateway, "notes", |s| {
         s["connection"] == "connected" && s["tools"] == 4
     });
     let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
