@@ -217,7 +217,7 @@ fn the_documented_example_parses() {
             .oauth
             .as_ref()
             .map(|o| o.tokens.clone()),
-        Some(PathBuf::from("/h/.local/state/roster/oauth/tokens.sqlite3"))
+        Some(PathBuf::from("/c/state/oauth/tokens.sqlite3"))
     );
     assert_eq!(
         config.servers["corp"]
