@@ -45,6 +45,10 @@ enum Command {
     /// Read the configuration file again and apply it to the running gateway, as SIGHUP does:
     /// added servers connect, removed ones close, changed ones reconnect, sessions stay.
     Reload(AdminArgs),
+    /// Connect to one MCP server as the gateway connects to its servers, list its tools, call
+    /// each once, and print what happened as JSON (how the conformance suite drives roster's
+    /// client side).
+    Probe(ProbeArgs),
     /// Run the built-in demo MCP server on stdio (echo, add, word_count, notes, toggle_tool).
     DemoServer,
     /// Work with skill directories.
@@ -71,6 +75,22 @@ struct ServeArgs {
     /// listen` (default 127.0.0.1:8931).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
     http: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct ProbeArgs {
+    /// The server's URL.
+    url: String,
+    /// `streamable-http` or `sse` (legacy HTTP+SSE).
+    #[arg(long, default_value = "streamable-http")]
+    transport: String,
+    /// `auto`, `legacy` (initialize era) or `modern` (2026-07-28). Default: as
+    /// `MCP_CONFORMANCE_PROTOCOL_VERSION` says, else `auto`.
+    #[arg(long)]
+    protocol: Option<String>,
+    /// Call tool NAME with these arguments instead of ones made from its schema (repeatable).
+    #[arg(long = "call", value_name = "NAME=JSON")]
+    calls: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -124,6 +144,10 @@ fn main() -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new()?;
     match cli.command {
         Some(Command::DemoServer) => runtime.block_on(roster::demo::run_stdio())?,
+        Some(Command::Probe(args)) => {
+            init_logging();
+            return runtime.block_on(probe(args));
+        }
         Some(Command::Serve(args)) => {
             init_logging();
             // Dropped after the gateway ends: the last spans are flushed then.
@@ -163,6 +187,38 @@ fn main() -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+async fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    use roster::cli::probe::{self, ProbeSpec};
+    let protocol = match args.protocol {
+        Some(protocol) => protocol,
+        None => std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+            .map(|v| probe::protocol_for_version(&v).to_owned())
+            .unwrap_or_else(|_| "auto".to_owned()),
+    };
+    let mut calls = std::collections::BTreeMap::new();
+    for call in &args.calls {
+        let (name, arguments) = probe::parse_call(call).map_err(anyhow::Error::msg)?;
+        calls.insert(name, arguments);
+    }
+    let spec = ProbeSpec {
+        url: args.url,
+        transport: args.transport,
+        protocol,
+        calls,
+        extra: String::new(),
+    };
+    match probe::run(&spec).await {
+        Ok(report) => {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("roster probe: {e:#}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }
 
 /// Logs go to stderr: on stdio, stdout is the MCP channel.
@@ -226,7 +282,14 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     skills.follow(&roster);
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
-    let gateway = Gateway::new(roster, serve_config, &config.clients, skills, inbox)?;
+    let gateway = Gateway::new(
+        roster,
+        serve_config,
+        &config.clients,
+        config.auth.as_ref(),
+        skills,
+        inbox,
+    )?;
     let reloader = Reloader::new(config_path, &gateway);
     gateway.set_reloader(reloader.clone());
     if config.gateway.watch_config {

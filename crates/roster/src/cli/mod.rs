@@ -4,5 +4,6 @@
 pub mod auth;
 pub mod completions;
 pub mod inbox;
+pub mod probe;
 pub mod skills;
 pub mod tools;

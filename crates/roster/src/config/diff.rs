@@ -17,7 +17,7 @@ pub struct ConfigChanges {
     /// default it inherits): each is reconnected.
     pub changed: Vec<String>,
     /// Settings whose new value is in force from the next request (`gateway.delta_notes`,
-    /// `gateway.subscriptions`, `gateway.page_size`, `clients`).
+    /// `gateway.subscriptions`, `gateway.page_size`, `clients`, `auth`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub applied: Vec<String>,
     /// Keys whose new value takes effect only at the next start (`gateway.listen`, `skills`,
@@ -55,6 +55,7 @@ pub(crate) fn take_live(running: &mut Config, new: &Config) {
     running.gateway.delta_notes = new.gateway.delta_notes;
     running.gateway.page_size = new.gateway.page_size;
     running.clients = new.clients.clone();
+    running.auth = new.auth.clone();
 }
 
 /// What differs between `old` and `new`.
@@ -87,6 +88,9 @@ pub fn changes(old: &Config, new: &Config) -> ConfigChanges {
     }
     if old.clients != new.clients {
         out.applied.push("clients".to_owned());
+    }
+    if old.auth != new.auth {
+        out.applied.push("auth".to_owned());
     }
     if old.skills != new.skills {
         out.need_restart.push("skills".to_owned());
@@ -182,13 +186,14 @@ mod tests {
         let new = parse(
             "[gateway]\ncall_timeout = \"9s\"\nlisten = \"127.0.0.1:9000\"\ndelta_notes = false\n\
              [skills]\npaths = [\"s\"]\n\
-             [[clients]]\nname = \"ci\"\ntoken_env = \"CI_TOKEN\"\n\
+             [[clients]]\nname = \"ci\"\ntoken_env = \"CI_TOKEN\"\ntools.deny = [\"x\"]\n\
+             [auth]\nissuer = \"https://idp.example\"\naudience = \"https://r.example/mcp\"\n\
              [servers.a]\ncommand = \"a\"\n[servers.b]\ncommand = \"b\"\ncall_timeout = \"5s\"\n",
         );
         let found = changes(&old, &new);
         assert_eq!(found.changed, ["a"], "b keeps its own timeout");
         assert_eq!(found.need_restart, ["gateway.listen", "skills"]);
-        assert_eq!(found.applied, ["gateway.delta_notes", "clients"]);
+        assert_eq!(found.applied, ["gateway.delta_notes", "clients", "auth"]);
         let mut running = old.clone();
         take_live(&mut running, &new);
         let again = changes(&running, &new);

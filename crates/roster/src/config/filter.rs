@@ -1,5 +1,6 @@
 //! `tools.allow`/`tools.deny` and `tasks.required`/`tasks.forbidden`: glob patterns on a server's own
-//! tool names, compiled once when the configuration is read.
+//! tool names, compiled once when the configuration is read; and a client identity's
+//! [`Permissions`], the same globs on the names and URIs the client sees.
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
@@ -53,6 +54,36 @@ impl ToolFilter {
 impl PartialEq for ToolFilter {
     fn eq(&self, other: &Self) -> bool {
         self.allow == other.allow && self.deny == other.deny
+    }
+}
+
+impl Eq for ToolFilter {}
+
+impl ToolFilter {
+    /// Whether this filter lets everything through (no pattern at all).
+    pub fn allows_all(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty()
+    }
+}
+
+/// What one client identity may use, by the names it sees: `tools.allow`/`tools.deny` on
+/// exposed tool names (native tools included), `prompts.*` on exposed prompt names and
+/// `resources.*` on resource URIs (and resource templates' URI templates). What a client may
+/// not use is answered exactly as what does not exist.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Permissions {
+    /// Exposed tool names.
+    pub tools: ToolFilter,
+    /// Exposed prompt names.
+    pub prompts: ToolFilter,
+    /// Resource URIs and URI templates.
+    pub resources: ToolFilter,
+}
+
+impl Permissions {
+    /// Whether anything is held back: a list then depends on who asks (`cacheScope: private`).
+    pub fn restricts(&self) -> bool {
+        !(self.tools.allows_all() && self.prompts.allows_all() && self.resources.allows_all())
     }
 }
 

@@ -87,6 +87,7 @@ impl Config {
             gateway,
             skills: SkillsConfig::default(),
             clients: Vec::new(),
+            auth: None,
         })
     }
 }

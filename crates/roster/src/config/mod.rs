@@ -103,8 +103,30 @@
 //! token_env = "IDE_TOKEN"      # or token_sha256 = "…"
 //! subscriptions = ["eng"]
 //! delta_notes = false          # this client's tool results carry no change note (default: [gateway])
+//! tools.allow = ["fs__read_*", "list_skills"]  # globs on exposed names (native tools too); what a
+//! tools.deny = ["*_secret"]    #   client may not use answers exactly as what does not exist
+//! prompts.deny = ["web__*"]    # exposed prompt names
+//! resources.allow = ["file://*"]  # resource URIs (and resource templates' URI templates)
+//!
+//! [auth]                       # roster as an OAuth 2.1 resource server: JWT access tokens too
+//! issuers = ["https://idp.example.com"]  # accepted `iss`; keys from each one's metadata (RFC 8414
+//!                              #   oauth-authorization-server, else openid-configuration → jwks_uri)
+//! audience = "https://roster.example.com/mcp"  # roster's own URL: `aud` must hold it
+//! # jwks_url = "https://idp.example.com/jwks"  # the signing keys, instead of discovering them
+//! leeway = "60s"               # clock skew allowed on exp / nbf
+//! required_scopes = ["mcp"]    # a token without them gets 403 insufficient_scope
+//! scopes_supported = ["mcp", "mcp:read"]  # in the metadata (default: required + rules' scopes)
+//!
+//! [[auth.rules]]               # who a token makes its caller: the first rule whose conditions
+//! scope = "mcp:read"           #   all hold (scope held; claim equals or holds value; subject);
+//! claim = "groups"             #   no rule matches: the subject, [gateway] subscriptions, no limits
+//! value = "eng"
+//! name = "eng-{sub}"           # the identity ({sub}: the token's subject; default "{sub}")
+//! subscriptions = ["eng"]
+//! tools.allow = ["fs__read_*"] # tools / prompts / resources allow/deny, as for [[clients]]
 //! ```
 
+mod auth;
 pub(crate) mod diff;
 mod duration;
 mod env;
@@ -120,10 +142,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use auth::{AuthConfig, AuthRule, DEFAULT_LEEWAY};
 pub use diff::{ConfigChanges, changes};
 pub use duration::parse_duration;
 pub use env::EnvLookup;
-pub use filter::{TaskPolicy, TaskSupport, ToolFilter};
+pub use filter::{Permissions, TaskPolicy, TaskSupport, ToolFilter};
 pub use redact::{redact_url, redact_url_in, redact_urls};
 pub use state_dir::state_dir_for;
 
@@ -196,6 +219,8 @@ pub struct Config {
     pub skills: SkillsConfig,
     /// The `[[clients]]` entries: who may connect over HTTP, with which subscriptions.
     pub clients: Vec<ClientConfig>,
+    /// The `[auth]` table: JWT access tokens roster takes besides the `[[clients]]` tokens.
+    pub auth: Option<AuthConfig>,
 }
 
 /// One `[[clients]]` entry. The token is named, never written: `token_env` (a variable read at
@@ -213,6 +238,8 @@ pub struct ClientConfig {
     /// Whether this client's tool results carry the change note; `None` follows
     /// `[gateway] delta_notes`.
     pub delta_notes: Option<bool>,
+    /// What this client may use (`tools`, `prompts`, `resources` allow/deny).
+    pub permissions: Permissions,
 }
 
 /// One `[servers.NAME]` table.
@@ -619,6 +646,7 @@ impl Config {
             gateway: GatewayConfig::defaults(&process_env),
             skills: SkillsConfig::default(),
             clients: Vec::new(),
+            auth: None,
         }
     }
 }

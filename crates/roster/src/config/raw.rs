@@ -9,6 +9,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde::Deserialize;
 
+use super::auth::{RawAuth, RawPermissions, build_auth, build_permissions};
 use super::duration::{parse_duration, seconds};
 use super::env::{EnvLookup, ExpandError, expand_vars};
 use super::state_dir;
@@ -30,6 +31,7 @@ struct RawToml {
     skills: RawSkills,
     #[serde(default)]
     clients: Vec<RawClient>,
+    auth: Option<RawAuth>,
 }
 
 #[derive(Deserialize, Default)]
@@ -91,6 +93,13 @@ pub(super) struct RawToolFilter {
     deny: Vec<String>,
 }
 
+impl RawToolFilter {
+    /// The allow and deny patterns.
+    pub(super) fn into_parts(self) -> (Vec<String>, Vec<String>) {
+        (self.allow, self.deny)
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawGateway {
@@ -150,6 +159,12 @@ struct RawClient {
     #[serde(default)]
     subscriptions: Vec<String>,
     delta_notes: Option<bool>,
+    #[serde(default)]
+    tools: RawToolFilter,
+    #[serde(default)]
+    prompts: RawToolFilter,
+    #[serde(default)]
+    resources: RawToolFilter,
 }
 
 #[derive(Deserialize, Default)]
@@ -238,7 +253,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn duration(&self, key: &str, raw: &RawDuration) -> Result<Duration, ConfigError> {
+    pub(super) fn duration(&self, key: &str, raw: &RawDuration) -> Result<Duration, ConfigError> {
         let parsed = match raw {
             RawDuration::Text(text) => parse_duration(text),
             RawDuration::Seconds(secs) => seconds(*secs),
@@ -278,7 +293,7 @@ impl<'a> Ctx<'a> {
 
     /// The URL with `${VAR}` expanded first, so an unset variable is named rather than
     /// reported as a malformed URL.
-    fn url(&self, key: &str, url: &str) -> Result<String, ConfigError> {
+    pub(super) fn url(&self, key: &str, url: &str) -> Result<String, ConfigError> {
         let url = &self.expand(key, url)?;
         match reqwest::Url::parse(url) {
             Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(url.to_owned()),
@@ -328,14 +343,28 @@ impl Config {
                     format!("`token_env` or `token_sha256` for client \"{}\"", c.name),
                 ));
             }
+            let permissions = build_permissions(
+                &ctx,
+                &format!("clients[{i}]"),
+                RawPermissions {
+                    tools: c.tools,
+                    prompts: c.prompts,
+                    resources: c.resources,
+                },
+            )?;
             clients.push(ClientConfig {
                 name: c.name,
                 token_env: c.token_env,
                 token_sha256: c.token_sha256,
                 subscriptions: c.subscriptions,
                 delta_notes: c.delta_notes,
+                permissions,
             });
         }
+        let auth = match raw.auth {
+            Some(auth) => Some(build_auth(&ctx, auth)?),
+            None => None,
+        };
         Ok(Config {
             source: Some(path.to_owned()),
             server_order,
@@ -343,6 +372,7 @@ impl Config {
             gateway,
             skills,
             clients,
+            auth,
         })
     }
 }

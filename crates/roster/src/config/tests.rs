@@ -229,6 +229,66 @@ fn the_documented_example_parses() {
     assert_eq!(config.clients.len(), 1);
     assert_eq!(config.clients[0].delta_notes, Some(false));
     assert!(!config.servers["fs"].tools.permits("write_file"));
+    let permissions = &config.clients[0].permissions;
+    assert!(permissions.tools.permits("fs__read_file"));
+    assert!(!permissions.tools.permits("fs__write_file"));
+    assert!(!permissions.prompts.permits("web__summarize"));
+    let auth = config.auth.expect("[auth]");
+    assert_eq!(auth.issuers, ["https://idp.example.com"]);
+    assert_eq!(auth.required_scopes, ["mcp"]);
+    assert_eq!(auth.rules.len(), 1);
+    assert_eq!(auth.rules[0].name, "eng-{sub}");
+    assert_eq!(
+        auth.rules[0].claim,
+        Some(("groups".to_owned(), "eng".to_owned()))
+    );
+}
+
+#[test]
+fn auth_and_permission_mistakes_name_the_key() {
+    let cases = [
+        (
+            "[auth]\naudience = \"https://r.example/mcp\"\n",
+            "auth.issuers",
+        ),
+        (
+            "[auth]\nissuer = \"https://idp.example\"\n",
+            "auth.audience",
+        ),
+        (
+            "[auth]\nissuer = \"idp.example\"\naudience = \"https://r.example/mcp\"\n",
+            "auth.issuer",
+        ),
+        (
+            "[auth]\nissuers = [\"https://idp.example\", \"ftp://x\"]\n\
+             audience = \"https://r.example/mcp\"\n",
+            "auth.issuers[1]",
+        ),
+        (
+            "[auth]\nissuer = \"https://idp.example\"\naudience = \"https://r.example/mcp\"\n\
+             [[auth.rules]]\nclaim = \"groups\"\n",
+            "auth.rules[0].value",
+        ),
+        (
+            "[auth]\nissuer = \"https://idp.example\"\naudience = \"https://r.example/mcp\"\n\
+             [[auth.rules]]\ntools.allow = [\"a[\"]\n",
+            "auth.rules[0].tools",
+        ),
+        (
+            "[[clients]]\nname = \"c\"\ntoken_env = \"T\"\nresources.deny = [\"{a\"]\n",
+            "clients[0].resources",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = parse(text).expect_err(text);
+        assert!(
+            matches!(&err, ConfigError::Invalid { key, .. } if key == expected),
+            "{text}: {err}"
+        );
+    }
+    let err = parse("[auth]\nissuer = \"https://i\"\naudience = \"https://a\"\nleway = 1\n")
+        .expect_err("a misspelt key");
+    assert!(err.to_string().contains("leway"), "{err}");
 }
 
 #[test]

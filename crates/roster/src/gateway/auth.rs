@@ -1,6 +1,11 @@
-//! Who is calling: `[[clients]]` bearer tokens and the subscriptions they hold.
+//! Who is calling: `[[clients]]` bearer tokens, the subscriptions they hold and what they may
+//! use.
+
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
+
+use crate::config::Permissions;
 
 pub use crate::config::ClientConfig as ClientEntry;
 
@@ -35,10 +40,31 @@ pub(crate) struct AdmittedClient {
 /// Who a request comes from, as far as visibility is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientIdentity {
-    /// The `[[clients]]` name, or `None` for the default (stdio, or HTTP with no clients).
+    /// The `[[clients]]` name (or the name an `[[auth.rules]]` entry gives a verified token),
+    /// or `None` for the default (stdio, or HTTP with no clients).
     pub name: Option<String>,
     /// The subscriptions this caller holds.
     pub subscriptions: Vec<String>,
+    /// The tools, prompts and resources this caller may use; what it may not use is answered
+    /// as what does not exist.
+    pub permissions: Arc<Permissions>,
+}
+
+impl ClientIdentity {
+    /// Whether this caller may use the tool served under `exposed` (native tools included).
+    pub fn may_use_tool(&self, exposed: &str) -> bool {
+        self.permissions.tools.permits(exposed)
+    }
+
+    /// Whether this caller may use the prompt served under `exposed`.
+    pub fn may_use_prompt(&self, exposed: &str) -> bool {
+        self.permissions.prompts.permits(exposed)
+    }
+
+    /// Whether this caller may use the resource at `uri` (or the template `uri` is).
+    pub fn may_use_resource(&self, uri: &str) -> bool {
+        self.permissions.resources.permits(uri)
+    }
 }
 
 impl ClientEntry {
@@ -64,6 +90,7 @@ impl ClientEntry {
             identity: ClientIdentity {
                 name: Some(self.name.clone()),
                 subscriptions: self.subscriptions.clone(),
+                permissions: Arc::new(self.permissions.clone()),
             },
             delta_notes: self.delta_notes,
         })
@@ -125,6 +152,7 @@ mod tests {
             token_sha256: Some(hash.into()),
             subscriptions: vec!["pro".into()],
             delta_notes: None,
+            permissions: Permissions::default(),
         }
     }
 
@@ -160,6 +188,7 @@ mod tests {
         let anonymous = ClientIdentity {
             name: None,
             subscriptions: Vec::new(),
+            permissions: Arc::default(),
         };
         assert!(delta_notes(&clients, &anonymous, true));
     }

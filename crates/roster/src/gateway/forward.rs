@@ -187,7 +187,7 @@ fn complete_when_untyped(result: &mut Value) {
 }
 
 /// The JSON-RPC error a client gets for a request the runtime could not route or forward.
-pub(super) fn route_error(error: RouteError) -> ErrorData {
+pub(crate) fn route_error(error: RouteError) -> ErrorData {
     match error {
         RouteError::UnknownPrompt(_) | RouteError::UnknownReference(_) => {
             ErrorData::invalid_params(error.to_string(), None)

@@ -41,6 +41,7 @@ mod forward;
 mod handler;
 pub mod http;
 mod native;
+mod oauth;
 pub mod reload;
 mod skills;
 pub mod stdio;
@@ -50,6 +51,7 @@ mod watches;
 use auth::AdmittedClient;
 pub use auth::{ClientEntry, ClientEntryError, ClientIdentity};
 pub use handler::GatewayHandler;
+pub(crate) use oauth::{Refusal, ResourceServer};
 pub use skills::Skills;
 pub use tasks::TaskSettings;
 use tasks::Tasks;
@@ -181,6 +183,10 @@ impl Default for ServeConfig {
     }
 }
 
+/// How many client identities keep a stateless-era session at once; past it, the least recently
+/// used one's session ends (its next request opens a new one).
+pub const MAX_STATELESS_IDENTITIES: usize = 4096;
+
 /// The gateway's shared state: the roster it serves, who may connect, and the sessions of
 /// clients that speak the stateless (2026-07-28) era, keyed by who they are.
 pub struct Gateway {
@@ -192,7 +198,9 @@ pub struct Gateway {
     live: std::sync::RwLock<Live>,
     skills: Arc<Skills>,
     inbox: Option<Arc<crate::inbox::Inbox>>,
-    stateless: Mutex<HashMap<String, Arc<Session>>>,
+    /// By identity name, with when each was last used: at most [`MAX_STATELESS_IDENTITIES`]
+    /// (verified tokens bring identities from outside; the least recently used goes first).
+    stateless: Mutex<HashMap<String, (Arc<Session>, std::time::Instant)>>,
     paused: Arc<caller::Paused<Outcome>>,
     tasks: Tasks,
     served: Mutex<Option<Arc<ServedTools>>>,
@@ -207,6 +215,8 @@ pub struct Gateway {
 struct Live {
     config: Arc<ServeConfig>,
     clients: Arc<Vec<AdmittedClient>>,
+    /// `[auth]`: the JWT access tokens taken besides the clients' tokens.
+    auth: Option<Arc<ResourceServer>>,
 }
 
 /// A new `[gateway]` table and `[[clients]]` list checked and ready to take the place of the
@@ -214,6 +224,7 @@ struct Live {
 pub struct Admitted {
     gateway: crate::config::GatewayConfig,
     clients: Vec<AdmittedClient>,
+    auth: Option<crate::config::AuthConfig>,
 }
 
 /// The tools a client is served: native tools first (they win any clash), then the servers'.
@@ -225,6 +236,8 @@ pub(crate) struct ServedTools {
     servers: Vec<Tool>,
     tools: Vec<Tool>,
     index: HashMap<String, usize>,
+    /// How many of `tools` (the first) are native.
+    native: usize,
 }
 
 impl ServedTools {
@@ -249,6 +262,7 @@ impl ServedTools {
             servers,
             tools,
             index,
+            native: native_count,
         }
     }
 
@@ -260,6 +274,11 @@ impl ServedTools {
     /// Every tool, in the order `tools/list` pages them.
     pub(crate) fn all(&self) -> &[Tool] {
         &self.tools
+    }
+
+    /// Whether `name` is a native tool's.
+    pub(crate) fn is_native(&self, name: &str) -> bool {
+        self.index.get(name).is_some_and(|&i| i < self.native)
     }
 
     /// The tool served under `name`.
@@ -293,12 +312,13 @@ fn to_rmcp(entry: ToolEntry) -> Option<Tool> {
 
 impl Gateway {
     /// A gateway serving `roster` with the `[gateway]` settings, `[[clients]]` entries, the
-    /// skill catalog and (for `channels`, and to attribute what servers send during a request)
-    /// the inbox; fails when a client's token cannot be read.
+    /// `[auth]` table, the skill catalog and (for `channels`, and to attribute what servers
+    /// send during a request) the inbox; fails when a client's token cannot be read.
     pub fn new(
         roster: Roster,
         config: ServeConfig,
         clients: &[ClientEntry],
+        auth: Option<&crate::config::AuthConfig>,
         skills: Arc<Skills>,
         inbox: Option<Arc<crate::inbox::Inbox>>,
     ) -> Result<Arc<Self>, ClientEntryError> {
@@ -309,6 +329,7 @@ impl Gateway {
             live: std::sync::RwLock::new(Live {
                 config: Arc::new(config),
                 clients: Arc::new(auth::admit_all(clients)?),
+                auth: auth.map(ResourceServer::new),
             }),
             skills,
             inbox,
@@ -392,12 +413,13 @@ impl Gateway {
         Ok(Admitted {
             gateway: config.gateway.clone(),
             clients: auth::admit_all(&config.clients)?,
+            auth: config.auth.clone(),
         })
     }
 
     /// Puts a reloaded `[gateway]` table's live settings (`subscriptions`, `delta_notes`,
-    /// `page_size`) and `[[clients]]` in force: the next request is authenticated against the
-    /// new tokens (a removed client's sessions end at their next request) and served with the
+    /// `page_size`), `[[clients]]` (with their permissions) and `[auth]` in force: the next
+    /// request is authenticated against the new tokens (a removed client's sessions end at their next request) and served with the
     /// new settings.
     pub fn apply(&self, admitted: Admitted) {
         let mut live = write(&self.live);
@@ -407,6 +429,16 @@ impl Gateway {
         config.page_size = admitted.gateway.page_size;
         live.config = Arc::new(config);
         live.clients = Arc::new(admitted.clients);
+        // A table that did not change keeps its resource server, and with it the keys fetched.
+        let same = live.auth.as_ref().map(|a| a.config()) == admitted.auth.as_ref();
+        if !same {
+            live.auth = admitted.auth.as_ref().map(ResourceServer::new);
+        }
+    }
+
+    /// The `[auth]` resource server in force, if `[auth]` is configured.
+    pub(crate) fn resource_server(&self) -> Option<Arc<ResourceServer>> {
+        read(&self.live).auth.clone()
     }
 
     /// Cancelled when the gateway begins shutting down.
@@ -414,9 +446,10 @@ impl Gateway {
         self.shutdown.clone()
     }
 
-    /// Whether HTTP requests must carry a bearer token.
+    /// Whether HTTP requests must carry a bearer token (`[[clients]]` or `[auth]` configured).
     pub fn requires_token(&self) -> bool {
-        !self.clients().is_empty()
+        let live = read(&self.live);
+        !live.clients.is_empty() || live.auth.is_some()
     }
 
     /// The client a bearer token belongs to, if any.
@@ -436,6 +469,7 @@ impl Gateway {
         ClientIdentity {
             name: None,
             subscriptions: read(&self.live).config.subscriptions.clone(),
+            permissions: Arc::default(),
         }
     }
 
@@ -446,11 +480,24 @@ impl Gateway {
 
     fn stateless_session(&self, who: &ClientIdentity) -> Arc<Session> {
         let key = who.name.clone().unwrap_or_default();
+        let now = std::time::Instant::now();
         let mut sessions = lock(&self.stateless);
-        sessions
-            .entry(key)
-            .or_insert_with(|| self.roster.open_session())
-            .clone()
+        if let Some((session, used)) = sessions.get_mut(&key) {
+            *used = now;
+            return session.clone();
+        }
+        if sessions.len() >= MAX_STATELESS_IDENTITIES {
+            let oldest = sessions
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(name, _)| name.clone());
+            if let Some(oldest) = oldest {
+                sessions.remove(&oldest);
+            }
+        }
+        let session = self.roster.open_session();
+        sessions.insert(key, (session.clone(), now));
+        session
     }
 
     /// Begins shutting down: sessions stop, then the servers are stopped.

@@ -38,6 +38,9 @@ use crate::servers::{CallerRelay, InputRound};
 /// How often a client is asked to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
 
+/// How many client identities hold tasks at once before those with none running are dropped.
+const MAX_OWNERS: usize = 4096;
+
 /// How many `input_required` rounds one task goes through before roster gives up on it.
 const MAX_INPUT_ROUNDS: usize = 16;
 
@@ -176,7 +179,15 @@ impl Tasks {
         let options = TaskOptions::new()
             .with_ttl_ms(u64::try_from(self.settings.ttl.as_millis()).unwrap_or(u64::MAX))
             .with_poll_interval_ms(POLL_INTERVAL_MS);
-        let manager = self.owners().entry(owner.to_owned()).or_default().clone();
+        let manager = {
+            let mut owners = self.owners();
+            if !owners.contains_key(owner) && owners.len() >= MAX_OWNERS {
+                // Verified tokens bring owners from outside: past the bound, owners with nothing
+                // running go (with their finished tasks' results).
+                owners.retain(|_, manager| manager.running_task_count() > 0);
+            }
+            owners.entry(owner.to_owned()).or_default().clone()
+        };
         let task = manager.spawn(options, move |context| {
             Box::pin(crate::telemetry::carried(work.run(round, context)))
         });

@@ -15,8 +15,9 @@ use serde_json::Value;
 
 use super::{GatewayHandler, input_round, not_a_call, read_answer};
 use crate::gateway::caller::{self, Step};
-use crate::gateway::{Gateway, Outcome, watches};
-use crate::servers::{InputRound, relay};
+use crate::gateway::forward::route_error;
+use crate::gateway::{ClientIdentity, Gateway, Outcome, watches};
+use crate::servers::{InputRound, RouteError, relay};
 
 impl GatewayHandler {
     pub(super) async fn prompts_page(
@@ -25,14 +26,10 @@ impl GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         self.session(&context).begin_turn_keeping_note().await;
-        let prompts = self.gateway.prompts();
-        list_page!(
-            self,
-            ListPromptsResult,
-            &prompts,
-            request,
-            CacheScope::Public
-        )
+        let who = self.identity(&context);
+        let mut prompts = self.gateway.prompts();
+        prompts.retain(|p| who.may_use_prompt(&p.name));
+        list_page!(self, ListPromptsResult, &prompts, request, scope_for(&who))
     }
 
     pub(super) async fn prompt(
@@ -40,6 +37,10 @@ impl GatewayHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if !self.identity(&context).may_use_prompt(&request.name) {
+            // Exactly what a prompt no server offers is answered with.
+            return Err(route_error(RouteError::UnknownPrompt(request.name)));
+        }
         let params = serde_json::json!({"name": request.name, "arguments": request.arguments});
         let input = input_round(request.input_responses, request.request_state);
         let answer = self
@@ -61,6 +62,21 @@ impl GatewayHandler {
         self.session(&context).begin_turn_keeping_note().await;
         let params = serde_json::to_value(&request)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let who = self.identity(&context);
+        let permitted = match &params["ref"] {
+            reference if reference["type"] == "ref/prompt" => {
+                who.may_use_prompt(reference["name"].as_str().unwrap_or_default())
+            }
+            reference if reference["type"] == "ref/resource" => {
+                who.may_use_resource(reference["uri"].as_str().unwrap_or_default())
+            }
+            _ => true,
+        };
+        if !permitted {
+            return Err(route_error(RouteError::UnknownReference(
+                params["ref"].to_string(),
+            )));
+        }
         let answer = self.gateway.forward("completion/complete", params).await?;
         read_answer("completion/complete", answer)
     }
@@ -71,11 +87,13 @@ impl GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.session(&context).begin_turn_keeping_note().await;
+        let who = self.identity(&context);
         let mut resources = self
             .gateway
             .skills()
             .resources(&self.subscriptions(&context));
         resources.extend(self.gateway.resources());
+        resources.retain(|r| who.may_use_resource(&r.uri));
         list_page!(
             self,
             ListResourcesResult,
@@ -91,13 +109,15 @@ impl GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.session(&context).begin_turn_keeping_note().await;
-        let templates = self.gateway.resource_templates();
+        let who = self.identity(&context);
+        let mut templates = self.gateway.resource_templates();
+        templates.retain(|t| who.may_use_resource(&t.uri_template));
         list_page!(
             self,
             ListResourceTemplatesResult,
             &templates,
             request,
-            CacheScope::Public
+            scope_for(&who)
         )
     }
 
@@ -113,6 +133,14 @@ impl GatewayHandler {
                 Some(serde_json::json!({"uri": request.uri})),
             )
         };
+        if !self.identity(&context).may_use_resource(&request.uri) {
+            // Exactly what a URI no one offers is answered with.
+            return Err(if request.uri.starts_with("skill://") {
+                not_found()
+            } else {
+                route_error(RouteError::UnknownResource(request.uri))
+            });
+        }
         let skill_file = self
             .gateway
             .skills()
@@ -208,8 +236,11 @@ impl GatewayHandler {
     pub(super) async fn watch(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if !self.identity(&context).may_use_resource(&request.uri) {
+            return Err(route_error(RouteError::UnknownResource(request.uri)));
+        }
         self.watches
             .watch(self.gateway.roster(), &request.uri)
             .await
@@ -257,6 +288,15 @@ impl GatewayHandler {
             return Ok(Err(read_answer(method, answer)?));
         }
         Ok(Ok(answer))
+    }
+}
+
+/// A list that tool permissions may have cut depends on who asks.
+fn scope_for(who: &ClientIdentity) -> CacheScope {
+    if who.permissions.restricts() {
+        CacheScope::Private
+    } else {
+        CacheScope::Public
     }
 }
 

@@ -7,6 +7,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
+use roster_core::CallRouteError;
 
 use super::{GatewayHandler, input_round, not_a_call};
 use crate::Session;
@@ -26,7 +27,23 @@ impl GatewayHandler {
         // The list says what any note drained so far would: this session needs none of them.
         let _ = session.take_note();
         let tools = self.gateway.served_tools();
-        // The tool list is the same for every caller.
+        let who = self.identity(&context);
+        if !who.permissions.tools.allows_all() {
+            let permitted: Vec<Tool> = tools
+                .all()
+                .iter()
+                .filter(|tool| who.may_use_tool(&tool.name))
+                .cloned()
+                .collect();
+            return list_page!(
+                self,
+                ListToolsResult,
+                &permitted,
+                request,
+                CacheScope::Private
+            );
+        }
+        // Without tool permissions the list is the same for every caller.
         list_page!(
             self,
             ListToolsResult,
@@ -44,6 +61,16 @@ impl GatewayHandler {
         let session = self.session(&context);
         let who = self.identity(&context);
         let arguments = request.arguments.unwrap_or_default();
+        // A tool this client may not use is answered exactly as one that does not exist.
+        let unknown = || {
+            let e = CallRouteError::Unknown(request.name.to_string());
+            self.gateway.roster().metrics().route_refused(&e, false);
+            ErrorData::invalid_params(e.to_string(), None)
+        };
+        if !who.may_use_tool(&request.name) && self.gateway.served_tools().is_native(&request.name)
+        {
+            return Err(unknown());
+        }
         if let Some(mut result) = native::call(&self.gateway, &who, &request.name, &arguments) {
             self.carry_note(&session, &who, &mut result);
             return Ok(result.into());
@@ -52,11 +79,37 @@ impl GatewayHandler {
         // From here on the call goes by its exposed name, also when it came by a server's own
         // name (an MCP App's call).
         let name = match self.gateway.roster().route_call(&request.name) {
+            // By a server's own name: judged by the exposed name it routes to.
+            Ok(name) if !who.may_use_tool(&name) => return Err(unknown()),
             Ok(name) => name,
+            // Several servers have a tool of this own name: only those this client may use
+            // count (the others must not show, even in an error).
+            Err(CallRouteError::Ambiguous { name, exposed }) if who.permissions.restricts() => {
+                let mut permitted: Vec<String> = exposed
+                    .into_iter()
+                    .filter(|e| who.may_use_tool(e))
+                    .collect();
+                match permitted.len() {
+                    0 => return Err(unknown()),
+                    1 => permitted.remove(0),
+                    _ => {
+                        let e = CallRouteError::Ambiguous {
+                            name,
+                            exposed: permitted,
+                        };
+                        self.gateway.roster().metrics().route_refused(&e, false);
+                        return Err(ErrorData::invalid_params(e.to_string(), None));
+                    }
+                }
+            }
             Err(e) => {
                 // A withheld tool is known and waits for a person: a tool error says so, where
                 // the model (and whoever reads its transcript) sees it.
-                let withheld = self.gateway.roster().withheld(&request.name);
+                let withheld = self
+                    .gateway
+                    .roster()
+                    .withheld(&request.name)
+                    .filter(|_| who.may_use_tool(&request.name));
                 let metrics = self.gateway.roster().metrics();
                 metrics.route_refused(&e, withheld.is_some());
                 let Some(why) = withheld else {

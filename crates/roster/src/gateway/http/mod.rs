@@ -18,7 +18,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 
-use super::{Gateway, GatewayHandler};
+use super::{Gateway, GatewayHandler, Refusal, ResourceServer};
 use crate::config::GatewayConfig;
 
 mod front;
@@ -208,6 +208,15 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_page))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(resource_metadata),
+        )
+        // The form with the resource's path (`/mcp`, or the path of `[auth] audience`).
+        .route(
+            "/.well-known/oauth-protected-resource/{*path}",
+            get(resource_metadata),
+        )
         .with_state(health)
         .merge(mcp_routes)
 }
@@ -367,17 +376,33 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// Attaches the caller's identity, or answers 401 when clients are configured and the request
-/// has no valid bearer token.
+/// Attaches the caller's identity, or answers 401 when clients or `[auth]` are configured and
+/// the request has no valid bearer token (403 when a verified token lacks a required scope).
 async fn authenticate(
     State(gateway): State<Arc<Gateway>>,
     mut request: Request,
     next: Next,
 ) -> Response {
     let identity = if gateway.requires_token() {
-        match bearer(request.headers()).and_then(|t| gateway.authenticate(t)) {
+        let token = bearer(request.headers());
+        match token.and_then(|t| gateway.authenticate(t)) {
             Some(identity) => identity,
-            None => return unauthorized(),
+            None => match gateway.resource_server() {
+                None => return unauthorized(),
+                Some(server) => {
+                    let verified = match token {
+                        None => Err(Refusal::Missing),
+                        Some(token) => {
+                            let defaults = gateway.anonymous().subscriptions;
+                            server.verify(token, &defaults).await
+                        }
+                    };
+                    match verified {
+                        Ok(identity) => identity,
+                        Err(refusal) => return refused(&server, &refusal),
+                    }
+                }
+            },
         }
     } else {
         gateway.anonymous()
@@ -399,6 +424,56 @@ fn unauthorized() -> Response {
         HeaderValue::from_static("Bearer realm=\"roster\""),
     );
     response
+}
+
+/// The answer to a request `[auth]` refuses: 401 (no token, or not a valid one) or 403 (a
+/// scope missing), with the `WWW-Authenticate` challenge that names the resource metadata.
+fn refused(server: &ResourceServer, refusal: &Refusal) -> Response {
+    let (status, error, description) = match refusal {
+        Refusal::Missing => (
+            StatusCode::UNAUTHORIZED,
+            "invalid_request",
+            "a bearer token is required: an access token of an authorization server the \
+             resource metadata names, or a [[clients]] token"
+                .to_owned(),
+        ),
+        Refusal::Invalid(why) => (StatusCode::UNAUTHORIZED, "invalid_token", why.clone()),
+        Refusal::InsufficientScope => (
+            StatusCode::FORBIDDEN,
+            "insufficient_scope",
+            format!(
+                "the token lacks a required scope ({})",
+                server.config().required_scopes.join(" ")
+            ),
+        ),
+    };
+    let mut response = (
+        status,
+        axum::Json(serde_json::json!({ "error": error, "error_description": description })),
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&server.challenge(refusal)) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// The protected resource metadata (RFC 9728), at `/.well-known/oauth-protected-resource` and
+/// at the form with the resource's path appended (`…/mcp`); 404 without `[auth]`.
+async fn resource_metadata(State(health): State<Arc<Health>>, headers: HeaderMap) -> Response {
+    if let Err(why) = health.rebinding.check(&headers) {
+        return (StatusCode::FORBIDDEN, format!("Forbidden: {why}")).into_response();
+    }
+    match health.gateway.resource_server() {
+        Some(server) => axum::Json(server.metadata()).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "roster is not an OAuth resource server here: no [auth] table is configured\n",
+        )
+            .into_response(),
+    }
 }
 
 #[cfg(test)]
