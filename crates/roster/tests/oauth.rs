@@ -298,8 +298,17 @@ fn tokens_are_refreshed_before_they_expire_and_when_the_server_refuses_them() {
 
 #[test]
 fn a_403_for_too_little_scope_waits_for_a_login_that_asks_for_more() {
-    let (_server, url) = protected_server("streamable-http", 3600);
-    let gateway = Gateway::start(|dir| config(dir, &url, "streamable-http"), &[]);
+    step_up("streamable-http");
+}
+
+#[test]
+fn a_403_for_too_little_scope_on_legacy_sse_waits_for_a_login_too() {
+    step_up("sse");
+}
+
+fn step_up(transport: &str) {
+    let (_server, url) = protected_server(transport, 3600);
+    let gateway = Gateway::start(|dir| config(dir, &url, transport), &[]);
     let config = gateway.dir.path().join("roster.toml");
     wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
     login_as_a_person(&config, "notes");

@@ -11,7 +11,7 @@ Tools: `whoami` (the scopes of the token that called), `auth_stats` (codes, refr
 tokens issued, so a test sees a refresh), `revoke_access_tokens` (forgets every access token
 the server issued: the next request with one gets 401, and a client refreshes), `admin_task`
 (needs the `extra` scope: a call with a token without it gets 403 `insufficient_scope`, the
-spec's step-up challenge, on streamable HTTP).
+spec's step-up challenge).
 
 Usage: oauth_protected.py --port PORT [--token-ttl SECONDS] [--transport streamable-http|sse]
 """
@@ -170,7 +170,7 @@ def step_up(app):
     403 and the `WWW-Authenticate` the spec gives for insufficient scope."""
 
     async def wrapped(scope, receive, send):
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != MCP_PATH:
+        if scope["type"] != "http" or scope["method"] != "POST":
             return await app(scope, receive, send)
         chunks = []
         while True:
@@ -216,7 +216,5 @@ def step_up(app):
     return wrapped
 
 
-if args.transport == "sse":
-    mcp.run("sse", host="127.0.0.1", port=args.port)
-else:
-    uvicorn.run(step_up(mcp.streamable_http_app()), host="127.0.0.1", port=args.port, log_level="warning")
+app = mcp.sse_app() if args.transport == "sse" else mcp.streamable_http_app()
+uvicorn.run(step_up(app), host="127.0.0.1", port=args.port, log_level="warning")

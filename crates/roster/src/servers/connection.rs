@@ -159,6 +159,14 @@ impl Connection {
         // Cancelled when the server asks for more scope (step-up): the connection then ends,
         // and the next one waits for the login.
         let step_up = CancellationToken::new();
+        // Told each 403 `insufficient_scope`: recorded for the next login, and the connection ends.
+        let step_up_hook = |oauth: &crate::config::OAuthConfig| {
+            let (server, oauth, seen) = (server.to_owned(), oauth.clone(), step_up.clone());
+            move |challenge: &str| {
+                crate::oauth::record_step_up(&server, &oauth, challenge);
+                seen.cancel();
+            }
+        };
         let (running, guard): (RunningService<RoleClient, ClientSide>, Guard) = match &config
             .transport
         {
@@ -194,18 +202,28 @@ impl Connection {
                     ),
                     None => None,
                 };
-                let (transport, sse) =
-                    super::sse::connect(name.clone(), url, headers, auth, raw.clone(), gate)
-                        .await
-                        .map_err(|e| match e {
-                            super::sse::SseError::Unauthorized { challenge, .. } => {
-                                ConnectError::NeedsLogin {
-                                    server: server.to_owned(),
-                                    challenge,
-                                }
-                            }
-                            other => ConnectError::Sse(other),
-                        })?;
+                let on_scope = config
+                    .oauth
+                    .as_ref()
+                    .map(|oauth| Box::new(step_up_hook(oauth)) as Box<dyn Fn(&str) + Send + Sync>);
+                let (transport, sse) = super::sse::connect(
+                    name.clone(),
+                    url,
+                    headers,
+                    (auth, on_scope),
+                    raw.clone(),
+                    gate,
+                )
+                .await
+                .map_err(|e| match e {
+                    super::sse::SseError::Unauthorized { challenge, .. } => {
+                        ConnectError::NeedsLogin {
+                            server: server.to_owned(),
+                            challenge,
+                        }
+                    }
+                    other => ConnectError::Sse(other),
+                })?;
                 let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
                     .await
                     .map_err(handshake)?;
@@ -228,12 +246,7 @@ impl Connection {
                         rmcp::serve_client_with_lifecycle(client, transport, mode).await
                     }
                     Some(oauth) => {
-                        let (step_server, step_oauth) = (server.to_owned(), oauth.clone());
-                        let seen = step_up.clone();
-                        let http = http.on_insufficient_scope(move |challenge| {
-                            crate::oauth::record_step_up(&step_server, &step_oauth, challenge);
-                            seen.cancel();
-                        });
+                        let http = http.on_insufficient_scope(step_up_hook(oauth));
                         let http = crate::oauth::authorized(server, url, oauth, http)
                             .await
                             .map_err(|e| needs_scope(server, e))?;

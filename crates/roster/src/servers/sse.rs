@@ -163,7 +163,7 @@ pub(crate) async fn connect(
     server: Arc<str>,
     url: &str,
     headers: &BTreeMap<String, String>,
-    auth: Option<AuthClient<()>>,
+    (auth, on_insufficient_scope): (Option<AuthClient<()>>, Option<ScopeHook>),
     raw: RawResults,
     gate: super::gate::NotificationGate,
 ) -> Result<(WireTransport, SseGuard), SseError> {
@@ -324,6 +324,18 @@ pub(crate) async fn connect(
                     break;
                 }
                 Ok(response) => {
+                    let challenge = response
+                        .headers()
+                        .get(reqwest::header::WWW_AUTHENTICATE)
+                        .and_then(|v| v.to_str().ok())
+                        .filter(|c| c.contains("insufficient_scope"));
+                    if let (reqwest::StatusCode::FORBIDDEN, Some(challenge), Some(hook)) =
+                        (response.status(), challenge, &on_insufficient_scope)
+                    {
+                        // Step-up is a person's login; the connection ends until then.
+                        hook(challenge);
+                        break;
+                    }
                     tracing::warn!(server = %name, status = %response.status(), "SSE POST rejected");
                 }
                 Err(error) => {
@@ -361,6 +373,9 @@ async fn bearer(auth: Option<&AuthClient<()>>) -> Result<Option<String>, String>
         Err(error) => Err(error.to_string()),
     }
 }
+
+/// Told the `WWW-Authenticate` of a 403 `insufficient_scope` (an OAuth step-up).
+pub(crate) type ScopeHook = Box<dyn Fn(&str) + Send + Sync>;
 
 /// Closes the SSE stream when dropped.
 #[derive(Debug)]
