@@ -18,6 +18,7 @@ pub mod fuzzing;
 pub mod gateway;
 pub mod inbox;
 pub mod metrics;
+pub mod oauth;
 mod roster;
 pub mod servers;
 mod session;

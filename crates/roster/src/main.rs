@@ -56,6 +56,9 @@ enum Command {
     Skills(roster::cli::skills::SkillsCommand),
     /// Notifications servers pushed, and requests waiting for your decision.
     Inbox(inbox::InboxArgs),
+    /// Log in to servers that use OAuth, see their logins, log out.
+    #[command(subcommand)]
+    Auth(roster::cli::auth::AuthCommand),
     /// Print a shell completion script (bash, zsh or fish).
     Completions(completions::CompletionsArgs),
     /// Candidates for the completion scripts (not for people).
@@ -116,6 +119,10 @@ fn main() -> anyhow::Result<ExitCode> {
             inbox::run(args, &cli.config)?;
             return Ok(ExitCode::SUCCESS);
         }
+        Some(Command::Auth(command)) => {
+            roster::cli::auth::run(command, &cli.config)?;
+            return Ok(ExitCode::SUCCESS);
+        }
         Some(Command::Completions(args)) => {
             use clap::CommandFactory;
             completions::run(args, Cli::command())?;
@@ -169,6 +176,7 @@ fn main() -> anyhow::Result<ExitCode> {
         Some(
             Command::Skills(_)
             | Command::Inbox(_)
+            | Command::Auth(_)
             | Command::Completions(_)
             | Command::Complete(_)
             | Command::Tools(_),

@@ -81,6 +81,23 @@
 //! transport = "streamable-http"   # or "sse" (legacy HTTP+SSE)
 //! headers = { Authorization = "Bearer ${WEB_TOKEN}" }
 //!
+//! [servers.linear]             # an HTTP server behind OAuth: `roster auth login linear` once;
+//! url = "https://mcp.linear.app/mcp"   # tokens live in <state_dir>/oauth/tokens.sqlite3 (0600)
+//! auth = "oauth"               # discovery, registration, scopes: all from the server's 401
+//!
+//! [servers.corp]
+//! url = "https://mcp.corp.example/mcp"
+//! transport = "sse"            # OAuth works on both transports
+//! [servers.corp.oauth]         # what the server does not tell (every key optional)
+//! client_id = "roster"         # pre-registered; else client_metadata_url (when the authorization
+//!                              #   server takes client ID metadata documents), else dynamic registration
+//! client_secret_env = "CORP_SECRET"  # the client's secret, from this variable (unset: an error)
+//! scopes = ["mcp:tools"]       # default: the 401's WWW-Authenticate scope, else scopes_supported
+//! redirect_port = 8765         # the loopback port `roster auth login` listens on (default: any free one)
+//! client_metadata_url = "https://roster.example/client.json"
+//! grant = "authorization_code" # or "client_credentials": roster gets its tokens itself (needs
+//!                              #   client_id and client_secret_env; no login)
+//!
 //! [[clients]]                  # who may connect to the gateway over HTTP
 //! name = "ide"
 //! token_env = "IDE_TOKEN"      # or token_sha256 = "…"
@@ -252,6 +269,61 @@ pub struct ServerConfig {
     pub pin: PinPolicy,
     /// What a tool never seen before does (`new_tools`; default from `[gateway]`).
     pub new_tools: NewTools,
+    /// How roster authorizes to an HTTP server that asks for OAuth (`auth = "oauth"` or an
+    /// `[servers.NAME.oauth]` table); `None`: only the static `headers`.
+    pub oauth: Option<OAuthConfig>,
+}
+
+/// How roster, as an OAuth client, gets tokens for one server (`[servers.NAME.oauth]`).
+///
+/// Secrets are named, never written: `client_secret_env` is a variable read when a token is
+/// asked for. Everything not set is discovered from the server (RFC 9728, RFC 8414).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// A client id registered with the authorization server out of band; unset: a client ID
+    /// metadata document (`client_metadata_url`) or dynamic client registration.
+    pub client_id: Option<String>,
+    /// The environment variable holding the pre-registered client's secret.
+    pub client_secret_env: Option<String>,
+    /// The scopes to ask for; empty: the server's `WWW-Authenticate` or `scopes_supported`.
+    pub scopes: Vec<String>,
+    /// The loopback port `roster auth login` receives the redirect on; `None`: any free one.
+    pub redirect_port: Option<u16>,
+    /// The HTTPS URL of roster's client ID metadata document, used when the authorization
+    /// server supports them.
+    pub client_metadata_url: Option<String>,
+    /// How tokens are got.
+    pub grant: OAuthGrant,
+    /// The token store (`oauth/tokens.sqlite3` under the state dir).
+    pub tokens: PathBuf,
+}
+
+impl OAuthConfig {
+    /// OAuth with everything discovered (dynamic client registration, the server's scopes,
+    /// any free loopback port), tokens kept in the store at `tokens`: what `auth = "oauth"`
+    /// says, for a caller without a config file (e.g. a conformance probe).
+    pub fn new(tokens: PathBuf) -> Self {
+        OAuthConfig {
+            client_id: None,
+            client_secret_env: None,
+            scopes: Vec::new(),
+            redirect_port: None,
+            client_metadata_url: None,
+            grant: OAuthGrant::AuthorizationCode,
+            tokens,
+        }
+    }
+}
+
+/// The OAuth grant roster uses with a server (`grant`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// A person logs in once with `roster auth login` (authorization code with PKCE).
+    #[default]
+    AuthorizationCode,
+    /// Machine to machine: roster asks for tokens itself with `client_id` and its secret.
+    ClientCredentials,
 }
 
 /// Which MCP lifecycle roster uses with a server.
@@ -512,6 +584,17 @@ impl Default for ServerLimits {
 }
 
 impl ServerConfig {
+    /// A streamable HTTP server at `url` with default settings.
+    pub fn http(url: impl Into<String>) -> Self {
+        ServerConfig {
+            transport: TransportConfig::StreamableHttp {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            },
+            ..ServerConfig::stdio("", Vec::new())
+        }
+    }
+
     /// A stdio server with default settings.
     pub fn stdio(command: impl Into<String>, args: Vec<String>) -> Self {
         ServerConfig {
@@ -532,6 +615,7 @@ impl ServerConfig {
             limits: ServerLimits::default(),
             pin: PinPolicy::default(),
             new_tools: NewTools::default(),
+            oauth: None,
         }
     }
 }

@@ -14,8 +14,8 @@ use super::duration::{parse_duration, seconds};
 use super::env::{EnvLookup, ExpandError, expand_vars};
 use super::state_dir;
 use super::{
-    ClientConfig, Config, ConfigError, Era, GatewayConfig, NamingMode, ServerConfig, ServerLimits,
-    SkillsConfig, TaskPolicy, ToolFilter, TransportConfig,
+    ClientConfig, Config, ConfigError, Era, GatewayConfig, NamingMode, OAuthConfig, OAuthGrant,
+    ServerConfig, ServerLimits, SkillsConfig, TaskPolicy, ToolFilter, TransportConfig,
 };
 use roster_core::pin::{NewTools, PinPolicy};
 
@@ -59,6 +59,20 @@ pub(super) struct RawServer {
     pub(super) protocol: Option<Era>,
     pub(super) pin: Option<PinPolicy>,
     pub(super) new_tools: Option<NewTools>,
+    pub(super) auth: Option<String>,
+    pub(super) oauth: Option<RawOAuth>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOAuth {
+    client_id: Option<String>,
+    client_secret_env: Option<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
+    redirect_port: Option<u16>,
+    client_metadata_url: Option<String>,
+    grant: Option<OAuthGrant>,
 }
 
 #[derive(Deserialize, Default)]
@@ -672,6 +686,7 @@ pub(super) fn build_server_keyed(
         }
         None => gateway.ping_interval,
     };
+    let oauth = build_oauth(ctx, gateway, key, &transport, raw.auth, raw.oauth)?;
     Ok(ServerConfig {
         transport,
         enabled: raw.enabled.unwrap_or(true),
@@ -685,7 +700,102 @@ pub(super) fn build_server_keyed(
         limits: gateway.server_limits.clone(),
         pin: raw.pin.unwrap_or(gateway.pin),
         new_tools: raw.new_tools.unwrap_or(gateway.new_tools),
+        oauth,
     })
+}
+
+/// `auth = "oauth"` and the `oauth` table: either says the server is behind OAuth.
+fn build_oauth(
+    ctx: &Ctx<'_>,
+    gateway: &GatewayConfig,
+    key: &str,
+    transport: &TransportConfig,
+    auth: Option<String>,
+    raw: Option<RawOAuth>,
+) -> Result<Option<OAuthConfig>, ConfigError> {
+    match auth.as_deref() {
+        None if raw.is_none() => return Ok(None),
+        None | Some("oauth") => {}
+        Some("none") if raw.is_none() => return Ok(None),
+        Some(other) => {
+            return Err(ctx.invalid(
+                format!("{key}.auth"),
+                format!("\"oauth\" (or an [{key}.oauth] table), not \"{other}\""),
+            ));
+        }
+    }
+    if matches!(transport, TransportConfig::Stdio { .. }) {
+        return Err(ctx.invalid(
+            format!("{key}.auth"),
+            "OAuth only for a `url` server (a stdio server gets its secrets through `env`)",
+        ));
+    }
+    let raw = raw.unwrap_or_default();
+    let oauth_key = format!("{key}.oauth");
+    let client_id = match raw.client_id {
+        Some(id) => {
+            let id = ctx.expand(&format!("{oauth_key}.client_id"), &id)?;
+            if id.trim().is_empty() {
+                return Err(ctx.invalid(format!("{oauth_key}.client_id"), "a non-empty client id"));
+            }
+            Some(id)
+        }
+        None => None,
+    };
+    if let Some(var) = &raw.client_secret_env {
+        if client_id.is_none() {
+            return Err(ctx.invalid(
+                format!("{oauth_key}.client_secret_env"),
+                "a secret only with `client_id` (the client it belongs to)",
+            ));
+        }
+        if (ctx.env)(var).is_none_or(|v| v.is_empty()) {
+            return Err(ctx.invalid(
+                format!("{oauth_key}.client_secret_env"),
+                format!("the name of a set environment variable (`{var}` is not set)"),
+            ));
+        }
+    }
+    let grant = raw.grant.unwrap_or_default();
+    if grant == OAuthGrant::ClientCredentials
+        && (client_id.is_none() || raw.client_secret_env.is_none())
+    {
+        return Err(ctx.invalid(
+            format!("{oauth_key}.grant"),
+            "`client_id` and `client_secret_env` with grant = \"client_credentials\"",
+        ));
+    }
+    let client_metadata_url = match raw.client_metadata_url {
+        Some(url) => {
+            let url_key = format!("{oauth_key}.client_metadata_url");
+            let url = ctx.url(&url_key, &url)?;
+            let parsed =
+                reqwest::Url::parse(&url).map_err(|e| ctx.invalid(&url_key, e.to_string()))?;
+            if parsed.scheme() != "https" || parsed.path() == "/" {
+                return Err(ctx.invalid(
+                    url_key,
+                    "an https:// URL with a path (the client ID metadata document)",
+                ));
+            }
+            Some(url)
+        }
+        None => None,
+    };
+    if raw.redirect_port == Some(0) {
+        return Err(ctx.invalid(
+            format!("{oauth_key}.redirect_port"),
+            "a port from 1 to 65535 (leave it out for any free port)",
+        ));
+    }
+    Ok(Some(OAuthConfig {
+        client_id,
+        client_secret_env: raw.client_secret_env,
+        scopes: raw.scopes,
+        redirect_port: raw.redirect_port,
+        client_metadata_url,
+        grant,
+        tokens: crate::store::tokens_path(&gateway.state_dir),
+    }))
 }
 
 // ---- server limits ----------------------------------------------------------------------

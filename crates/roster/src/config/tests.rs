@@ -204,13 +204,28 @@ fn the_documented_example_parses() {
         ("FS_TOKEN", "a"),
         ("WEB_TOKEN", "b"),
         ("WEB_KEY", "k"),
+        ("CORP_SECRET", "s"),
         ("HOME", "/h"),
     ]);
     let config =
         Config::from_toml(&example, Path::new("/c/roster.toml"), &env).expect("example valid");
     assert_eq!(config.skills.max_file_size, 1 << 20);
     assert_eq!(config.gateway.admin_max_line, 65536);
-    assert_eq!(config.server_order, vec!["fs", "web"]);
+    assert_eq!(config.server_order, vec!["fs", "web", "linear", "corp"]);
+    assert_eq!(
+        config.servers["linear"]
+            .oauth
+            .as_ref()
+            .map(|o| o.tokens.clone()),
+        Some(PathBuf::from("/c/state/oauth/tokens.sqlite3"))
+    );
+    assert_eq!(
+        config.servers["corp"]
+            .oauth
+            .as_ref()
+            .and_then(|o| o.redirect_port),
+        Some(8765)
+    );
     assert_eq!(config.clients.len(), 1);
     assert_eq!(config.clients[0].delta_notes, Some(false));
     assert!(!config.servers["fs"].tools.permits("write_file"));
@@ -598,4 +613,49 @@ fn durations_read_humantime_forms_and_bare_seconds() {
         let err = parse_duration(text).expect_err(text);
         assert!(err.contains(why), "{text}: {err}");
     }
+}
+
+#[test]
+fn oauth_settings_are_checked_naming_the_key() {
+    let error = |text: &str| parse(text).expect_err("refused").to_string();
+    let e = error("[servers.a]\ncommand = \"x\"\nauth = \"oauth\"\n");
+    assert!(
+        e.contains("servers.a.auth") && e.contains("`url` server"),
+        "{e}"
+    );
+    let e = error("[servers.a]\nurl = \"http://h/mcp\"\nauth = \"basic\"\n");
+    assert!(
+        e.contains("servers.a.auth") && e.contains("\"oauth\""),
+        "{e}"
+    );
+    let e = error(
+        "[servers.a]\nurl = \"http://h/mcp\"\n[servers.a.oauth]\nclient_id = \"c\"\nclient_secret_env = \"ROSTER_TEST_UNSET_SECRET\"\n",
+    );
+    assert!(
+        e.contains("servers.a.oauth.client_secret_env") && e.contains("ROSTER_TEST_UNSET_SECRET"),
+        "{e}"
+    );
+    let e = error(
+        "[servers.a]\nurl = \"http://h/mcp\"\n[servers.a.oauth]\ngrant = \"client_credentials\"\n",
+    );
+    assert!(e.contains("servers.a.oauth.grant"), "{e}");
+    let e = error(
+        "[servers.a]\nurl = \"http://h/mcp\"\n[servers.a.oauth]\nclient_metadata_url = \"http://x/c.json\"\n",
+    );
+    assert!(e.contains("servers.a.oauth.client_metadata_url"), "{e}");
+    let e = error("[servers.a]\nurl = \"http://h/mcp\"\n[servers.a.oauth]\nscope = [\"x\"]\n");
+    assert!(e.contains("scope"), "{e}");
+    let config =
+        parse("[servers.a]\nurl = \"http://h/mcp\"\n[servers.a.oauth]\nscopes = [\"x\"]\n")
+            .expect("parses");
+    let oauth = config.servers["a"].oauth.clone().expect("oauth");
+    assert_eq!(oauth.scopes, vec!["x".to_owned()]);
+    assert_eq!(oauth.grant, super::OAuthGrant::AuthorizationCode);
+    assert_eq!(
+        parse("[servers.a]\nurl = \"http://h/mcp\"\n")
+            .expect("parses")
+            .servers["a"]
+            .oauth,
+        None
+    );
 }

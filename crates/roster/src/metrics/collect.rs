@@ -18,12 +18,13 @@ use crate::servers::runtime::Runtime;
 
 /// Every connection state a server can be in, so each server has one series per state (1 for
 /// its state, 0 for the others) and a dashboard sees a state end.
-const SERVER_STATES: [ServerState; 5] = [
+const SERVER_STATES: [ServerState; 6] = [
     ServerState::Disabled,
     ServerState::Connecting,
     ServerState::Connected,
     ServerState::Disconnected,
     ServerState::CrashLoop,
+    ServerState::NeedsLogin,
 ];
 
 /// Registers the runtime's gauges with its own metrics.

@@ -156,6 +156,17 @@ impl Connection {
                 None => text,
             })
         };
+        // Cancelled when the server asks for more scope (step-up): the connection then ends,
+        // and the next one waits for the login.
+        let step_up = CancellationToken::new();
+        // Told each 403 `insufficient_scope`: recorded for the next login, and the connection ends.
+        let step_up_hook = |oauth: &crate::config::OAuthConfig| {
+            let (server, oauth, seen) = (server.to_owned(), oauth.clone(), step_up.clone());
+            move |challenge: &str| {
+                crate::oauth::record_step_up(&server, &oauth, challenge);
+                seen.cancel();
+            }
+        };
         let (running, guard): (RunningService<RoleClient, ClientSide>, Guard) = match &config
             .transport
         {
@@ -183,8 +194,36 @@ impl Connection {
                 (running, Guard::Child(child))
             }
             TransportConfig::Sse { url, headers } => {
-                let (transport, sse) =
-                    super::sse::connect(name.clone(), url, headers, raw.clone(), gate).await?;
+                let auth = match &config.oauth {
+                    Some(oauth) => Some(
+                        crate::oauth::authorized(server, url, oauth, ())
+                            .await
+                            .map_err(|e| needs_scope(server, e))?,
+                    ),
+                    None => None,
+                };
+                let on_scope = config
+                    .oauth
+                    .as_ref()
+                    .map(|oauth| Box::new(step_up_hook(oauth)) as Box<dyn Fn(&str) + Send + Sync>);
+                let (transport, sse) = super::sse::connect(
+                    name.clone(),
+                    url,
+                    headers,
+                    (auth, on_scope),
+                    raw.clone(),
+                    gate,
+                )
+                .await
+                .map_err(|e| match e {
+                    super::sse::SseError::Unauthorized { challenge, .. } => {
+                        ConnectError::NeedsLogin {
+                            server: server.to_owned(),
+                            challenge,
+                        }
+                    }
+                    other => ConnectError::Sse(other),
+                })?;
                 let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
                     .await
                     .map_err(handshake)?;
@@ -197,18 +236,37 @@ impl Connection {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                let transport = GatedTransport::new(
-                    crate::telemetry::TracedHttpClient::new()
-                        .map_err(|e| ConnectError::Handshake(e.to_string()))?
-                        .transport(
-                            StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                                .custom_headers(custom),
-                        ),
-                    gate,
-                );
-                let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
-                    .await
-                    .map_err(handshake)?;
+                let http = crate::telemetry::TracedHttpClient::new()
+                    .map_err(|e| ConnectError::Handshake(e.to_string()))?;
+                let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let running = match &config.oauth {
+                    None => {
+                        let transport = GatedTransport::new(http.transport(transport_config), gate);
+                        rmcp::serve_client_with_lifecycle(client, transport, mode).await
+                    }
+                    Some(oauth) => {
+                        let http = http.on_insufficient_scope(step_up_hook(oauth));
+                        let http = crate::oauth::authorized(server, url, oauth, http)
+                            .await
+                            .map_err(|e| needs_scope(server, e))?;
+                        let transport = GatedTransport::new(
+                            rmcp::transport::StreamableHttpClientTransport::with_client(
+                                http,
+                                transport_config,
+                            ),
+                            gate,
+                        );
+                        rmcp::serve_client_with_lifecycle(client, transport, mode).await
+                    }
+                };
+                let running = running.map_err(|e| match auth_challenge(&e) {
+                    Some(challenge) => ConnectError::NeedsLogin {
+                        server: server.to_owned(),
+                        challenge,
+                    },
+                    None => handshake(e),
+                })?;
                 (running, Guard::None)
             }
         };
@@ -244,6 +302,16 @@ impl Connection {
         );
 
         let stop = CancellationToken::new();
+        let (step_stop, step_server) = (stop.clone(), name.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = step_up.cancelled() => {
+                    tracing::warn!(server = %step_server, "the server wants more scope; closing the connection until a login");
+                    step_stop.cancel();
+                }
+                _ = step_stop.cancelled() => {}
+            }
+        });
         let (closed_tx, closed_rx) = watch::channel(false);
         let token = running.cancellation_token();
         let stop_wait = stop.clone();
@@ -547,6 +615,44 @@ impl Connection {
     pub(crate) fn end_lost(&self) {
         self.stop.cancel();
     }
+}
+
+/// A step-up waiting for a login is a login like any other to supervision.
+fn needs_scope(server: &str, error: crate::oauth::OAuthError) -> ConnectError {
+    match error {
+        crate::oauth::OAuthError::NeedsScope { challenge, .. } => ConnectError::NeedsLogin {
+            server: server.to_owned(),
+            challenge: Some(challenge),
+        },
+        other => ConnectError::OAuth(other),
+    }
+}
+
+/// The `WWW-Authenticate` challenge (if the server sent one) when a handshake failed because
+/// the server refused roster's token or its lack (401, or 403 `insufficient_scope`).
+fn auth_challenge(error: &rmcp::service::ClientInitializeError) -> Option<Option<String>> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    // The transport's own error is boxed inside; the box hides it from `source()`.
+    let rmcp::service::ClientInitializeError::TransportError { error, .. } = error else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&*error.error);
+    while let Some(e) = source {
+        match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::AuthRequired(auth)) => {
+                return Some(Some(auth.www_authenticate_header.clone()));
+            }
+            Some(StreamableHttpError::InsufficientScope(scope)) => {
+                return Some(Some(scope.www_authenticate_header.clone()));
+            }
+            Some(StreamableHttpError::Auth(rmcp::transport::AuthError::AuthorizationRequired)) => {
+                return Some(None);
+            }
+            _ => {}
+        }
+        source = e.source();
+    }
+    None
 }
 
 /// The length of `value` as compact JSON, counted without building the text.

@@ -23,6 +23,18 @@ pub enum ConnectError {
     /// The MCP lifecycle (`initialize` or `server/discover`) failed.
     #[error("the server did not complete the MCP handshake: {0}")]
     Handshake(String),
+    /// The server wants an OAuth token roster does not hold (or one with more scope): a
+    /// person logs in with `roster auth login`.
+    #[error("server `{server}` needs a login: run `roster auth login {server}`")]
+    NeedsLogin {
+        /// The server.
+        server: String,
+        /// The server's `WWW-Authenticate` challenge, where discovery starts.
+        challenge: Option<String>,
+    },
+    /// Getting or refreshing the server's OAuth token failed.
+    #[error(transparent)]
+    OAuth(#[from] crate::oauth::OAuthError),
 }
 
 /// A request to the server failed.

@@ -28,6 +28,11 @@ use super::event::{ListKind, ServerEvent};
 use super::notifications::Notifications;
 use super::offerings::{Changed, Offerings};
 use super::pinning::{DRIFT_CHANNEL, DRIFT_METHOD, Pinning};
+
+/// The inbox channel a server waiting for an OAuth login is recorded on.
+pub const NEEDS_LOGIN_CHANNEL: &str = "auth";
+/// The method of a needs-login entry in the inbox.
+pub const NEEDS_LOGIN_METHOD: &str = "roster/needs_login";
 use super::refresh::RefreshHook;
 use super::relay::LogLevel;
 use super::sink::NotificationSink;
@@ -707,6 +712,28 @@ impl Runtime {
                 let _ = rt.relist(&slot, Relisting::IfStale).await;
             });
         }
+    }
+
+    /// `slot` waits for a person's `roster auth login`: shown as `needs-login` and, once per
+    /// wait, told in the inbox (on the [`NEEDS_LOGIN_CHANNEL`]).
+    pub(super) fn record_needs_login(&self, slot: &Slot, error: &str) {
+        let mut live = lock(&slot.live);
+        live.last_error = Some(error.to_owned());
+        if live.state == ServerState::NeedsLogin {
+            return;
+        }
+        live.state = ServerState::NeedsLogin;
+        drop(live);
+        self.sink.record(
+            NEEDS_LOGIN_CHANNEL,
+            NEEDS_LOGIN_METHOD,
+            serde_json::json!({
+                "server": slot.name,
+                "message": error,
+                "login": format!("roster auth login {}", slot.name),
+            }),
+            false,
+        );
     }
 
     pub(super) fn record_failure(&self, slot: &Slot, error: &str) {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use rmcp::transport::AuthClient;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -39,6 +40,24 @@ pub enum SseError {
         url: String,
         /// The status.
         status: reqwest::StatusCode,
+    },
+    /// The server refused the GET with 401 (or 403): it wants an OAuth token roster lacks.
+    #[error("the SSE stream at {url} wants an OAuth token (HTTP {status})")]
+    Unauthorized {
+        /// The SSE URL.
+        url: String,
+        /// The status.
+        status: reqwest::StatusCode,
+        /// Its `WWW-Authenticate`.
+        challenge: Option<String>,
+    },
+    /// Getting the server's OAuth token failed.
+    #[error("the OAuth token for {url} could not be got: {message}")]
+    Token {
+        /// The SSE URL.
+        url: String,
+        /// Why.
+        message: String,
     },
     /// The stream closed before sending its `endpoint` event, or the endpoint is not a URL.
     #[error("the SSE stream at {url} did not name a usable message endpoint")]
@@ -144,6 +163,7 @@ pub(crate) async fn connect(
     server: Arc<str>,
     url: &str,
     headers: &BTreeMap<String, String>,
+    (auth, on_insufficient_scope): (Option<AuthClient<()>>, Option<ScopeHook>),
     raw: RawResults,
     gate: super::gate::NotificationGate,
 ) -> Result<(WireTransport, SseGuard), SseError> {
@@ -151,16 +171,34 @@ pub(crate) async fn connect(
     // Errors name the URL without its query string or userinfo, where tokens live.
     let shown = redact_url(url);
     let client = reqwest::Client::new();
-    let response = client
+    let token = bearer(auth.as_ref())
+        .await
+        .map_err(|message| SseError::Token {
+            url: shown.clone(),
+            message,
+        })?;
+    let mut get = client
         .get(url)
         .headers(headers.clone())
-        .header(ACCEPT, "text/event-stream")
-        .send()
-        .await
-        .map_err(|source| SseError::Connect {
+        .header(ACCEPT, "text/event-stream");
+    if let Some(token) = &token {
+        get = get.bearer_auth(token);
+    }
+    let response = get.send().await.map_err(|source| SseError::Connect {
+        url: shown.clone(),
+        source: source.without_url(),
+    })?;
+    if matches!(response.status().as_u16(), 401 | 403) && auth.is_some() {
+        return Err(SseError::Unauthorized {
             url: shown.clone(),
-            source: source.without_url(),
-        })?;
+            status: response.status(),
+            challenge: response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        });
+    }
     if !response.status().is_success() {
         return Err(SseError::Status {
             url: shown.clone(),
@@ -234,14 +272,50 @@ pub(crate) async fn connect(
     let dead_writer = dead.clone();
     tokio::spawn(async move {
         while let Some(value) = out_rx.recv().await {
-            let result = client
-                .post(endpoint.clone())
-                .headers(headers.clone())
-                .headers(crate::telemetry::trace_headers(&value))
-                .header(CONTENT_TYPE, "application/json")
-                .body(value.to_string())
-                .send()
-                .await;
+            let post = |token: Option<String>| {
+                let mut post = client
+                    .post(endpoint.clone())
+                    .headers(headers.clone())
+                    .headers(crate::telemetry::trace_headers(&value))
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(value.to_string());
+                if let Some(token) = token {
+                    post = post.bearer_auth(token);
+                }
+                post.send()
+            };
+            let token = match bearer(auth.as_ref()).await {
+                Ok(token) => token,
+                Err(message) => {
+                    tracing::warn!(server = %name, %message, "no OAuth token for the SSE POST");
+                    break;
+                }
+            };
+            let mut result = post(token.clone()).await;
+            // A token the server refuses is refreshed once; a refusal after that ends the
+            // connection, and the reconnect finds the server needs a login.
+            if let (Ok(response), Some(auth)) = (&result, &auth)
+                && response.status() == reqwest::StatusCode::UNAUTHORIZED
+                && token.is_some()
+            {
+                let refreshed = auth.auth_manager.lock().await.refresh_token().await;
+                match refreshed {
+                    Ok(_) => {
+                        result = post(bearer(Some(auth)).await.ok().flatten()).await;
+                    }
+                    Err(error) => {
+                        tracing::warn!(server = %name, %error, "the OAuth token was refused and could not be refreshed");
+                        break;
+                    }
+                }
+                if result
+                    .as_ref()
+                    .is_ok_and(|r| r.status() == reqwest::StatusCode::UNAUTHORIZED)
+                {
+                    tracing::warn!(server = %name, "the server refuses roster's OAuth token");
+                    break;
+                }
+            }
             match result {
                 Ok(response) if response.status().is_success() => {}
                 // The session is gone: nothing sent on it can be answered.
@@ -250,6 +324,18 @@ pub(crate) async fn connect(
                     break;
                 }
                 Ok(response) => {
+                    let challenge = response
+                        .headers()
+                        .get(reqwest::header::WWW_AUTHENTICATE)
+                        .and_then(|v| v.to_str().ok())
+                        .filter(|c| c.contains("insufficient_scope"));
+                    if let (reqwest::StatusCode::FORBIDDEN, Some(challenge), Some(hook)) =
+                        (response.status(), challenge, &on_insufficient_scope)
+                    {
+                        // Step-up is a person's login; the connection ends until then.
+                        hook(challenge);
+                        break;
+                    }
                     tracing::warn!(server = %name, status = %response.status(), "SSE POST rejected");
                 }
                 Err(error) => {
@@ -274,6 +360,22 @@ pub(crate) async fn connect(
         },
     ))
 }
+
+/// The OAuth token to send (refreshed first when it is about to expire); `None` without
+/// OAuth, or with no token yet (the server's 401 then says a login is needed).
+async fn bearer(auth: Option<&AuthClient<()>>) -> Result<Option<String>, String> {
+    let Some(auth) = auth else {
+        return Ok(None);
+    };
+    match auth.get_access_token().await {
+        Ok(token) => Ok(Some(token)),
+        Err(rmcp::transport::AuthError::AuthorizationRequired) => Ok(None),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// Told the `WWW-Authenticate` of a 403 `insufficient_scope` (an OAuth step-up).
+pub(crate) type ScopeHook = Box<dyn Fn(&str) + Send + Sync>;
 
 /// Closes the SSE stream when dropped.
 #[derive(Debug)]

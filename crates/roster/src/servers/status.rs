@@ -22,6 +22,9 @@ pub enum ServerState {
     Disconnected,
     /// Failed too often without a stable period; retried only at the longest backoff.
     CrashLoop,
+    /// The server wants an OAuth token roster does not hold: it waits, untried, until a
+    /// `roster auth login` writes one.
+    NeedsLogin,
 }
 
 impl ServerState {
@@ -33,6 +36,7 @@ impl ServerState {
             ServerState::Connected => "connected",
             ServerState::Disconnected => "disconnected",
             ServerState::CrashLoop => "crash-loop",
+            ServerState::NeedsLogin => "needs-login",
         }
     }
 }

@@ -32,9 +32,18 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
                 _ = slot.stop.cancelled() => return,
             }
         }
-        if lock(&slot.live).state != ServerState::CrashLoop {
+        if !matches!(
+            lock(&slot.live).state,
+            ServerState::CrashLoop | ServerState::NeedsLogin
+        ) {
             slot.set_state(ServerState::Connecting);
         }
+        // Read before the attempt, so a login made while it runs is not missed.
+        let login_seen = slot
+            .config
+            .oauth
+            .as_ref()
+            .map(|oauth| crate::oauth::stamp(&slot.name, oauth).ok().flatten());
         let connect = tokio::time::timeout(
             slot.config.connect_timeout,
             Connection::connect(&slot.name, &slot.config, slot.notifications.clone()),
@@ -51,6 +60,16 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         });
         let connection = match attempt {
             Ok(connection) => Arc::new(connection),
+            Err(error @ super::ConnectError::NeedsLogin { .. }) => {
+                let error = error.to_string();
+                tracing::warn!(server = %slot.name, %error, "waiting for a login");
+                rt.record_needs_login(&slot, &error);
+                slot.first_attempt.send_replace(true);
+                if !wait_for_login(&slot, login_seen.flatten()).await {
+                    return;
+                }
+                continue;
+            }
             Err(error) => {
                 let error = error.to_string();
                 tracing::warn!(server = %slot.name, %error, "cannot connect");
@@ -62,6 +81,10 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         {
             let mut live = lock(&slot.live);
             live.protocol_version = Some(connection.negotiated().protocol_version.clone());
+            if live.state == ServerState::NeedsLogin {
+                // The login happened: asking for it is no longer news.
+                live.last_error = None;
+            }
             live.state = ServerState::Connected;
         }
         *lock(&slot.connection) = Some(connection.clone());
@@ -91,6 +114,38 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         rt.publish_offerings(changed);
         rt.record_failure(&slot, &reason);
         lock(&slot.live).restarts += 1;
+    }
+}
+
+/// Waits until the server's row in the token store changes from `seen` (a login, or a
+/// logout: either is worth one more attempt); `false` on shutdown. Never retries on its own:
+/// a server that wants a person is not dialled in a loop.
+async fn wait_for_login(slot: &Slot, seen: Option<i64>) -> bool {
+    let Some(oauth) = &slot.config.oauth else {
+        return true;
+    };
+    let store = loop {
+        match crate::store::TokenStore::open(&oauth.tokens) {
+            Ok(store) => break store,
+            Err(error) => {
+                tracing::warn!(server = %slot.name, %error, "cannot read the token store; trying again");
+                tokio::select! {
+                    _ = tokio::time::sleep(crate::oauth::LOGIN_POLL * 30) => {}
+                    _ = slot.stop.cancelled() => return false,
+                }
+            }
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(crate::oauth::LOGIN_POLL) => {}
+            _ = slot.stop.cancelled() => return false,
+        }
+        match store.stamp(&slot.name) {
+            Ok(now) if now != seen => return true,
+            Ok(_) => {}
+            Err(error) => tracing::debug!(server = %slot.name, %error, "token store unreadable"),
+        }
     }
 }
 

@@ -7,11 +7,13 @@
 //! replicas) can replace the embedded SQLite one.
 //!
 //! The same embedded SQLite file keeps the tool pins ([`PinStore`]): the approved definition of
-//! every tool and the definitions waiting for a person.
+//! every tool and the definitions waiting for a person. OAuth tokens roster holds as a
+//! client of its servers are in a file of their own ([`TokenStore`]), owner-only.
 
 mod dir;
 mod pins;
 mod sqlite;
+mod tokens;
 
 use roster_core::catalog::Catalog;
 use roster_core::skills::{InvalidSkill, SkillSource, load};
@@ -24,6 +26,7 @@ pub use pins::{
     STORE_FILE, ServerPins, now_ms,
 };
 pub use sqlite::SqliteStore;
+pub use tokens::{TOKENS_FILE, TokenRecord, TokenStore, tokens_path};
 
 /// Where skill sources are kept between runs.
 pub trait CatalogStore {

@@ -25,6 +25,17 @@ const MAX_REDIRECTS: usize = 10;
 #[derive(Clone, Debug)]
 pub struct TracedHttpClient {
     inner: reqwest::Client,
+    insufficient_scope: Option<ScopeHook>,
+}
+
+/// Told the `WWW-Authenticate` of every 403 `insufficient_scope` a POST gets.
+#[derive(Clone)]
+struct ScopeHook(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for ScopeHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScopeHook")
+    }
 }
 
 impl TracedHttpClient {
@@ -48,7 +59,26 @@ impl TracedHttpClient {
             .pool_max_idle_per_host(0)
             .redirect(redirects)
             .build()?;
-        Ok(TracedHttpClient { inner })
+        Ok(TracedHttpClient {
+            inner,
+            insufficient_scope: None,
+        })
+    }
+
+    /// Calls `hook` with the `WWW-Authenticate` of each 403 `insufficient_scope` answer (the
+    /// OAuth step-up the server asks for).
+    pub fn on_insufficient_scope(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.insufficient_scope = Some(ScopeHook(Arc::new(hook)));
+        self
+    }
+
+    fn seen(&self, result: PostResult) -> PostResult {
+        if let (Err(StreamableHttpError::InsufficientScope(e)), Some(hook)) =
+            (&result, &self.insufficient_scope)
+        {
+            (hook.0)(&e.www_authenticate_header);
+        }
+        result
     }
 
     /// The streamable HTTP transport of `config` over this client.
@@ -87,9 +117,11 @@ impl StreamableHttpClient for TracedHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> PostResult {
         let headers = stamped(&message, custom_headers);
-        self.inner
+        let result = self
+            .inner
             .post_message(uri, message, session_id, auth_header, headers)
-            .await
+            .await;
+        self.seen(result)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -102,7 +134,8 @@ impl StreamableHttpClient for TracedHttpClient {
         max_sse_event_size: usize,
     ) -> PostResult {
         let headers = stamped(&message, custom_headers);
-        self.inner
+        let result = self
+            .inner
             .post_message_with_max_sse_event_size(
                 uri,
                 message,
@@ -111,7 +144,8 @@ impl StreamableHttpClient for TracedHttpClient {
                 headers,
                 max_sse_event_size,
             )
-            .await
+            .await;
+        self.seen(result)
     }
 
     async fn post_message_with_response_limits(
@@ -124,7 +158,8 @@ impl StreamableHttpClient for TracedHttpClient {
         limits: StreamableHttpResponseLimits,
     ) -> PostResult {
         let headers = stamped(&message, custom_headers);
-        self.inner
+        let result = self
+            .inner
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -133,7 +168,8 @@ impl StreamableHttpClient for TracedHttpClient {
                 headers,
                 limits,
             )
-            .await
+            .await;
+        self.seen(result)
     }
 
     async fn delete_session(

@@ -268,8 +268,9 @@ pub fn serve_http(mut command: std::process::Command) -> (std::process::Child, S
             .next()
             .expect("roster exited before serving HTTP")
             .expect("read roster stderr");
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_owned();
+        // Only roster's own line: a server's URL may be in a log line before it.
+        if let Some(at) = line.find("serving MCP at http://") {
+            break line[at + "serving MCP at ".len()..].trim().to_owned();
         }
     };
     // Keep draining stderr so roster never blocks on a full pipe.

@@ -1,0 +1,395 @@
+//! roster as an OAuth client of its servers, against a real one: the official Python SDK's
+//! authorization server and resource server (`tests/python/servers/oauth_protected.py`, whose
+//! /authorize approves at once). One config entry, one `roster auth login` (the test plays the
+//! browser: it GETs the printed URL and follows the redirect to roster's loopback callback),
+//! and the server's tools appear in the running gateway; tokens refresh before expiry and on
+//! 401; the headless login the conformance entry point uses.
+
+mod common;
+
+use std::io::BufRead as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use common::{Gateway, KillOnDrop, call_tools, free_port, python, python_fixture};
+
+/// The OAuth-protected fixture server on a free port; tokens last `token_ttl` seconds.
+fn protected_server(transport: &str, token_ttl: u64) -> (KillOnDrop, String) {
+    let port = free_port();
+    let child = Command::new(python())
+        .arg(python_fixture("oauth_protected.py"))
+        .args(["--port", &port.to_string()])
+        .args(["--token-ttl", &token_ttl.to_string()])
+        .args(["--transport", transport])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the OAuth-protected fixture");
+    let guard = KillOnDrop(child);
+    // The SDK's imports take a while on a loaded machine; wait_for_port's 30 s is not always enough.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the OAuth fixture never listened on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let path = if transport == "sse" { "sse" } else { "mcp" };
+    (guard, format!("http://127.0.0.1:{port}/{path}"))
+}
+
+fn config(dir: &Path, url: &str, transport: &str) -> String {
+    format!(
+        r#"[gateway]
+state_dir = "{state}"
+
+[servers.notes]
+url = "{url}"
+transport = "{transport}"
+auth = "oauth"
+
+[servers.plain]
+command = "{python}"
+args = ["{dynamic}"]
+"#,
+        state = dir.join("state").display(),
+        python = python().display(),
+        dynamic = python_fixture("dynamic.py").display(),
+    )
+}
+
+fn roster(config: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_roster"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env_remove("ROSTER_STATE_DIR")
+        .output()
+        .expect("run roster")
+}
+
+fn stdout(config: &Path, args: &[&str]) -> String {
+    let out = roster(config, args);
+    assert!(
+        out.status.success(),
+        "roster {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The running gateway's status entry of `server`; `None` while its admin socket is not up.
+fn try_server_status(gateway: &Gateway, server: &str) -> Option<Value> {
+    let config = gateway.dir.path().join("roster.toml");
+    let out = roster(&config, &["status", "--json"]);
+    if !out.status.success() {
+        return None;
+    }
+    let status: Value = serde_json::from_slice(&out.stdout).expect("status is JSON");
+    let found = status["servers"]
+        .as_array()
+        .or_else(|| status.as_array())
+        .and_then(|servers| servers.iter().find(|s| s["name"] == server))
+        .cloned();
+    Some(found.unwrap_or_else(|| panic!("no `{server}` in status: {status}")))
+}
+
+fn server_status(gateway: &Gateway, server: &str) -> Value {
+    try_server_status(gateway, server).expect("the gateway answers `roster status`")
+}
+
+/// Polls until `ready` holds for `server`'s status (at most 60 s); returns that status.
+fn wait_for_status(gateway: &Gateway, server: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = try_server_status(gateway, server).unwrap_or(Value::Null);
+        if ready(&status) {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "`{server}` never reached the awaited state: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `roster auth login SERVER --no-browser`, the test playing the browser: it reads the printed
+/// URL, GETs it and follows the redirects to roster's loopback callback.
+fn login_as_a_person(config: &Path, server: &str) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_roster"))
+        .arg("--config")
+        .arg(config)
+        .args(["auth", "login", server, "--no-browser", "--timeout", "60s"])
+        .env_remove("ROSTER_STATE_DIR")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start roster auth login");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut printed = String::new();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("roster auth login printed the URL")
+            .expect("a line");
+        printed.push_str(&line);
+        printed.push('\n');
+        if let Some(url) = line.trim().strip_prefix("http") {
+            break format!("http{url}");
+        }
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let page = runtime.block_on(async {
+        let response = reqwest::get(&url).await.expect("the browser's GET");
+        assert!(response.status().is_success(), "{}", response.status());
+        response.text().await.expect("a page")
+    });
+    assert!(page.contains("logged in"), "{page}");
+    for line in lines {
+        printed.push_str(&line.expect("a line"));
+        printed.push('\n');
+    }
+    let out = child.wait_with_output().expect("roster auth login ends");
+    assert!(
+        out.status.success(),
+        "roster auth login failed: {printed}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    printed
+}
+
+/// The access token in the store (to check it is never printed).
+fn stored_access_token(state: &Path, server: &str) -> String {
+    let conn = rusqlite::Connection::open(state.join("oauth/tokens.sqlite3")).expect("open store");
+    let credentials: String = conn
+        .query_row(
+            "SELECT credentials FROM oauth_token WHERE server = ?1",
+            [server],
+            |row| row.get(0),
+        )
+        .expect("a stored row");
+    let credentials: Value = serde_json::from_str(&credentials).expect("JSON");
+    credentials["token_response"]["access_token"]
+        .as_str()
+        .expect("an access token")
+        .to_owned()
+}
+
+fn call_text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a text result: {result}"))
+        .to_owned()
+}
+
+#[test]
+fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway() {
+    let (_server, url) = protected_server("streamable-http", 3600);
+    let gateway = Gateway::start(|dir| config(dir, &url, "streamable-http"), &[]);
+    let config = gateway.dir.path().join("roster.toml");
+
+    // Before the login: needs-login, none of its tools, the other server unaffected.
+    let waiting = wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
+    assert_eq!(waiting["tools"], 0, "{waiting}");
+    assert!(
+        waiting["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("roster auth login notes")),
+        "{waiting}"
+    );
+    wait_for_status(&gateway, "plain", |s| {
+        s["connection"] == "connected" && s["tools"].as_u64() > Some(0)
+    });
+    let tools = stdout(&config, &["tools", "--json"]);
+    assert!(!tools.contains("notes__"), "{tools}");
+    assert_eq!(
+        stdout(&config, &["auth", "status"])
+            .split_whitespace()
+            .nth(1),
+        Some("needs-login")
+    );
+    let inbox = stdout(&config, &["inbox", "list", "--json"]);
+    assert!(
+        inbox.contains("roster/needs_login") && inbox.contains("roster auth login notes"),
+        "{inbox}"
+    );
+
+    let printed = login_as_a_person(&config, "notes");
+    assert!(printed.contains("Logged in to `notes`"), "{printed}");
+
+    // The running gateway picks the login up: the server's tools appear, no restart.
+    wait_for_status(&gateway, "notes", |s| {
+        s["connection"] == "connected" && s["tools"] == 4
+    });
+    let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
+    assert_eq!(call_text(&report["results"][0]), "mcp", "{report}");
+
+    let status = stdout(&config, &["auth", "status"]);
+    assert!(status.contains("logged in (expires in"), "{status}");
+    let token = stored_access_token(&gateway.state(), "notes");
+    assert!(!status.contains(&token) && !printed.contains(&token));
+    let status_json = stdout(&config, &["auth", "status", "--json"]);
+    assert!(!status_json.contains(&token), "{status_json}");
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+        assert_eq!(mode(&gateway.state().join("oauth/tokens.sqlite3")), 0o600);
+        assert_eq!(mode(&gateway.state().join("oauth")), 0o700);
+    }
+
+    let out = stdout(&config, &["auth", "logout", "notes"]);
+    assert!(out.contains("Logged out of `notes`"), "{out}");
+    assert_eq!(
+        stdout(&config, &["auth", "status"])
+            .split_whitespace()
+            .nth(1),
+        Some("needs-login")
+    );
+}
+
+#[test]
+fn tokens_are_refreshed_before_they_expire_and_when_the_server_refuses_them() {
+    // Tokens of six seconds: roster refreshes each in its last three, before it expires.
+    let (_server, url) = protected_server("streamable-http", 6);
+    let gateway = Gateway::start(|dir| config(dir, &url, "streamable-http"), &[]);
+    let config = gateway.dir.path().join("roster.toml");
+    wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
+    login_as_a_person(&config, "notes");
+    wait_for_status(&gateway, "notes", |s| s["tools"] == 4);
+
+    let stats = |gateway: &Gateway| -> Value {
+        let report = call_tools(
+            &["--url", &gateway.url],
+            &json!([["notes__auth_stats", {}]]),
+        );
+        serde_json::from_str(&call_text(&report["results"][0])).expect("stats are JSON")
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = stats(&gateway);
+        if now["refreshes"].as_u64() >= Some(1) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never refreshed: {now}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    // A token the server no longer accepts: one 401, a refresh, the call goes through.
+    let before = stats(&gateway)["refreshes"].as_u64().expect("a count");
+    let report = call_tools(
+        &["--url", &gateway.url],
+        &json!([
+            ["notes__revoke_access_tokens", {}],
+            ["notes__auth_stats", {}]
+        ]),
+    );
+    let after: Value =
+        serde_json::from_str(&call_text(&report["results"][1])).expect("stats are JSON");
+    assert!(after["refreshes"].as_u64() > Some(before), "{after}");
+    assert_eq!(server_status(&gateway, "notes")["connection"], "connected");
+}
+
+#[test]
+fn a_403_for_too_little_scope_waits_for_a_login_that_asks_for_more() {
+    step_up("streamable-http");
+}
+
+#[test]
+fn a_403_for_too_little_scope_on_legacy_sse_waits_for_a_login_too() {
+    step_up("sse");
+}
+
+fn step_up(transport: &str) {
+    let (_server, url) = protected_server(transport, 3600);
+    let gateway = Gateway::start(|dir| config(dir, &url, transport), &[]);
+    let config = gateway.dir.path().join("roster.toml");
+    wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
+    login_as_a_person(&config, "notes");
+    wait_for_status(&gateway, "notes", |s| s["tools"] == 4);
+
+    // The server wants `extra` for this tool: the call fails, the server waits for a login.
+    let report = call_tools(
+        &["--url", &gateway.url],
+        &json!([["notes__admin_task", {}]]),
+    );
+    assert!(
+        report["results"][0].get("error").is_some() || report["results"][0]["isError"] == true,
+        "{report}"
+    );
+    let waiting = wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
+    assert_eq!(waiting["tools"], 0, "{waiting}");
+
+    // The next login asks for the scope held and the one the 403 named.
+    let printed = login_as_a_person(&config, "notes");
+    assert!(printed.contains("scope=mcp+extra"), "{printed}");
+    wait_for_status(&gateway, "notes", |s| {
+        s["connection"] == "connected" && s["tools"] == 4
+    });
+    let report = call_tools(
+        &["--url", &gateway.url],
+        &json!([["notes__admin_task", {}], ["notes__whoami", {}]]),
+    );
+    assert_eq!(call_text(&report["results"][0]), "done", "{report}");
+    assert_eq!(call_text(&report["results"][1]), "mcp extra", "{report}");
+}
+
+#[test]
+fn a_legacy_sse_server_behind_oauth_serves_its_tools_after_a_login() {
+    let (_server, url) = protected_server("sse", 3600);
+    let gateway = Gateway::start(|dir| config(dir, &url, "sse"), &[]);
+    let config = gateway.dir.path().join("roster.toml");
+    wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
+    login_as_a_person(&config, "notes");
+    wait_for_status(&gateway, "notes", |s| {
+        s["connection"] == "connected" && s["tools"] == 4
+    });
+    let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
+    assert_eq!(call_text(&report["results"][0]), "mcp", "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_login_then_a_connection_lists_the_servers_tools() {
+    let (_server, url) = protected_server("streamable-http", 3600);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let oauth = roster::config::OAuthConfig::new(roster::store::tokens_path(dir.path()));
+    let mut server = roster::config::ServerConfig::http(&url);
+    server.oauth = Some(oauth.clone());
+    let notifications = roster::servers::Notifications::new();
+
+    let refused = roster::servers::Connection::connect("notes", &server, notifications.clone())
+        .await
+        .expect_err("no token yet");
+    let roster::servers::ConnectError::NeedsLogin { challenge, .. } = refused else {
+        panic!("expected needs-login, got {refused}");
+    };
+    assert!(
+        challenge
+            .as_deref()
+            .is_some_and(|c| c.contains("resource_metadata")),
+        "{challenge:?}"
+    );
+
+    let outcome = roster::oauth::login_headless("notes", &url, &oauth, challenge.as_deref())
+        .await
+        .expect("headless login");
+    assert_eq!(outcome.scopes, vec!["mcp".to_owned()]);
+    assert!(outcome.refreshable);
+
+    let connection = roster::servers::Connection::connect("notes", &server, notifications)
+        .await
+        .expect("connects with the token");
+    let listing = connection.list_tools().await.expect("lists");
+    let mut names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["admin_task", "auth_stats", "revoke_access_tokens", "whoami"]
+    );
+}
