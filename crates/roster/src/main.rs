@@ -91,6 +91,15 @@ struct ProbeArgs {
     /// Call tool NAME with these arguments instead of ones made from its schema (repeatable).
     #[arg(long = "call", value_name = "NAME=JSON")]
     calls: Vec<String>,
+    /// Reach the server as an `auth = "oauth"` server: log in without a person when it asks.
+    #[arg(long)]
+    oauth: bool,
+    /// With `--oauth`: a client id registered out of band (instead of dynamic registration).
+    #[arg(long, requires = "oauth")]
+    client_id: Option<String>,
+    /// With `--client-id`: the environment variable holding that client's secret.
+    #[arg(long, requires = "client_id")]
+    client_secret_env: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -208,6 +217,8 @@ async fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         protocol,
         calls,
         extra: String::new(),
+        oauth: args.oauth,
+        client: args.client_id.map(|id| (id, args.client_secret_env)),
     };
     match probe::run(&spec).await {
         Ok(report) => {

@@ -11,12 +11,18 @@
 //! what survived the trip. A question the server asks during a call (elicitation, sampling) has no
 //! person to answer it here, so it is declined, as a gateway with no client behind the call
 //! declines it.
+//!
+//! With `--oauth` the server is reached as an `auth = "oauth"` server is: a server that wants
+//! a login gets one without a person (`roster::oauth::login_headless`: roster follows the
+//! authorization URL's redirect to its own loopback callback), and a call refused for want of
+//! scope (step-up) logs in again and is tried once more.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
 use crate::config::{Config, ConfigError};
+use crate::servers::ServerState;
 use crate::{Roster, RosterOptions};
 
 /// The server name the probe gives the one server it connects to.
@@ -35,6 +41,10 @@ pub struct ProbeSpec {
     pub calls: BTreeMap<String, Map<String, Value>>,
     /// Extra `[servers.probe]` keys, as TOML lines (headers, timeouts).
     pub extra: String,
+    /// Reach the server as an `auth = "oauth"` server, logging in without a person.
+    pub oauth: bool,
+    /// A client registered out of band: its id and the variable holding its secret.
+    pub client: Option<(String, Option<String>)>,
 }
 
 /// The protocol setting for a protocol version the conformance suite names
@@ -69,7 +79,19 @@ impl ProbeSpec {
         let quote = |s: &str| toml::Value::String(s.to_owned()).to_string();
         let text = format!(
             "[gateway]\nnaming = \"never\"\nstartup_wait = \"30s\"\nstate_dir = {state}\n\n\
-             [servers.{PROBE_SERVER}]\nurl = {url}\ntransport = {transport}\nprotocol = {protocol}\n{extra}\n",
+             [servers.{PROBE_SERVER}]\nurl = {url}\ntransport = {transport}\nprotocol = {protocol}\n{oauth}{extra}\n",
+            oauth = match (&self.client, self.oauth) {
+                (Some((id, secret_env)), true) => format!(
+                    "oauth.client_id = {}\n{}",
+                    quote(id),
+                    secret_env
+                        .as_deref()
+                        .map(|var| format!("oauth.client_secret_env = {}\n", quote(var)))
+                        .unwrap_or_default()
+                ),
+                (None, true) => "auth = \"oauth\"\n".to_owned(),
+                (_, false) => String::new(),
+            },
             state = quote(&state_dir.display().to_string()),
             url = quote(&self.url),
             transport = quote(&self.transport),
@@ -125,22 +147,57 @@ fn example_value(schema: &Value) -> Value {
 pub async fn run(spec: &ProbeSpec) -> anyhow::Result<Value> {
     let state = tempfile_dir()?;
     let config = spec.config(state.path())?;
+    let oauth = config
+        .servers
+        .get(PROBE_SERVER)
+        .and_then(|server| server.oauth.clone());
     let roster = Roster::start_with(config, RosterOptions::default()).await?;
-    let outcome = probe(&roster, spec).await;
+    let outcome = probe(&roster, spec, oauth.as_ref()).await;
     roster.shutdown_and_wait().await;
     outcome
 }
 
-async fn probe(roster: &Roster, spec: &ProbeSpec) -> anyhow::Result<Value> {
-    // A turn lists a server whose first listing has not happened yet.
-    roster.open_session().begin_turn().await;
-    let status = roster.status_json();
-    let server = roster
+fn probe_state(roster: &Roster) -> anyhow::Result<crate::servers::ServerStatus> {
+    roster
         .status()
         .into_iter()
         .find(|s| s.name == PROBE_SERVER)
-        .ok_or_else(|| anyhow::anyhow!("the probe's server is missing from status"))?;
-    if server.state != crate::servers::ServerState::Connected {
+        .ok_or_else(|| anyhow::anyhow!("the probe's server is missing from status"))
+}
+
+/// When the server waits for a login: logs in without a person and waits (at most 30 s) until
+/// the gateway's supervisor has reconnected with the new token. Whether it logged in.
+async fn log_in_if_asked(
+    roster: &Roster,
+    spec: &ProbeSpec,
+    oauth: Option<&crate::config::OAuthConfig>,
+) -> anyhow::Result<bool> {
+    let (Some(oauth), ServerState::NeedsLogin) = (oauth, probe_state(roster)?.state) else {
+        return Ok(false);
+    };
+    crate::oauth::login_headless(PROBE_SERVER, &spec.url, oauth, None).await?;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while probe_state(roster)?.state != ServerState::Connected {
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!("logged in, but {} did not connect within 30 s", spec.url);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    roster.open_session().begin_turn().await;
+    Ok(true)
+}
+
+async fn probe(
+    roster: &Roster,
+    spec: &ProbeSpec,
+    oauth: Option<&crate::config::OAuthConfig>,
+) -> anyhow::Result<Value> {
+    // A turn lists a server whose first listing has not happened yet.
+    roster.open_session().begin_turn().await;
+    log_in_if_asked(roster, spec, oauth).await?;
+    let status = roster.status_json();
+    let server = probe_state(roster)?;
+    if server.state != ServerState::Connected {
         anyhow::bail!(
             "{} is {}: {}",
             spec.url,
@@ -164,10 +221,14 @@ async fn probe(roster: &Roster, spec: &ProbeSpec) -> anyhow::Result<Value> {
                 .collect(),
             None => example_arguments(&Value::Object((*tool.tool.input_schema).clone())),
         };
-        let answer = match roster.call(&tool.exposed_name, Some(arguments)).await {
-            Ok(result) => result,
-            Err(e) => json!({ "error": e.to_string() }),
-        };
+        let mut answer = roster
+            .call(&tool.exposed_name, Some(arguments.clone()))
+            .await;
+        // A call refused for want of scope ends the connection and asks for a login (step-up).
+        if answer.is_err() && log_in_if_asked(roster, spec, oauth).await? {
+            answer = roster.call(&tool.exposed_name, Some(arguments)).await;
+        }
+        let answer = answer.unwrap_or_else(|e| json!({ "error": e.to_string() }));
         calls.insert(tool.exposed_name.clone(), answer);
     }
     Ok(json!({
