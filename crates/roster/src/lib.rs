@@ -10,12 +10,16 @@
 
 pub use roster_core as core;
 
+// The catalogues of crate::i18n, built in; `t!` falls back to English.
+rust_i18n::i18n!("locales", fallback = "en");
+
 pub mod cli;
 pub mod config;
 pub mod demo;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gateway;
+pub mod i18n;
 pub mod inbox;
 pub mod metrics;
 pub mod oauth;

@@ -110,6 +110,7 @@ struct AdminArgs {
 }
 
 fn main() -> anyhow::Result<ExitCode> {
+    roster::i18n::init_cli();
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Skills(command)) => {
