@@ -31,5 +31,5 @@ mod sync;
 pub mod telemetry;
 
 pub use config::Config;
-pub use roster::{CallError, Roster, RosterOptions, StartError, ToolEntry, Turn};
+pub use roster::{CallError, RestartError, Roster, RosterOptions, StartError, ToolEntry, Turn};
 pub use session::Session;

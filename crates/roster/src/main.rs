@@ -45,6 +45,9 @@ enum Command {
     /// Read the configuration file again and apply it to the running gateway, as SIGHUP does:
     /// added servers connect, removed ones close, changed ones reconnect, sessions stay.
     Reload(AdminArgs),
+    /// Open the dashboard of the running gateway: prints a one-time link to it on 127.0.0.1
+    /// (`--open` also starts your browser on it).
+    Ui(UiArgs),
     /// Connect to one MCP server as the gateway connects to its servers, list its tools, call
     /// each once, and print what happened as JSON (how the conformance suite drives roster's
     /// client side).
@@ -100,6 +103,16 @@ struct ProbeArgs {
     /// With `--client-id`: the environment variable holding that client's secret.
     #[arg(long, requires = "client_id")]
     client_secret_env: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct UiArgs {
+    /// Open the link in the desktop's browser (xdg-open, or open on macOS).
+    #[arg(long)]
+    open: bool,
+    /// Print the gateway's answer as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -182,6 +195,9 @@ fn main() -> anyhow::Result<ExitCode> {
         }
         Some(Command::Reload(args)) => {
             return runtime.block_on(admin_command(&cli.config, AdminCommand::Reload, args));
+        }
+        Some(Command::Ui(args)) => {
+            return runtime.block_on(ui(&cli.config, args));
         }
         Some(
             Command::Skills(_)
@@ -309,6 +325,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     }
     reload_on_hangup(reloader);
     roster::metrics::http::spawn_listener(&gateway, config.gateway.metrics.listen.as_deref()).await;
+    roster::gateway::ui::spawn_ui_listen(&gateway, &config.gateway).await;
 
     // Several clients may each start their own `roster serve` on one state directory; only
     // the first gets the admin socket, the others serve without it.
@@ -398,17 +415,41 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     }
 }
 
-async fn admin_command(
-    config_path: &Path,
-    command: AdminCommand,
-    args: AdminArgs,
-) -> anyhow::Result<ExitCode> {
+/// The admin socket of the gateway `config_path` configures.
+fn admin_socket(config_path: &Path) -> anyhow::Result<PathBuf> {
     // A file that is there but wrong would point at the wrong gateway, or at none.
     let state_dir = roster::config::state_dir_for(None, config_path).map_err(|e| {
         anyhow::Error::from(e)
             .context("the configuration has an error, so roster cannot tell which gateway to ask")
     })?;
-    let socket = admin::socket_path(&state_dir);
+    Ok(admin::socket_path(&state_dir))
+}
+
+/// `roster ui`: a one-time link to the running gateway's dashboard, printed (and opened).
+async fn ui(config_path: &Path, args: UiArgs) -> anyhow::Result<ExitCode> {
+    let answer = admin::request(&admin_socket(config_path)?, AdminCommand::Ui).await?;
+    let url = answer.get("url").and_then(|v| v.as_str()).unwrap_or_default();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+    } else {
+        println!("{url}");
+        eprintln!("roster: the link opens the dashboard once, within 5 minutes");
+    }
+    if args.open {
+        let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+        if let Err(e) = std::process::Command::new(opener).arg(url).spawn() {
+            eprintln!("roster: cannot start {opener} ({e}); open the link above yourself");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn admin_command(
+    config_path: &Path,
+    command: AdminCommand,
+    args: AdminArgs,
+) -> anyhow::Result<ExitCode> {
+    let socket = admin_socket(config_path)?;
     let answer = admin::request(&socket, command).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
@@ -445,6 +486,7 @@ async fn admin_command(
                 println!("{name:<40} {description}");
             }
         }
+        AdminCommand::Ui => println!("{}", answer["url"].as_str().unwrap_or_default()),
         AdminCommand::Refresh => {
             let n = answer
                 .get("servers_marked_stale")

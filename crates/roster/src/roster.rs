@@ -95,6 +95,21 @@ pub enum CallError {
     },
 }
 
+/// A server could not be restarted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RestartError {
+    /// No server has that name.
+    #[error("no server is named `{0}`")]
+    Unknown(String),
+    /// The server is configured with `enabled = false`.
+    #[error("server `{0}` is disabled (enabled = false), so there is nothing to restart")]
+    Disabled(String),
+    /// Its refresh hook could not start again.
+    #[error("server `{0}` could not start again: {1}")]
+    Start(String, String),
+}
+
 /// One exposed tool as clients see it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolEntry {
@@ -175,6 +190,8 @@ impl Drop for Lifetime {
 #[derive(Clone)]
 pub struct Roster {
     rt: Arc<Runtime>,
+    /// Where the pin store lives (`RosterOptions::pins_dir`); `None`: in memory.
+    pins_dir: Option<std::path::PathBuf>,
     default_session: Arc<Session>,
     _lifetime: Arc<Lifetime>,
 }
@@ -201,6 +218,7 @@ impl Roster {
         config.gateway.schedule_config().validate()?;
         let startup_wait = config.gateway.startup_wait;
         let running = config.clone();
+        let pins_dir = options.pins_dir.clone();
         let store = match &options.pins_dir {
             Some(dir) => PinStore::open(dir)?,
             None => PinStore::open_in_memory()?,
@@ -223,6 +241,7 @@ impl Roster {
         let default_session = Session::open(rt.clone());
         Ok(Roster {
             rt,
+            pins_dir,
             default_session,
             _lifetime: lifetime,
         })
@@ -629,6 +648,56 @@ impl Roster {
         let mut state = self.rt.state();
         state.schedule.mark_all_stale();
         state.schedule.iter().count()
+    }
+
+    /// Marks one server stale (as [`Roster::refresh`] does for all): the next turn lists it.
+    /// `false`: no enabled server has that name.
+    pub fn refresh_server(&self, name: &str) -> bool {
+        let mut state = self.rt.state();
+        match state.schedule.server_mut(name) {
+            Some(schedule) => {
+                schedule.mark_stale();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Restarts one server: its connection closes (a stdio server's process group ends), its
+    /// tools leave as a reconnect's do, and it connects again with the entry that runs now.
+    /// The other servers and every session stay as they are.
+    pub fn restart_server(&self, name: &str) -> Result<(), RestartError> {
+        let slot = self
+            .rt
+            .slot(name)
+            .ok_or_else(|| RestartError::Unknown(name.to_owned()))?;
+        if !slot.config.enabled {
+            return Err(RestartError::Disabled(name.to_owned()));
+        }
+        let config = slot.config.clone();
+        drop(slot);
+        self.rt.remove_server(name, false);
+        self.rt
+            .add_server(name, &config)
+            .map_err(|e| RestartError::Start(name.to_owned(), e.to_string()))
+    }
+
+    /// The `[gateway]` table that runs now.
+    pub(crate) fn running_gateway(&self) -> crate::config::GatewayConfig {
+        lock(&self.rt.running).gateway.clone()
+    }
+
+    /// The directory of the pin store a person decides in (`None`: pins live in memory), and
+    /// the naming that runs (how `roster tools drift` names a waiting tool).
+    pub(crate) fn pins_place(&self) -> (Option<std::path::PathBuf>, roster_core::NamingConfig) {
+        let naming = lock(&self.rt.running).gateway.naming_config();
+        (self.pins_dir.clone(), naming)
+    }
+
+    /// The recent deltas of every server, newest first (at most
+    /// [`crate::servers::RECENT_CHANGES`]).
+    pub fn recent_changes(&self) -> Vec<crate::servers::Change> {
+        self.rt.recent_changes()
     }
 
     /// Starts a turn for the default session (see [`Session::begin_turn`]).

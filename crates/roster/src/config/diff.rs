@@ -142,6 +142,7 @@ fn gateway_keys(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
         max_sessions_per_client,
         session_idle_timeout,
         admin_token_env,
+        ui_listen,
         server_limits,
         pin,
         new_tools,

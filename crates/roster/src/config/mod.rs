@@ -53,6 +53,7 @@
 //! new_tools = "trust"          # a tool never seen: "trust" pins it, "approve" waits for you
 //! watch_config = false         # reload when this file changes (SIGHUP and `roster reload` always do)
 //! metrics = true               # Prometheus metrics at GET /metrics; false records nothing
+//! ui_listen = "127.0.0.1:8940"  # also serve the dashboard (/ui) here (unset: /ui of --http only)
 //! metrics_listen = "127.0.0.1:9464"  # also serve /metrics here: plain HTTP, no auth (unset: not)
 //! metrics_tool_labels = false  # true: call metrics also labelled by exposed tool name
 //!
@@ -445,6 +446,9 @@ pub struct GatewayConfig {
     /// The environment variable holding the admin bearer token that unlocks the full
     /// `/healthz`; `None`: `/healthz` only ever says whether roster is up.
     pub admin_token_env: Option<String>,
+    /// Also serve the dashboard (`/ui`, nothing else) on this address (`ui_listen`); the admin
+    /// token of `admin_token_env` and `roster ui` links log in there.
+    pub ui_listen: Option<String>,
     /// What one server may cost roster (every server gets these).
     pub server_limits: ServerLimits,
     /// What a changed tool definition does, for servers that do not say (`pin`, default
@@ -521,6 +525,7 @@ impl GatewayConfig {
             max_sessions_per_client: 100,
             session_idle_timeout: Duration::from_secs(15 * 60),
             admin_token_env: None,
+            ui_listen: None,
             server_limits: ServerLimits::default(),
             pin: PinPolicy::default(),
             new_tools: NewTools::default(),

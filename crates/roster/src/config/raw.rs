@@ -136,6 +136,7 @@ struct RawGateway {
     max_sessions_per_client: Option<usize>,
     session_idle_timeout: Option<RawDuration>,
     admin_token_env: Option<String>,
+    ui_listen: Option<String>,
     notification_rate: Option<u32>,
     notification_burst: Option<u32>,
     max_tools: Option<usize>,
@@ -545,6 +546,15 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
     }
     if let Some(var) = raw.admin_token_env {
         g.admin_token_env = Some(var);
+    }
+    if let Some(addr) = raw.ui_listen {
+        if addr.parse::<std::net::SocketAddr>().is_err() {
+            return Err(ctx.invalid(
+                "gateway.ui_listen",
+                "host:port with an IP address, such as \"127.0.0.1:8940\"",
+            ));
+        }
+        g.ui_listen = Some(addr);
     }
     g.metrics = crate::metrics::MetricsConfig::from_keys(
         raw.metrics,

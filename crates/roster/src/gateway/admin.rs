@@ -3,7 +3,7 @@
 //! gateway.
 //!
 //! The protocol is one JSON line each way: `{"command": "status" | "tools" | "refresh" |
-//! "reload" | "config"}` and
+//! "reload" | "config" | "ui"}` and
 //! the answer `{"ok": true, "result": ...}` or `{"ok": false, "error": "..."}`.
 
 use std::path::{Path, PathBuf};
@@ -38,6 +38,8 @@ pub enum AdminCommand {
     Reload,
     /// The configuration's file, load time and last reload.
     Config,
+    /// A one-time link to the dashboard on a loopback listener: `{"url": "..."}`.
+    Ui,
 }
 
 /// What an admin client can ask of the gateway's inbox: the operations of `roster inbox`.
@@ -292,7 +294,7 @@ async fn answer(gateway: Arc<Gateway>, stream: UnixStream, max_line: usize) {
     let _ = write.write_all(text.as_bytes()).await;
 }
 
-async fn handle(gateway: &Gateway, line: &str) -> Result<Value, String> {
+async fn handle(gateway: &Arc<Gateway>, line: &str) -> Result<Value, String> {
     match serde_json::from_str::<AdminRequest>(line) {
         Ok(AdminRequest {
             command: Some(command),
@@ -303,18 +305,14 @@ async fn handle(gateway: &Gateway, line: &str) -> Result<Value, String> {
             inbox: Some(request),
         }) => match gateway.inbox() {
             Some(inbox) => run_inbox(inbox, request),
-            None => Err(
-                "this gateway runs without an inbox (another roster process owns it; see the \
-                 gateway's log)"
-                    .to_owned(),
-            ),
+            None => Err(NO_INBOX.to_owned()),
         },
         Ok(_) => Err("an admin request names exactly one of `command` and `inbox`".to_owned()),
         Err(e) => Err(format!("unknown admin request: {e}")),
     }
 }
 
-async fn run(gateway: &Gateway, command: AdminCommand) -> Result<Value, String> {
+async fn run(gateway: &Arc<Gateway>, command: AdminCommand) -> Result<Value, String> {
     const NO_FILE: &str = "this gateway was not started from a configuration file";
     Ok(match command {
         AdminCommand::Status => gateway.roster().servers_json(),
@@ -333,12 +331,16 @@ async fn run(gateway: &Gateway, command: AdminCommand) -> Result<Value, String> 
                 .map_err(|e| e.to_string())?
         }
         AdminCommand::Config => gateway.reloader().ok_or(NO_FILE)?.status_json(),
+        AdminCommand::Ui => json!({"url": super::ui::open_link(gateway).await?}),
     })
 }
 
+/// Why a gateway cannot answer an inbox request.
+pub(crate) const NO_INBOX: &str = "this gateway runs without an inbox (another roster process owns it; see the gateway's log)";
+
 /// Carries out an inbox request on `inbox` with the same calls `roster inbox` makes when it
 /// owns the trail itself; errors are the inbox's own sentences.
-fn run_inbox(inbox: &Inbox, request: InboxRequest) -> Result<Value, String> {
+pub(crate) fn run_inbox(inbox: &Inbox, request: InboxRequest) -> Result<Value, String> {
     let encode = |value: Result<Value, serde_json::Error>| value.map_err(|e| e.to_string());
     match request {
         InboxRequest::List { channel, limit } => {

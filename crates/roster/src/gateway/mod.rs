@@ -46,6 +46,7 @@ mod resource_server;
 mod skills;
 pub mod stdio;
 mod tasks;
+pub mod ui;
 mod watches;
 
 use auth::AdmittedClient;
@@ -207,6 +208,9 @@ pub struct Gateway {
     shutdown: CancellationToken,
     /// Reloads the configuration file (`roster serve` sets it; an embedder may not).
     reloader: std::sync::OnceLock<Arc<reload::Reloader>>,
+    /// Who may use the dashboard (`/ui`): its sessions and one-time tokens, shared by every
+    /// listener that serves it.
+    ui: ui::Access,
 }
 
 /// What a reload can change while clients are connected: the `[gateway]` settings (of which
@@ -339,9 +343,15 @@ impl Gateway {
             served: Mutex::new(None),
             shutdown: CancellationToken::new(),
             reloader: std::sync::OnceLock::new(),
+            ui: ui::Access::default(),
         });
         crate::metrics::watch_gateway(&gateway);
         Ok(gateway)
+    }
+
+    /// Who may use the dashboard.
+    pub(crate) fn ui_access(&self) -> &ui::Access {
+        &self.ui
     }
 
     /// The roster this gateway serves.

@@ -9,6 +9,7 @@ use std::sync::{Arc, RwLock};
 use rmcp::handler::server::skill_catalog::SkillCatalog as SkillFiles;
 use rmcp::model::{Resource, Skill as SkillFile};
 use roster_core::SkillSource;
+use roster_core::skills::SkillRefreshResult;
 use roster_core::catalog::{Catalog, Subscriptions};
 use roster_core::skills::load;
 
@@ -22,6 +23,25 @@ pub struct Skills {
     /// `[skills] max_file_size`: no skill file larger than this is served, whatever the SDK's
     /// catalog would hold.
     max_file_size: u64,
+    /// The outcome of the last [`Skills::refresh`], and when (milliseconds since the epoch).
+    last_refresh: std::sync::Mutex<Option<(u64, SkillRefreshResult)>>,
+}
+
+/// One skill as the people who run roster see it: every skill, whatever its visibility.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SkillOverview {
+    /// The skill's id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// `skill` or `flow`.
+    pub kind: &'static str,
+    /// The subscriptions that may see it (empty: everyone).
+    pub visibility: Vec<String>,
+    /// Whether every tool it references is live.
+    pub available: bool,
+    /// Why not, when it is not.
+    pub reason: Option<String>,
 }
 
 impl std::fmt::Debug for Skills {
@@ -62,6 +82,7 @@ impl Skills {
             catalog: RwLock::new(Catalog::from_report(report)),
             files,
             max_file_size,
+            last_refresh: std::sync::Mutex::new(None),
         };
         (skills, problems)
     }
@@ -85,6 +106,31 @@ impl Skills {
     pub fn refresh(&self) {
         let result = self.write().registry_mut().refresh_all();
         tracing::debug!("skill refresh: {result:?}");
+        *crate::sync::lock(&self.last_refresh) = Some((crate::store::now_ms(), result));
+    }
+
+    /// The last refresh's outcome and when it ran (milliseconds since the epoch).
+    pub fn last_refresh(&self) -> Option<(u64, SkillRefreshResult)> {
+        crate::sync::lock(&self.last_refresh).clone()
+    }
+
+    /// Every skill with its kind, visibility and availability, in id order.
+    pub fn overview(&self) -> Vec<SkillOverview> {
+        let catalog = self.read();
+        let mut rows: Vec<SkillOverview> = catalog
+            .registry()
+            .iter()
+            .map(|(skill, availability)| SkillOverview {
+                id: skill.id.clone(),
+                name: skill.name.clone(),
+                kind: skill.kind.as_str(),
+                visibility: skill.visibility.clone(),
+                available: availability.is_available(),
+                reason: availability.reason().map(str::to_owned),
+            })
+            .collect();
+        rows.sort_by(|a, b| a.id.cmp(&b.id));
+        rows
     }
 
     /// Reads the catalog.

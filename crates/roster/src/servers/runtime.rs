@@ -194,6 +194,23 @@ pub(crate) struct Runtime {
     pub(crate) server_logs: broadcast::Sender<ServerLog>,
     pub(crate) shutdown: CancellationToken,
     pub(crate) metrics: crate::metrics::Metrics,
+    /// The last [`RECENT_CHANGES`] non-empty deltas, oldest first, for people (the dashboard).
+    recent_changes: Mutex<std::collections::VecDeque<Change>>,
+}
+
+/// How many deltas [`Runtime::recent_changes`] keeps: a dashboard's page of history, bounded
+/// whatever a server does.
+pub const RECENT_CHANGES: usize = 200;
+
+/// One server's tools changing, as people read it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Change {
+    /// The server.
+    pub server: String,
+    /// When roster published it, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// What changed (exposed names, with reasons for the ones a person set rules for).
+    pub delta: Delta,
 }
 
 /// A server's log message sent outside any request (`notifications/message` params).
@@ -248,11 +265,17 @@ impl Runtime {
             log_level: Mutex::new(None),
             server_logs: broadcast::channel(64).0,
             shutdown,
+            recent_changes: Mutex::new(std::collections::VecDeque::new()),
         })
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
+    }
+
+    /// The recent deltas, newest first (at most [`RECENT_CHANGES`]).
+    pub(crate) fn recent_changes(&self) -> Vec<Change> {
+        lock(&self.recent_changes).iter().rev().cloned().collect()
     }
 
     pub(crate) fn set_reconcile_hook(&self, hook: Option<ReconcileHook>) {
@@ -477,6 +500,17 @@ impl Runtime {
             return;
         }
         self.metrics.delta(server, delta);
+        {
+            let mut recent = lock(&self.recent_changes);
+            if recent.len() == RECENT_CHANGES {
+                recent.pop_front();
+            }
+            recent.push_back(Change {
+                server: server.to_owned(),
+                at_ms: crate::store::now_ms(),
+                delta: delta.clone(),
+            });
+        }
         tracing::info!(
             server,
             added = delta.added.len(),

@@ -140,27 +140,48 @@ impl HttpEndpoint {
     }
 }
 
-/// The Host and Origin values `/mcp` and `/healthz` accept.
-struct Rebinding {
+/// The Host and Origin values `/mcp`, `/healthz` and the dashboard accept.
+#[derive(Debug, Clone)]
+pub(crate) struct Rebinding {
     hosts: Vec<String>,
     origins: Vec<String>,
 }
 
+impl Rebinding {
+    /// Loopback hosts and origins, and those `[gateway] allowed_hosts` / `allowed_origins` add.
+    pub(crate) fn for_config(config: &super::ServeConfig) -> Self {
+        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        hosts.extend(config.allowed_hosts.iter().cloned());
+        let mut origins: Vec<String> = vec![
+            "http://localhost:*".into(),
+            "http://127.0.0.1:*".into(),
+            "http://[::1]:*".into(),
+        ];
+        origins.extend(config.allowed_origins.iter().cloned());
+        Self { hosts, origins }
+    }
+}
+
+/// Serves `router` on `listener` with the listener limits of `gateway` until the gateway
+/// shuts down (the dashboard's own listeners).
+pub(crate) async fn serve_router(
+    listener: TcpListener,
+    router: Router,
+    gateway: &crate::config::GatewayConfig,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
+    let limits = listener::ConnectionLimits {
+        max_connections: gateway.max_connections,
+        header_read_timeout: gateway.header_read_timeout,
+    };
+    listener::serve(listener, router, limits, shutdown).await
+}
+
 /// The HTTP routes of the gateway.
 pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
-    let config = gateway.config();
-    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-    hosts.extend(config.allowed_hosts.iter().cloned());
-    let mut origins: Vec<String> = vec![
-        "http://localhost:*".into(),
-        "http://127.0.0.1:*".into(),
-        "http://[::1]:*".into(),
-    ];
-    origins.extend(config.allowed_origins.iter().cloned());
-    let rebinding = Rebinding {
-        hosts: hosts.clone(),
-        origins: origins.clone(),
-    };
+    let rebinding = Rebinding::for_config(&gateway.config());
+    let hosts = rebinding.hosts.clone();
+    let origins = rebinding.origins.clone();
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
@@ -199,6 +220,7 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
             gateway.clone(),
             authenticate,
         ));
+    let dashboard = super::ui::routes(gateway.clone(), rebinding.clone(), settings.admin_digest);
     let health = Arc::new(Health {
         gateway,
         sessions,
@@ -219,6 +241,7 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
         )
         .with_state(health)
         .merge(mcp_routes)
+        .merge(dashboard)
 }
 
 struct Health {
@@ -283,7 +306,7 @@ async fn metrics_page(State(health): State<Arc<Health>>, headers: HeaderMap) -> 
 }
 
 /// Masks userinfo and query strings of every URL in every string of `value`.
-fn redact(value: &mut serde_json::Value) {
+pub(crate) fn redact(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::String(s) => *s = crate::config::redact_urls(s),
         serde_json::Value::Array(items) => items.iter_mut().for_each(redact),
@@ -295,7 +318,7 @@ fn redact(value: &mut serde_json::Value) {
 impl Rebinding {
     /// The same rule rmcp applies to `/mcp`: a loopback or configured Host, and an Origin
     /// (when sent) that is configured.
-    fn check(&self, headers: &HeaderMap) -> Result<(), String> {
+    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), String> {
         let host = headers
             .get(header::HOST)
             .and_then(|v| v.to_str().ok())
@@ -363,7 +386,7 @@ fn origin_matches(allowed: &str, origin: &str) -> bool {
 }
 
 /// The token of an `Authorization: Bearer …` header; the scheme is case-insensitive.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
     let (scheme, token) = value.split_once(char::is_whitespace)?;
     scheme
@@ -372,7 +395,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-fn digest(token: &str) -> [u8; 32] {
+pub(crate) fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
