@@ -134,8 +134,14 @@ mod tests {
     #[test]
     fn accept_language_takes_the_best_weighted_language() {
         assert_eq!(from_accept_language(None), "en");
-        assert_eq!(from_accept_language(Some("pt-BR,pt;q=0.9,en;q=0.8")), "pt-BR");
-        assert_eq!(from_accept_language(Some("de-DE, es;q=0.5, en;q=0.4")), "es");
+        assert_eq!(
+            from_accept_language(Some("pt-BR,pt;q=0.9,en;q=0.8")),
+            "pt-BR"
+        );
+        assert_eq!(
+            from_accept_language(Some("de-DE, es;q=0.5, en;q=0.4")),
+            "es"
+        );
         assert_eq!(from_accept_language(Some("en;q=0.2, es;q=0.9")), "es");
         assert_eq!(from_accept_language(Some("es;q=0, fr")), "en");
         assert_eq!(from_accept_language(Some("*")), "en");
@@ -181,12 +187,19 @@ mod tests {
         assert!(english.len() > 10, "the English catalogue is nearly empty");
         for locale in &LOCALES[1..] {
             let other = keys(locale);
-            let missing: Vec<&String> = english.keys().filter(|k| !other.contains_key(*k)).collect();
+            let missing: Vec<&String> =
+                english.keys().filter(|k| !other.contains_key(*k)).collect();
             let extra: Vec<&String> = other.keys().filter(|k| !english.contains_key(*k)).collect();
             assert!(missing.is_empty(), "{locale} lacks {missing:?}");
-            assert!(extra.is_empty(), "{locale} has keys English lacks: {extra:?}");
+            assert!(
+                extra.is_empty(),
+                "{locale} has keys English lacks: {extra:?}"
+            );
             for (key, names) in &english {
-                assert_eq!(&other[key], names, "{locale}: {key} uses other placeholders");
+                assert_eq!(
+                    &other[key], names,
+                    "{locale}: {key} uses other placeholders"
+                );
             }
         }
     }
@@ -194,7 +207,10 @@ mod tests {
     #[test]
     fn t_reads_each_catalogue_and_falls_back_to_english() {
         assert_eq!(rust_i18n::t!("ui.nav.servers", locale = "en"), "Servers");
-        assert_eq!(rust_i18n::t!("ui.nav.servers", locale = "pt-BR"), "Servidores");
+        assert_eq!(
+            rust_i18n::t!("ui.nav.servers", locale = "pt-BR"),
+            "Servidores"
+        );
         assert_eq!(rust_i18n::t!("ui.nav.servers", locale = "es"), "Servidores");
         assert_eq!(rust_i18n::t!("ui.nav.tools", locale = "de"), "Tools");
     }

@@ -428,7 +428,10 @@ fn admin_socket(config_path: &Path) -> anyhow::Result<PathBuf> {
 /// `roster ui`: a one-time link to the running gateway's dashboard, printed (and opened).
 async fn ui(config_path: &Path, args: UiArgs) -> anyhow::Result<ExitCode> {
     let answer = admin::request(&admin_socket(config_path)?, AdminCommand::Ui).await?;
-    let url = answer.get("url").and_then(|v| v.as_str()).unwrap_or_default();
+    let url = answer
+        .get("url")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
@@ -436,7 +439,11 @@ async fn ui(config_path: &Path, args: UiArgs) -> anyhow::Result<ExitCode> {
         eprintln!("roster: the link opens the dashboard once, within 5 minutes");
     }
     if args.open {
-        let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+        let opener = if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        };
         if let Err(e) = std::process::Command::new(opener).arg(url).spawn() {
             eprintln!("roster: cannot start {opener} ({e}); open the link above yourself");
         }

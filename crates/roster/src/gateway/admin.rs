@@ -336,7 +336,8 @@ async fn run(gateway: &Arc<Gateway>, command: AdminCommand) -> Result<Value, Str
 }
 
 /// Why a gateway cannot answer an inbox request.
-pub(crate) const NO_INBOX: &str = "this gateway runs without an inbox (another roster process owns it; see the gateway's log)";
+pub(crate) const NO_INBOX: &str =
+    "this gateway runs without an inbox (another roster process owns it; see the gateway's log)";
 
 /// Carries out an inbox request on `inbox` with the same calls `roster inbox` makes when it
 /// owns the trail itself; errors are the inbox's own sentences.

@@ -9,8 +9,8 @@ use std::sync::{Arc, RwLock};
 use rmcp::handler::server::skill_catalog::SkillCatalog as SkillFiles;
 use rmcp::model::{Resource, Skill as SkillFile};
 use roster_core::SkillSource;
-use roster_core::skills::SkillRefreshResult;
 use roster_core::catalog::{Catalog, Subscriptions};
+use roster_core::skills::SkillRefreshResult;
 use roster_core::skills::load;
 
 use crate::Roster;

@@ -75,7 +75,9 @@ pub use notifications::{
 pub use offerings::{PromptEntry, RouteError};
 pub use refresh::{RefreshHook, RefreshHookError, Relist};
 pub use relay::{CallerRelay, InputRequiredOnly, LogLevel};
-pub use runtime::{Change, OfferingsGeneration, RECENT_CHANGES, ReconcileHook, RelistError, ServerLog};
+pub use runtime::{
+    Change, OfferingsGeneration, RECENT_CHANGES, ReconcileHook, RelistError, ServerLog,
+};
 pub use sink::{ConfirmFuture, LogSink, NotificationSink};
 pub use sse::{SseError, SseGuard};
 pub use status::{ServerState, ServerStatus};

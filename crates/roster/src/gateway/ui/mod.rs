@@ -216,9 +216,7 @@ pub fn spawn_listener(
     );
     let shutdown = gateway.shutdown_token();
     tokio::spawn(async move {
-        if let Err(error) =
-            super::http::serve_router(listener, router, &config, shutdown).await
-        {
+        if let Err(error) = super::http::serve_router(listener, router, &config, shutdown).await {
             tracing::warn!(%error, "the dashboard's listener stopped");
         }
     });
@@ -309,7 +307,7 @@ async fn guard(State(ui): State<Arc<Ui>>, request: Request, next: Next) -> Respo
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers
         .entry(header::CACHE_CONTROL)
@@ -408,7 +406,11 @@ async fn login(
     }
     html(
         StatusCode::UNAUTHORIZED,
-        pages::login(lang, ui.admin_digest.is_some(), Some("ui.login.wrong_token")),
+        pages::login(
+            lang,
+            ui.admin_digest.is_some(),
+            Some("ui.login.wrong_token"),
+        ),
     )
 }
 
@@ -588,7 +590,9 @@ async fn run_action(
         }
         "restart" => {
             let outcome = match gateway.roster().restart_server(server) {
-                Ok(()) => Ok(t!("ui.servers.restarted", locale = lang, server = server).into_owned()),
+                Ok(()) => {
+                    Ok(t!("ui.servers.restarted", locale = lang, server = server).into_owned())
+                }
                 Err(e) => Err(e.to_string()),
             };
             ("/ui/servers".into(), outcome)
@@ -625,8 +629,13 @@ async fn run_action(
                     } else {
                         t!("ui.inbox.declined", locale = lang)
                     };
-                    t!("ui.inbox.decided", locale = lang, id = field("id"), decision = word)
-                        .into_owned()
+                    t!(
+                        "ui.inbox.decided",
+                        locale = lang,
+                        id = field("id"),
+                        decision = word
+                    )
+                    .into_owned()
                 }),
                 Err(_) => Err(format!("no pending confirm has id {:?}", field("id"))),
             };

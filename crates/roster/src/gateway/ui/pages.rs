@@ -144,7 +144,10 @@ pub(super) fn layout(
         );
         if href == "/ui/inbox" {
             let unread = view.gateway.inbox().map_or(0, |i| i.unread_count());
-            let _ = write!(nav, " <span class=\"badge\" id=\"nav-unread\">{unread}</span>");
+            let _ = write!(
+                nav,
+                " <span class=\"badge\" id=\"nav-unread\">{unread}</span>"
+            );
         }
         nav.push_str("</a>");
     }
@@ -237,7 +240,13 @@ pub(super) fn servers(view: &View<'_>) -> (String, String) {
     let mut out = format!(
         "<h1>{}</h1><div class=\"actions\">{}</div>",
         esc(&title),
-        button(view, "refresh-all", &[], &view.t("ui.servers.refresh_all"), "")
+        button(
+            view,
+            "refresh-all",
+            &[],
+            &view.t("ui.servers.refresh_all"),
+            ""
+        )
     );
     let headers = [
         "ui.servers.name",
@@ -289,7 +298,13 @@ pub(super) fn servers(view: &View<'_>) -> (String, String) {
             next = esc(&next),
             restarts = server["restarts"].as_u64().unwrap_or(0),
             error = esc(server["last_error"].as_str().unwrap_or("")),
-            refresh = button(view, "refresh", &[("server", name)], &view.t("ui.servers.refresh"), ""),
+            refresh = button(
+                view,
+                "refresh",
+                &[("server", name)],
+                &view.t("ui.servers.refresh"),
+                ""
+            ),
             restart = button(
                 view,
                 "restart",
@@ -435,7 +450,12 @@ pub(super) fn tools(view: &View<'_>) -> (String, String) {
     let _ = write!(
         out,
         "<p class=\"count\" id=\"tool-count\">{}</p>",
-        esc(&t!("ui.tools.count", locale = view.lang, shown = shown.len(), total = tools.len()))
+        esc(&t!(
+            "ui.tools.count",
+            locale = view.lang,
+            shown = shown.len(),
+            total = tools.len()
+        ))
     );
     let _ = write!(
         out,
@@ -462,7 +482,12 @@ pub(super) fn tools(view: &View<'_>) -> (String, String) {
             q = query_escape(&tool.exposed_name),
             server = esc(&tool.server),
             description = esc(&crate::cli::tools::visible(description)),
-            pin = esc(&pin_state(view, book.as_ref(), &tool.server, &tool.tool.name)),
+            pin = esc(&pin_state(
+                view,
+                book.as_ref(),
+                &tool.server,
+                &tool.tool.name
+            )),
         );
     }
     out.push_str("</tbody></table>");
@@ -511,7 +536,12 @@ pub(super) fn tool(view: &View<'_>) -> (String, String) {
             esc(&view.t("ui.tools.server")),
             esc(&tool.server),
             esc(&view.t("ui.tools.pin")),
-            esc(&pin_state(view, book.as_ref(), &tool.server, &tool.tool.name)),
+            esc(&pin_state(
+                view,
+                book.as_ref(),
+                &tool.server,
+                &tool.tool.name
+            )),
         );
     }
     for p in &pending {
@@ -523,11 +553,7 @@ pub(super) fn tool(view: &View<'_>) -> (String, String) {
             esc(&crate::cli::tools::visible(&p.diff)),
         );
         if !p.hidden.is_empty() {
-            let _ = write!(
-                out,
-                "<h3>{}</h3><ul>",
-                esc(&view.t("ui.tools.hidden"))
-            );
+            let _ = write!(out, "<h3>{}</h3><ul>", esc(&view.t("ui.tools.hidden")));
             for hidden in &p.hidden {
                 let _ = write!(out, "<li>{}</li>", esc(hidden));
             }
@@ -588,7 +614,11 @@ pub(super) fn changes(view: &View<'_>) -> (String, String) {
     let changes = view.gateway.roster().recent_changes();
     let mut out = format!("<h1>{}</h1>", esc(&title));
     if changes.is_empty() {
-        let _ = write!(out, "<p class=\"empty\">{}</p>", esc(&view.t("ui.changes.none")));
+        let _ = write!(
+            out,
+            "<p class=\"empty\">{}</p>",
+            esc(&view.t("ui.changes.none"))
+        );
         return (title, out);
     }
     out.push_str("<ol id=\"changes\" class=\"changes\">");
@@ -639,7 +669,11 @@ pub(super) fn inbox(view: &View<'_>) -> (String, String) {
     let title = view.t("ui.nav.inbox");
     let mut out = format!("<h1>{}</h1>", esc(&title));
     let Some(inbox) = view.gateway.inbox() else {
-        let _ = write!(out, "<p class=\"flash error\">{}</p>", esc(crate::gateway::admin::NO_INBOX));
+        let _ = write!(
+            out,
+            "<p class=\"flash error\">{}</p>",
+            esc(crate::gateway::admin::NO_INBOX)
+        );
         return (title, out);
     };
     let unread = inbox.unread_count();
@@ -656,7 +690,11 @@ pub(super) fn inbox(view: &View<'_>) -> (String, String) {
     let pending = inbox.pending_confirms();
     let _ = write!(out, "<h2>{}</h2>", esc(&view.t("ui.inbox.pending")));
     if pending.is_empty() {
-        let _ = write!(out, "<p class=\"empty\" id=\"no-pending\">{}</p>", esc(&view.t("ui.inbox.no_pending")));
+        let _ = write!(
+            out,
+            "<p class=\"empty\" id=\"no-pending\">{}</p>",
+            esc(&view.t("ui.inbox.no_pending"))
+        );
     } else {
         out.push_str("<ul id=\"pending\" class=\"pending\">");
         for confirm in &pending {
@@ -670,10 +708,26 @@ pub(super) fn inbox(view: &View<'_>) -> (String, String) {
                  {expires}</p><p class=\"message\">{message}</p>{yes}{no}</li>",
                 channel = esc(&confirm.channel),
                 method = esc(&confirm.method),
-                expires = esc(&t!("ui.inbox.expires", locale = view.lang, at = confirm.expires_at)),
+                expires = esc(&t!(
+                    "ui.inbox.expires",
+                    locale = view.lang,
+                    at = confirm.expires_at
+                )),
                 message = esc(&message),
-                yes = button(view, "confirm", &[("id", &id), ("answer", "yes")], &view.t("ui.inbox.yes"), "ok"),
-                no = button(view, "confirm", &[("id", &id), ("answer", "no")], &view.t("ui.inbox.no"), "warn"),
+                yes = button(
+                    view,
+                    "confirm",
+                    &[("id", &id), ("answer", "yes")],
+                    &view.t("ui.inbox.yes"),
+                    "ok"
+                ),
+                no = button(
+                    view,
+                    "confirm",
+                    &[("id", &id), ("answer", "no")],
+                    &view.t("ui.inbox.no"),
+                    "warn"
+                ),
             );
         }
         out.push_str("</ul>");
@@ -681,7 +735,11 @@ pub(super) fn inbox(view: &View<'_>) -> (String, String) {
     let entries = inbox.list(None, 200);
     let _ = write!(out, "<h2>{}</h2>", esc(&view.t("ui.inbox.recent")));
     if entries.is_empty() {
-        let _ = write!(out, "<p class=\"empty\">{}</p>", esc(&view.t("ui.inbox.empty")));
+        let _ = write!(
+            out,
+            "<p class=\"empty\">{}</p>",
+            esc(&view.t("ui.inbox.empty"))
+        );
         return (title, out);
     }
     let _ = write!(
@@ -724,7 +782,10 @@ pub(super) fn clear_confirmation(view: &View<'_>) -> (String, String) {
         "ui.inbox.clear"
     });
     let (entries, pending) = view.gateway.inbox().map_or((0, 0), |inbox| {
-        (inbox.list(None, usize::MAX).len(), inbox.pending_confirms().len())
+        (
+            inbox.list(None, usize::MAX).len(),
+            inbox.pending_confirms().len(),
+        )
     });
     let question = t!(
         if all {
@@ -773,12 +834,20 @@ pub(super) fn skills(view: &View<'_>) -> (String, String) {
             );
         }
         None => {
-            let _ = write!(out, "<p class=\"count\">{}</p>", esc(&view.t("ui.skills.never_refreshed")));
+            let _ = write!(
+                out,
+                "<p class=\"count\">{}</p>",
+                esc(&view.t("ui.skills.never_refreshed"))
+            );
         }
     }
     let rows = skills.overview();
     if rows.is_empty() {
-        let _ = write!(out, "<p class=\"empty\">{}</p>", esc(&view.t("ui.skills.none")));
+        let _ = write!(
+            out,
+            "<p class=\"empty\">{}</p>",
+            esc(&view.t("ui.skills.none"))
+        );
         return (title, out);
     }
     let _ = write!(
@@ -831,7 +900,10 @@ mod tests {
             esc("<script>alert('x')</script>&\""),
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"
         );
-        assert_eq!(query_escape("fs__read file&x=ü"), "fs__read%20file%26x%3D%C3%BC");
+        assert_eq!(
+            query_escape("fs__read file&x=ü"),
+            "fs__read%20file%26x%3D%C3%BC"
+        );
     }
 
     #[test]
