@@ -57,6 +57,31 @@ pub fn init_cli() {
     rust_i18n::set_locale(cli_locale());
 }
 
+/// Whether the language [`init_cli`] chose is English (so clap's own text can stay as it is).
+pub fn cli_locale_is_english() -> bool {
+    &*rust_i18n::locale() == FALLBACK
+}
+
+/// The terminal's words for `key` (a `cli.` key) in the language [`init_cli`] chose, English
+/// when that catalogue lacks the key, with each `%{name}` filled from `args`. The one way the
+/// library and `main.rs` alike print words for people; JSON, MCP-facing text and logs never
+/// come through here.
+pub fn text(key: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
+    let template = try_text(key).unwrap_or_else(|| key.to_owned());
+    if args.is_empty() {
+        return template;
+    }
+    let names: Vec<&str> = args.iter().map(|(name, _)| *name).collect();
+    let values: Vec<String> = args.iter().map(|(_, value)| value.to_string()).collect();
+    rust_i18n::replace_patterns(&template, &names, &values)
+}
+
+/// The text of `key` in the terminal's language (or English), unfilled; `None` when no
+/// catalogue has it.
+pub fn try_text(key: &str) -> Option<String> {
+    crate::_rust_i18n_try_translate(&rust_i18n::locale(), key).map(|text| text.into_owned())
+}
+
 /// The best of roster's languages for an `Accept-Language` header (RFC 9110 §12.5.4): the
 /// highest `q` wins, ties in the order given, `q=0` never; English when nothing matches.
 pub fn from_accept_language(header: Option<&str>) -> &'static str {
@@ -134,8 +159,14 @@ mod tests {
     #[test]
     fn accept_language_takes_the_best_weighted_language() {
         assert_eq!(from_accept_language(None), "en");
-        assert_eq!(from_accept_language(Some("pt-BR,pt;q=0.9,en;q=0.8")), "pt-BR");
-        assert_eq!(from_accept_language(Some("de-DE, es;q=0.5, en;q=0.4")), "es");
+        assert_eq!(
+            from_accept_language(Some("pt-BR,pt;q=0.9,en;q=0.8")),
+            "pt-BR"
+        );
+        assert_eq!(
+            from_accept_language(Some("de-DE, es;q=0.5, en;q=0.4")),
+            "es"
+        );
         assert_eq!(from_accept_language(Some("en;q=0.2, es;q=0.9")), "es");
         assert_eq!(from_accept_language(Some("es;q=0, fr")), "en");
         assert_eq!(from_accept_language(Some("*")), "en");
@@ -181,12 +212,19 @@ mod tests {
         assert!(english.len() > 10, "the English catalogue is nearly empty");
         for locale in &LOCALES[1..] {
             let other = keys(locale);
-            let missing: Vec<&String> = english.keys().filter(|k| !other.contains_key(*k)).collect();
+            let missing: Vec<&String> =
+                english.keys().filter(|k| !other.contains_key(*k)).collect();
             let extra: Vec<&String> = other.keys().filter(|k| !english.contains_key(*k)).collect();
             assert!(missing.is_empty(), "{locale} lacks {missing:?}");
-            assert!(extra.is_empty(), "{locale} has keys English lacks: {extra:?}");
+            assert!(
+                extra.is_empty(),
+                "{locale} has keys English lacks: {extra:?}"
+            );
             for (key, names) in &english {
-                assert_eq!(&other[key], names, "{locale}: {key} uses other placeholders");
+                assert_eq!(
+                    &other[key], names,
+                    "{locale}: {key} uses other placeholders"
+                );
             }
         }
     }
@@ -194,7 +232,10 @@ mod tests {
     #[test]
     fn t_reads_each_catalogue_and_falls_back_to_english() {
         assert_eq!(rust_i18n::t!("ui.nav.servers", locale = "en"), "Servers");
-        assert_eq!(rust_i18n::t!("ui.nav.servers", locale = "pt-BR"), "Servidores");
+        assert_eq!(
+            rust_i18n::t!("ui.nav.servers", locale = "pt-BR"),
+            "Servidores"
+        );
         assert_eq!(rust_i18n::t!("ui.nav.servers", locale = "es"), "Servidores");
         assert_eq!(rust_i18n::t!("ui.nav.tools", locale = "de"), "Tools");
     }

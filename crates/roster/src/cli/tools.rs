@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use super::inbox::resolve_state_dir;
 use crate::config::Config;
+use crate::i18n::text;
 use crate::store::{Decision, PinBook, PinStore};
 
 /// `roster tools`: without a subcommand, the running gateway's tools.
@@ -92,12 +93,17 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The word shown.
+    /// The word in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Changed => "changed",
             Kind::New => "new",
         }
+    }
+
+    /// The word shown to a person, in the terminal's language.
+    pub fn word(self) -> String {
+        text(&format!("cli.tools.kind.{}", self.as_str()), &[])
     }
 }
 
@@ -114,13 +120,18 @@ pub enum State {
 }
 
 impl State {
-    /// The word shown.
+    /// The word in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
             State::Withheld => "withheld",
             State::Served => "served",
             State::Rejected => "rejected",
         }
+    }
+
+    /// The word shown to a person, in the terminal's language.
+    pub fn word(self) -> String {
+        text(&format!("cli.tools.state.{}", self.as_str()), &[])
     }
 }
 
@@ -230,34 +241,37 @@ pub fn visible(text: &str) -> String {
 /// command that approves it, indented; entries apart by a blank line.
 pub fn render(pending: &[Pending]) -> String {
     if pending.is_empty() {
-        return "nothing waits for a decision\n".to_owned();
+        return format!("{}\n", text("cli.tools.nothing_waits", &[]));
     }
     let mut out = String::new();
     for (i, entry) in pending.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&format!(
-            "{} (server {}, tool {}) — {}, {}: {}\n",
-            entry.name,
-            entry.server,
-            entry.tool,
-            entry.kind.as_str(),
-            entry.state.as_str(),
-            entry.summary
-        ));
+        let heading = text(
+            "cli.tools.drift.heading",
+            &[
+                ("name", &entry.name),
+                ("server", &entry.server),
+                ("tool", &entry.tool),
+                ("kind", &entry.kind.word()),
+                ("state", &entry.state.word()),
+                ("summary", &entry.summary),
+            ],
+        );
+        out.push_str(&heading);
+        out.push('\n');
         for line in entry.diff.lines() {
             out.push_str("    ");
             out.push_str(line);
             out.push('\n');
         }
         for hidden in &entry.hidden {
-            out.push_str(&format!("    hidden: {hidden}\n"));
+            let line = text("cli.tools.drift.hidden", &[("hidden", hidden)]);
+            out.push_str(&format!("    {line}\n"));
         }
-        out.push_str(&format!(
-            "    approve: roster tools approve {}\n",
-            entry.name
-        ));
+        let line = text("cli.tools.drift.approve", &[("name", &entry.name)]);
+        out.push_str(&format!("    {line}\n"));
     }
     visible(&out)
 }
@@ -419,7 +433,7 @@ pub fn run(command: ToolsCommand, config_path: &Path) -> anyhow::Result<()> {
     };
     let selection = select(&pending, decision, &args.names, &args.server, args.all)?;
     if selection.chosen.is_empty() && selection.left_rejected.is_empty() {
-        writeln!(out, "nothing waits for a decision")?;
+        writeln!(out, "{}", text("cli.tools.nothing_waits", &[]))?;
         return Ok(());
     }
     let mut decided = Vec::new();
@@ -434,25 +448,21 @@ pub fn run(command: ToolsCommand, config_path: &Path) -> anyhow::Result<()> {
     for entry in &selection.chosen {
         let name = visible(&entry.name);
         if !decided.contains(&entry.key()) {
-            eprintln!("{name} no longer waits for a decision (the gateway settled it)");
+            eprintln!("{}", text("cli.tools.settled", &[("name", &name)]));
             continue;
         }
-        match decision {
-            Decision::Approve => writeln!(
-                out,
-                "approved {name}: the gateway serves this definition from its next listing"
-            )?,
-            Decision::Reject => writeln!(
-                out,
-                "rejected {name}: it stays withheld until the server lists a different definition"
-            )?,
-        }
+        let key = match decision {
+            Decision::Approve => "cli.tools.approved",
+            Decision::Reject => "cli.tools.rejected",
+        };
+        writeln!(out, "{}", text(key, &[("name", &name)]))?;
     }
     for entry in &selection.left_rejected {
         let name = visible(&entry.name);
         writeln!(
             out,
-            "left {name} rejected: name it (roster tools approve {name}) to approve it"
+            "{}",
+            text("cli.tools.left_rejected", &[("name", &name)])
         )?;
     }
     Ok(())
@@ -473,7 +483,7 @@ pub fn complete_pending(
         return Ok(());
     };
     for entry in pending {
-        let line = format!("{}\t{} {}", entry.name, entry.state.as_str(), entry.summary);
+        let line = format!("{}\t{} {}", entry.name, entry.state.word(), entry.summary);
         // One line per tool, whatever a name holds.
         writeln!(out, "{}", visible(&line).replace('\n', " "))?;
     }
