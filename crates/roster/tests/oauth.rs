@@ -68,6 +68,8 @@ fn roster(config: &Path, args: &[&str]) -> std::process::Output {
         .arg(config)
         .args(args)
         .env_remove("ROSTER_STATE_DIR")
+        // The English these tests read, whatever the machine's LANG.
+        .env("ROSTER_LANG", "en")
         .output()
         .expect("run roster")
 }
