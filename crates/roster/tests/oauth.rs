@@ -128,6 +128,8 @@ fn login_as_a_person(config: &Path, server: &str) -> String {
         .arg(config)
         .args(["auth", "login", server, "--no-browser", "--timeout", "60s"])
         .env_remove("ROSTER_STATE_DIR")
+        // The English this test reads, whatever the machine's LANG.
+        .env("ROSTER_LANG", "en")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
