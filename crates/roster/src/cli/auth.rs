@@ -175,7 +175,7 @@ pub fn run(command: AuthCommand, config_path: &Path) -> anyhow::Result<()> {
                         (OAuthGrant::ClientCredentials, AuthStatus::NeedsLogin) => {
                             text("cli.auth.no_token_yet", &[])
                         }
-                        _ => status.describe(),
+                        _ => describe(status),
                     };
                     println!("{name:width$}  {state}  {}", crate::config::redact_url(url));
                 }
@@ -197,6 +197,41 @@ pub fn run(command: AuthCommand, config_path: &Path) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// [`AuthStatus::describe`] in the terminal's language.
+fn describe(status: &AuthStatus) -> String {
+    match status {
+        AuthStatus::NeedsLogin => text("cli.auth.state.needs_login", &[]),
+        AuthStatus::LoggedIn {
+            expires_in,
+            refreshable,
+            ..
+        } => {
+            let refresh = if *refreshable {
+                text("cli.auth.state.refreshable", &[])
+            } else {
+                String::new()
+            };
+            match expires_in {
+                Some(left) => text(
+                    "cli.auth.state.logged_in_expires",
+                    &[
+                        (
+                            "left",
+                            &humantime::format_duration(Duration::from_secs(left.as_secs())),
+                        ),
+                        ("refreshable", &refresh),
+                    ],
+                ),
+                None => text("cli.auth.state.logged_in", &[("refreshable", &refresh)]),
+            }
+        }
+        AuthStatus::Expired { refreshable: true } => {
+            text("cli.auth.state.expired_refreshable", &[])
+        }
+        AuthStatus::Expired { refreshable: false } => text("cli.auth.state.expired", &[]),
+    }
 }
 
 fn status_json(name: &str, url: &str, grant: OAuthGrant, status: &AuthStatus) -> serde_json::Value {

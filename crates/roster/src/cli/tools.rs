@@ -150,6 +150,9 @@ pub struct Pending {
     pub state: State,
     /// What changed, in a few words.
     pub summary: String,
+    /// [`Pending::summary`] in the terminal's language, for text (JSON keeps `summary`).
+    #[serde(skip)]
+    pub summary_text: String,
     /// The readable per-part line diff from the pin (from nothing for a new tool).
     pub diff: String,
     /// Every hidden character in the waiting definition, named with its part and position.
@@ -177,18 +180,25 @@ pub fn pending(book: &PinBook, naming: &NamingConfig) -> Vec<Pending> {
                 .iter()
                 .map(ToString::to_string)
                 .collect();
-            let (kind, mut summary, diff) = match entry.pin {
+            let (kind, mut summary, mut summary_text, diff) = match entry.pin {
                 Some(pin) => match pin.pin.drift_to(definition) {
-                    Some(drift) => (Kind::Changed, drift.summary(), drift.render()),
+                    Some(drift) => (
+                        Kind::Changed,
+                        drift.summary(),
+                        changed_parts_text(&drift),
+                        drift.render(),
+                    ),
                     None => (
                         Kind::Changed,
                         "unchanged from its pin".to_owned(),
+                        text("cli.tools.summary.unchanged", &[]),
                         String::new(),
                     ),
                 },
                 None => (
                     Kind::New,
                     "never approved".to_owned(),
+                    text("cli.tools.summary.new", &[]),
                     definition.as_new().render(),
                 ),
             };
@@ -197,6 +207,11 @@ pub fn pending(book: &PinBook, naming: &NamingConfig) -> Vec<Pending> {
                     "; it hides {} character{}",
                     hidden.len(),
                     if hidden.len() == 1 { "" } else { "s" }
+                ));
+                let form = if hidden.len() == 1 { "one" } else { "other" };
+                summary_text.push_str(&text(
+                    &format!("cli.tools.summary.hides.{form}"),
+                    &[("count", &hidden.len())],
                 ));
             }
             let state = if entry.review.review.rejected {
@@ -213,6 +228,7 @@ pub fn pending(book: &PinBook, naming: &NamingConfig) -> Vec<Pending> {
                 kind,
                 state,
                 summary,
+                summary_text,
                 diff,
                 hidden,
                 seen_at_ms: entry.review.seen_at_ms,
@@ -220,6 +236,27 @@ pub fn pending(book: &PinBook, naming: &NamingConfig) -> Vec<Pending> {
             }
         })
         .collect()
+}
+
+/// "its description and input schema changed", in the terminal's language.
+fn changed_parts_text(drift: &roster_core::pin::Drift) -> String {
+    let parts: Vec<String> = drift
+        .changes
+        .iter()
+        .map(|change| {
+            let key = change.part.as_str().replace(' ', "_");
+            text(&format!("cli.tools.summary.part.{key}"), &[])
+        })
+        .collect();
+    let list = match parts.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => text(
+            "cli.tools.summary.and",
+            &[("init", &init.join(", ")), ("last", last)],
+        ),
+    };
+    text("cli.tools.summary.changed", &[("parts", &list)])
 }
 
 /// `text` with every hidden character (invisible or bidirectional) and every control character
@@ -256,7 +293,7 @@ pub fn render(pending: &[Pending]) -> String {
                 ("tool", &entry.tool),
                 ("kind", &entry.kind.word()),
                 ("state", &entry.state.word()),
-                ("summary", &entry.summary),
+                ("summary", &entry.summary_text),
             ],
         );
         out.push_str(&heading);
@@ -483,7 +520,12 @@ pub fn complete_pending(
         return Ok(());
     };
     for entry in pending {
-        let line = format!("{}\t{} {}", entry.name, entry.state.word(), entry.summary);
+        let line = format!(
+            "{}\t{} {}",
+            entry.name,
+            entry.state.word(),
+            entry.summary_text
+        );
         // One line per tool, whatever a name holds.
         writeln!(out, "{}", visible(&line).replace('\n', " "))?;
     }
@@ -502,6 +544,7 @@ mod tests {
             kind: Kind::Changed,
             state,
             summary: "its description changed".to_owned(),
+            summary_text: "its description changed".to_owned(),
             diff: String::new(),
             hidden: Vec::new(),
             seen_at_ms: 0,
