@@ -230,6 +230,20 @@ mod tests {
     }
 
     #[test]
+    fn text_fills_placeholders_and_names_a_missing_key() {
+        // Unit tests never call `init_cli`: the language is rust-i18n's default, English.
+        assert_eq!(
+            text(
+                "cli.inbox.decided",
+                &[("id", &7), ("decision", &"confirmed")]
+            ),
+            "request 7: confirmed"
+        );
+        assert_eq!(text("cli.no.such.key", &[]), "cli.no.such.key");
+        assert_eq!(try_text("cli.no.such.key"), None);
+    }
+
+    #[test]
     fn t_reads_each_catalogue_and_falls_back_to_english() {
         assert_eq!(rust_i18n::t!("ui.nav.servers", locale = "en"), "Servers");
         assert_eq!(

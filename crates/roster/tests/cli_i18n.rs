@@ -293,6 +293,16 @@ fn completion_scripts_describe_commands_in_the_terminal_s_language() {
         "{en}"
     );
     assert_eq!(fish(C), en);
+    // Every description is translated: only the hidden `__complete` (not for people) keeps
+    // clap's English.
+    for (lang, text) in [("pt-BR", &pt), ("es", &es)] {
+        assert_eq!(text.lines().count(), en.lines().count(), "{lang}");
+        for (english, translated) in en.lines().zip(text.lines()) {
+            if english.contains(" -d '") && !english.contains("__complete") {
+                assert_ne!(english, translated, "{lang} left it in English");
+            }
+        }
+    }
 
     // zsh shows the descriptions too, and those of fixed values.
     let zsh = stdout_of(PT, dir.path(), &["completions", "zsh"]);

@@ -1,5 +1,6 @@
 //! Text for the model's `channels` tool and for `roster inbox`: one code path, so both show the
-//! same thing and the same caps apply.
+//! same thing and the same caps apply. Only the words differ ([`Reader`]): the model's stay the
+//! English written here, a person's (state, "no entries", "… N more") come from the catalogues.
 
 use std::fmt::Write as _;
 
