@@ -309,7 +309,7 @@ fn completion_scripts_describe_commands_in_the_terminal_s_language() {
     assert!(zsh.contains("((yes\\:\"Confirmar\""), "{zsh}");
     let zsh = stdout_of(ES, dir.path(), &["completions", "zsh"]);
     assert!(
-        zsh.contains("Muestra las solicitudes de servidores que esperan tu sí o no"),
+        zsh.contains("Muestra las solicitudes de servidores que esperan su sí o su no"),
         "{zsh}"
     );
     assert_eq!(
