@@ -57,6 +57,31 @@ pub fn init_cli() {
     rust_i18n::set_locale(cli_locale());
 }
 
+/// Whether the language [`init_cli`] chose is English (so clap's own text can stay as it is).
+pub fn cli_locale_is_english() -> bool {
+    &*rust_i18n::locale() == FALLBACK
+}
+
+/// The terminal's words for `key` (a `cli.` key) in the language [`init_cli`] chose, English
+/// when that catalogue lacks the key, with each `%{name}` filled from `args`. The one way the
+/// library and `main.rs` alike print words for people; JSON, MCP-facing text and logs never
+/// come through here.
+pub fn text(key: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
+    let template = try_text(key).unwrap_or_else(|| key.to_owned());
+    if args.is_empty() {
+        return template;
+    }
+    let names: Vec<&str> = args.iter().map(|(name, _)| *name).collect();
+    let values: Vec<String> = args.iter().map(|(_, value)| value.to_string()).collect();
+    rust_i18n::replace_patterns(&template, &names, &values)
+}
+
+/// The text of `key` in the terminal's language (or English), unfilled; `None` when no
+/// catalogue has it.
+pub fn try_text(key: &str) -> Option<String> {
+    crate::_rust_i18n_try_translate(&rust_i18n::locale(), key).map(|text| text.into_owned())
+}
+
 /// The best of roster's languages for an `Accept-Language` header (RFC 9110 §12.5.4): the
 /// highest `q` wins, ties in the order given, `q=0` never; English when nothing matches.
 pub fn from_accept_language(header: Option<&str>) -> &'static str {
@@ -202,6 +227,20 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn text_fills_placeholders_and_names_a_missing_key() {
+        // Unit tests never call `init_cli`: the language is rust-i18n's default, English.
+        assert_eq!(
+            text(
+                "cli.inbox.decided",
+                &[("id", &7), ("decision", &"confirmed")]
+            ),
+            "request 7: confirmed"
+        );
+        assert_eq!(text("cli.no.such.key", &[]), "cli.no.such.key");
+        assert_eq!(try_text("cli.no.such.key"), None);
     }
 
     #[test]

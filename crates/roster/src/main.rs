@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use roster::gateway::admin::{self, AdminCommand};
 use roster::gateway::reload::{ReloadOutcome, Reloader};
 use roster::gateway::{Gateway, ServeConfig, Skills};
+use roster::i18n::text;
 use roster::inbox::{Inbox, InboxConfig};
 use roster::servers::LogSink;
 use roster::{Config, Roster, RosterOptions};
@@ -499,7 +500,7 @@ async fn admin_command(
                 .get("servers_marked_stale")
                 .and_then(|v| v.as_u64())
                 .unwrap_or(0);
-            println!("marked {n} server(s) stale; the next turn re-lists them");
+            println!("{}", text("cli.refresh.marked", &[("count", &n)]));
         }
     }
     Ok(reload_exit(command, &answer))
@@ -522,7 +523,10 @@ fn print_config(config: &serde_json::Value) {
         .get("loaded_ms_ago")
         .and_then(|v| v.as_u64())
         .unwrap_or(0);
-    let mut line = format!("config {path}, loaded {}s ago", loaded / 1000);
+    let mut line = text(
+        "cli.status.config",
+        &[("path", &path), ("secs", &(loaded / 1000))],
+    );
     if let Some(last) = config
         .get("last_reload")
         .and_then(|v| serde_json::from_value::<ReloadOutcome>(v.clone()).ok())
@@ -531,43 +535,63 @@ fn print_config(config: &serde_json::Value) {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| (d.as_millis() as u64).saturating_sub(last.at_ms) / 1000)
             .unwrap_or(0);
-        line.push_str(&format!(
-            "; last reload {ago}s ago ({}): {}",
-            last.trigger,
-            last.summary()
+        line.push_str(&text(
+            "cli.status.last_reload",
+            &[
+                ("secs", &ago),
+                ("trigger", &last.trigger),
+                ("summary", &last.summary()),
+            ],
         ));
     }
     println!("{line}");
 }
 
 fn print_status(answer: &serde_json::Value) {
-    let text = |v: &serde_json::Value, k: &str| -> String {
+    let field = |v: &serde_json::Value, k: &str| -> String {
         match v.get(k) {
             Some(serde_json::Value::String(s)) => s.clone(),
             Some(serde_json::Value::Null) | None => "-".to_owned(),
             Some(other) => other.to_string(),
         }
     };
+    // The columns, each at least as wide as its header in the terminal's language.
+    let columns = [
+        ("server", 16),
+        ("transport", 9),
+        ("connection", 13),
+        ("listing", 14),
+        ("tools", 5),
+        ("listed", 10),
+        ("next", 10),
+    ]
+    .map(|(column, width)| {
+        let header = text(&format!("cli.status.header.{column}"), &[]);
+        let width = width.max(header.chars().count());
+        (header, width)
+    });
+    let [w0, w1, w2, w3, w4, w5, w6] = columns.each_ref().map(|(_, width)| *width);
+    let [h0, h1, h2, h3, h4, h5, h6] = columns.map(|(header, _)| header);
     println!(
-        "{:<16} {:<9} {:<13} {:<14} {:>5} {:>10} {:>10}  last error",
-        "server", "transport", "connection", "listing", "tools", "listed", "next"
+        "{h0:<w0$} {h1:<w1$} {h2:<w2$} {h3:<w3$} {h4:>w4$} {h5:>w5$} {h6:>w6$}  {}",
+        text("cli.status.header.last_error", &[]),
     );
     for s in answer.as_array().into_iter().flatten() {
         // Whole seconds are what a person reads; the JSON keeps milliseconds.
-        let secs = |k: &str, suffix: &str| match s.get(k).and_then(|v| v.as_u64()) {
-            Some(ms) => format!("{}s{suffix}", ms / 1000),
+        let secs = |k: &str, key: &str| match s.get(k).and_then(|v| v.as_u64()) {
+            Some(ms) => text(key, &[("secs", &(ms / 1000))]),
             None => "-".to_owned(),
         };
         println!(
-            "{:<16} {:<9} {:<13} {:<14} {:>5} {:>10} {:>10}  {}",
-            text(s, "name"),
-            text(s, "transport"),
-            text(s, "connection"),
-            text(s, "listing"),
-            text(s, "tools"),
-            secs("listed_ms_ago", " ago"),
-            secs("next_listing_in_ms", ""),
-            text(s, "last_error"),
+            "{:<w0$} {:<w1$} {:<w2$} {:<w3$} {:>w4$} {:>w5$} {:>w6$}  {}",
+            field(s, "name"),
+            field(s, "transport"),
+            field(s, "connection"),
+            field(s, "listing"),
+            field(s, "tools"),
+            secs("listed_ms_ago", "cli.status.ago"),
+            secs("next_listing_in_ms", "cli.status.in"),
+            field(s, "last_error"),
         );
     }
 }

@@ -15,6 +15,8 @@ fn roster(cwd: &Path, args: &[&str]) -> Output {
     Command::new(ROSTER)
         .args(args)
         .current_dir(cwd)
+        // The English these tests read, whatever the machine's LANG.
+        .env("ROSTER_LANG", "en")
         .env_remove("ROSTER_STATE_DIR")
         .env_remove("ROSTER_CONFIG")
         .env("XDG_STATE_HOME", cwd.join("xdg-default"))

@@ -16,6 +16,8 @@ fn roster(dir: &Path, args: &[&str]) -> Output {
     Command::new(ROSTER)
         .args(args)
         .env("ROSTER_STATE_DIR", dir)
+        // The English these tests read, whatever the machine's LANG.
+        .env("ROSTER_LANG", "en")
         .env("ROSTER_CONFIG", dir.join("no-such-roster.toml"))
         .env_remove("XDG_STATE_HOME")
         .env("RUST_BACKTRACE", "0")

@@ -18,6 +18,8 @@ fn roster(dir: &Path, args: &[&str]) -> Output {
     Command::new(ROSTER)
         .args(args)
         .env("ROSTER_STATE_DIR", dir)
+        // The English these tests read, whatever the machine's LANG.
+        .env("ROSTER_LANG", "en")
         .env_remove("XDG_STATE_HOME")
         .output()
         .expect("run roster")

@@ -48,6 +48,8 @@ fn roster(state: &Path, args: &[&str]) -> Output {
     Command::new(ROSTER)
         .args(args)
         .env("ROSTER_STATE_DIR", state)
+        // The English these tests read, whatever the machine's LANG.
+        .env("ROSTER_LANG", "en")
         .env_remove("XDG_STATE_HOME")
         .output()
         .expect("run roster")

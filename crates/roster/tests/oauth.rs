@@ -68,6 +68,8 @@ fn roster(config: &Path, args: &[&str]) -> std::process::Output {
         .arg(config)
         .args(args)
         .env_remove("ROSTER_STATE_DIR")
+        // The English these tests read, whatever the machine's LANG.
+        .env("ROSTER_LANG", "en")
         .output()
         .expect("run roster")
 }
@@ -126,6 +128,8 @@ fn login_as_a_person(config: &Path, server: &str) -> String {
         .arg(config)
         .args(["auth", "login", server, "--no-browser", "--timeout", "60s"])
         .env_remove("ROSTER_STATE_DIR")
+        // The English this test reads, whatever the machine's LANG.
+        .env("ROSTER_LANG", "en")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -34,7 +34,10 @@ use common::session_steps as steps;
 
 /// `roster --config CONFIG ARGS`, as a step a person runs.
 fn person(gateway: &common::Gateway, args: &[&str]) -> Value {
+    // The English the tests read, whatever the machine's LANG.
     let mut argv = vec![
+        "env".to_owned(),
+        "ROSTER_LANG=en".to_owned(),
         ROSTER.to_owned(),
         "--config".to_owned(),
         gateway.dir.path().join("roster.toml").display().to_string(),

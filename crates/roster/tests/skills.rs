@@ -288,6 +288,8 @@ fn the_store_forgets_a_removed_skill_directory() {
 fn roster(args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_roster"))
         .args(args)
+        // The English these tests read, whatever the machine's LANG.
+        .env("ROSTER_LANG", "en")
         .output()
         .expect("roster runs");
     (

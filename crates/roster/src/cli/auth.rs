@@ -13,6 +13,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::config::{Config, OAuthConfig, OAuthGrant, TransportConfig};
+use crate::i18n::text;
 use crate::oauth::{self, AuthStatus, Browser};
 
 /// `roster auth`.
@@ -131,22 +132,24 @@ pub fn run(command: AuthCommand, config_path: &Path) -> anyhow::Result<()> {
                 browser,
                 args.timeout,
                 |auth_url| {
-                    println!(
-                        "Open this URL to log in to `{}`:\n\n  {auth_url}\n",
-                        args.server
-                    );
-                    println!("Waiting for the redirect to 127.0.0.1 …");
+                    let open = text("cli.auth.open_url", &[("server", &args.server)]);
+                    println!("{open}\n\n  {auth_url}\n");
+                    println!("{}", text("cli.auth.waiting", &[]));
                 },
             ))?;
             let scopes = if outcome.scopes.is_empty() {
                 String::new()
             } else {
-                format!(" (scopes: {})", outcome.scopes.join(" "))
+                text("cli.auth.scopes", &[("scopes", &outcome.scopes.join(" "))])
             };
-            println!("Logged in to `{}`{scopes}.", args.server);
             println!(
-                "A running gateway picks the login up by itself; `roster status` shows the server."
+                "{}",
+                text(
+                    "cli.auth.logged_in",
+                    &[("server", &args.server), ("scopes", &scopes)]
+                )
             );
+            println!("{}", text("cli.auth.picked_up", &[]));
         }
         AuthCommand::Status(args) => {
             let mut rows = Vec::new();
@@ -164,30 +167,71 @@ pub fn run(command: AuthCommand, config_path: &Path) -> anyhow::Result<()> {
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&out)?);
             } else if rows.is_empty() {
-                println!("No server uses OAuth (`auth = \"oauth\"` in a server's entry).");
+                println!("{}", text("cli.auth.no_oauth_servers", &[]));
             } else {
                 let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
                 for (name, url, grant, status) in &rows {
-                    let text = match (grant, status) {
+                    let state = match (grant, status) {
                         (OAuthGrant::ClientCredentials, AuthStatus::NeedsLogin) => {
-                            "no token yet (client credentials: roster gets one itself)".to_owned()
+                            text("cli.auth.no_token_yet", &[])
                         }
-                        _ => status.describe(),
+                        _ => describe(status),
                     };
-                    println!("{name:width$}  {text}  {}", crate::config::redact_url(url));
+                    println!("{name:width$}  {state}  {}", crate::config::redact_url(url));
                 }
             }
         }
         AuthCommand::Logout(args) => {
             let (_, oauth) = oauth_server(&config, &args.server)?;
             if oauth::logout(&args.server, oauth)? {
-                println!("Logged out of `{}`: its tokens are forgotten.", args.server);
+                println!(
+                    "{}",
+                    text("cli.auth.logged_out", &[("server", &args.server)])
+                );
             } else {
-                println!("`{}` had no tokens.", args.server);
+                println!(
+                    "{}",
+                    text("cli.auth.no_tokens", &[("server", &args.server)])
+                );
             }
         }
     }
     Ok(())
+}
+
+/// [`AuthStatus::describe`] in the terminal's language.
+fn describe(status: &AuthStatus) -> String {
+    match status {
+        AuthStatus::NeedsLogin => text("cli.auth.state.needs_login", &[]),
+        AuthStatus::LoggedIn {
+            expires_in,
+            refreshable,
+            ..
+        } => {
+            let refresh = if *refreshable {
+                text("cli.auth.state.refreshable", &[])
+            } else {
+                String::new()
+            };
+            match expires_in {
+                Some(left) => text(
+                    "cli.auth.state.logged_in_expires",
+                    &[
+                        (
+                            "left",
+                            &humantime::format_duration(Duration::from_secs(left.as_secs())),
+                        ),
+                        ("refreshable", &refresh),
+                    ],
+                ),
+                None => text("cli.auth.state.logged_in", &[("refreshable", &refresh)]),
+            }
+        }
+        AuthStatus::Expired { refreshable: true } => {
+            text("cli.auth.state.expired_refreshable", &[])
+        }
+        AuthStatus::Expired { refreshable: false } => text("cli.auth.state.expired", &[]),
+    }
 }
 
 fn status_json(name: &str, url: &str, grant: OAuthGrant, status: &AuthStatus) -> serde_json::Value {

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, ValueEnum, ValueHint};
 use clap_complete::Shell;
 
@@ -61,8 +62,9 @@ pub enum Completable {
     ToolsPending,
 }
 
-/// Prints the completion script for `args.shell`.
-pub fn run(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<()> {
+/// Prints the completion script for `args.shell`, its descriptions in the terminal's language.
+pub fn run(args: CompletionsArgs, command: clap::Command) -> anyhow::Result<()> {
+    let mut command = localized(command);
     let (shell, dynamic) = match args.shell {
         CompletionShell::Bash => (Shell::Bash, BASH_DYNAMIC),
         CompletionShell::Zsh => (Shell::Zsh, ZSH_DYNAMIC),
@@ -124,6 +126,116 @@ pub fn complete(args: CompleteArgs, config_path: &Path) -> anyhow::Result<()> {
         Completable::ToolsPending => {}
     }
     Ok(())
+}
+
+/// `command` with the descriptions people read in completions in the terminal's language: each
+/// command's `about` from `cli.completions.about.<path>` (`roster` for the root, else the
+/// command names joined by `_`, as `inbox_list`; the `help` subcommand's children share their
+/// commands' keys), each argument's help from `cli.completions.args.<path>.<id>`, else the
+/// nearest parent's, else `cli.completions.args.<id>`, and each value's help from
+/// `cli.completions.values.<id>_<value>`. In English, and for hidden commands, clap's own text
+/// (the doc comments) stays as it is.
+pub fn localized(mut command: clap::Command) -> clap::Command {
+    if crate::i18n::cli_locale_is_english() {
+        return command;
+    }
+    // clap adds `help`, `version` and the `help` subcommand when it builds the command.
+    command.build();
+    localize_at(command, &[])
+}
+
+fn localize_at(mut command: clap::Command, path: &[String]) -> clap::Command {
+    use crate::i18n::try_text;
+    if command.is_hide_set() {
+        return command;
+    }
+    let own = if path.is_empty() {
+        "roster".to_owned()
+    } else {
+        path.join("_")
+    };
+    if let Some(about) = try_text(&format!("cli.completions.about.{own}")) {
+        command = command.about(about);
+    }
+    let ids: Vec<String> = command
+        .get_arguments()
+        .map(|arg| arg.get_id().to_string())
+        .collect();
+    for id in ids {
+        // The argument's own key for this command, else its parents', else the shared one.
+        let help = (0..=path.len())
+            .rev()
+            .map(|n| match n {
+                0 => format!("cli.completions.args.{id}"),
+                n => format!("cli.completions.args.{}.{id}", path[..n].join("_")),
+            })
+            .find_map(|key| try_text(&key));
+        command = command.mut_arg(&id, |mut arg| {
+            if let Some(help) = help {
+                arg = arg.help(help);
+            }
+            let mut changed = false;
+            let values: Vec<PossibleValue> = arg
+                .get_possible_values()
+                .into_iter()
+                .map(|value| {
+                    let key = format!("cli.completions.values.{id}_{}", value.get_name());
+                    match try_text(&key) {
+                        Some(help) => {
+                            changed = true;
+                            value.help(help)
+                        }
+                        None => value,
+                    }
+                })
+                .collect();
+            if changed {
+                arg = arg.value_parser(PossibleValuesParser::new(values));
+            }
+            arg
+        });
+    }
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    for name in names {
+        let mut sub_path = path.to_vec();
+        sub_path.push(name.clone());
+        command = command.mut_subcommand(&name, |sub| {
+            if name == "help" {
+                // `roster help tools drift` describes `roster tools drift`.
+                localize_help(sub, path)
+            } else {
+                localize_at(sub, &sub_path)
+            }
+        });
+    }
+    command
+}
+
+/// The `help` subcommand under the command at `path`: its own about, and its children named
+/// as the commands they describe.
+fn localize_help(mut help: clap::Command, path: &[String]) -> clap::Command {
+    if let Some(about) = crate::i18n::try_text("cli.completions.about.help") {
+        help = help.about(about);
+    }
+    let names: Vec<String> = help
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    for name in names {
+        let mut sub_path = path.to_vec();
+        sub_path.push(name.clone());
+        help = help.mut_subcommand(&name, |sub| {
+            if name == "help" {
+                localize_help(sub, path)
+            } else {
+                localize_at(sub, &sub_path)
+            }
+        });
+    }
+    help
 }
 
 /// Wraps clap's `_roster` so the run-time values come from `roster __complete`.

@@ -10,9 +10,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::gateway::admin::{self, InboxRequest};
+use crate::i18n::text;
 use crate::inbox::{
     ClearReport, ConfirmDecision, ConfirmEntry, ConfirmId, DEFAULT_CAPACITY, DEFAULT_LIST_LIMIT,
-    Entry, FsyncPolicy, Inbox, InboxConfig, Seq, render,
+    Entry, FsyncPolicy, Inbox, InboxConfig, Reader, Seq, render_for,
 };
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand, ValueEnum, ValueHint};
@@ -293,11 +294,7 @@ pub fn run(args: InboxArgs, config_path: &Path) -> anyhow::Result<()> {
         }
         InboxCommand::Ack { seq } => {
             let changed = backend.ack(seq)?;
-            writeln!(
-                out,
-                "acknowledged {changed} notification{}",
-                plural(changed)
-            )?;
+            writeln!(out, "{}", count_text("cli.inbox.acknowledged", changed))?;
         }
         InboxCommand::Pending { json } => {
             let pending = backend.pending_confirms()?;
@@ -306,7 +303,7 @@ pub fn run(args: InboxArgs, config_path: &Path) -> anyhow::Result<()> {
                     writeln!(out, "{}", serde_json::to_string(confirm)?)?;
                 }
             } else if pending.is_empty() {
-                writeln!(out, "no requests are waiting for a decision")?;
+                writeln!(out, "{}", text("cli.inbox.no_pending", &[]))?;
             } else {
                 for confirm in &pending {
                     writeln!(out, "{}", confirm_line(confirm))?;
@@ -315,25 +312,20 @@ pub fn run(args: InboxArgs, config_path: &Path) -> anyhow::Result<()> {
         }
         InboxCommand::Confirm { id, answer } => {
             let decision = backend.confirm(id, answer == Answer::Yes)?;
-            writeln!(out, "request {id}: {decision}")?;
+            let decision = text(&format!("cli.inbox.state.{decision}"), &[]);
+            writeln!(
+                out,
+                "{}",
+                text("cli.inbox.decided", &[("id", &id), ("decision", &decision)])
+            )?;
         }
         InboxCommand::Clear { all } => {
             let report = backend.clear(all)?;
-            writeln!(
-                out,
-                "cleared {} notification{}{}",
-                report.cleared,
-                plural(report.cleared),
-                if report.declined_confirms > 0 {
-                    format!(
-                        ", declined {} pending request{}",
-                        report.declined_confirms,
-                        plural(report.declined_confirms)
-                    )
-                } else {
-                    String::new()
-                }
-            )?;
+            let mut line = count_text("cli.inbox.cleared", report.cleared);
+            if report.declined_confirms > 0 {
+                line.push_str(&count_text("cli.inbox.declined", report.declined_confirms));
+            }
+            writeln!(out, "{line}")?;
             if let Some(warning) = report.partial_warning {
                 bail!(warning);
             }
@@ -352,18 +344,29 @@ fn print_entries(
             writeln!(out, "{}", serde_json::to_string(entry)?)?;
         }
     } else {
-        writeln!(out, "{}", render(entries, usize::MAX, usize::MAX))?;
+        writeln!(
+            out,
+            "{}",
+            render_for(Reader::Person, entries, usize::MAX, usize::MAX)
+        )?;
     }
     Ok(())
 }
 
 fn confirm_line(confirm: &ConfirmEntry) -> String {
     format!(
-        "#{} {} {} {} expires {} {}",
-        confirm.id, confirm.at, confirm.channel, confirm.method, confirm.expires_at, confirm.params
+        "#{} {} {} {} {} {}",
+        confirm.id,
+        confirm.at,
+        confirm.channel,
+        confirm.method,
+        text("cli.inbox.expires", &[("at", &confirm.expires_at)]),
+        confirm.params
     )
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
+/// `KEY.one` for one, else `KEY.other`, with `%{count}` filled.
+fn count_text(key: &str, count: usize) -> String {
+    let form = if count == 1 { "one" } else { "other" };
+    text(&format!("{key}.{form}"), &[("count", &count)])
 }

@@ -8,6 +8,7 @@ use clap::Subcommand;
 use roster_core::catalog::Catalog;
 use roster_core::skills::{flattened_tools, load};
 
+use crate::i18n::text;
 use crate::store::scan_skills_dir;
 
 /// `roster skills` subcommands.
@@ -59,7 +60,8 @@ fn check(root: &Path, max_file_size: u64, out: &mut dyn Write) -> anyhow::Result
         match flattened_tools(skill, &|id| registry.get(id)) {
             Ok(_) => {
                 valid += 1;
-                writeln!(out, "ok       {} ({})", skill.id, skill.kind)?;
+                let word = text("cli.skills.ok", &[]);
+                writeln!(out, "{word:<8} {} ({})", skill.id, skill.kind)?;
             }
             Err(error) => {
                 problems.push(format!(
@@ -69,15 +71,19 @@ fn check(root: &Path, max_file_size: u64, out: &mut dyn Write) -> anyhow::Result
             }
         }
     }
+    let word = text("cli.skills.invalid", &[]);
     for problem in &problems {
-        writeln!(out, "invalid  {problem}")?;
+        writeln!(out, "{word:<8} {problem}")?;
     }
-    writeln!(
-        out,
-        "{valid} valid, {} invalid skill(s) under {}",
-        problems.len(),
-        root.display()
-    )?;
+    let summary = text(
+        "cli.skills.summary",
+        &[
+            ("valid", &valid),
+            ("invalid", &problems.len()),
+            ("path", &root.display()),
+        ],
+    );
+    writeln!(out, "{summary}")?;
     Ok(if problems.is_empty() {
         ExitCode::SUCCESS
     } else {

@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use super::inbox::resolve_state_dir;
 use crate::config::Config;
+use crate::i18n::text;
 use crate::store::{Decision, PinBook, PinStore};
 
 /// `roster tools`: without a subcommand, the running gateway's tools.
@@ -92,12 +93,17 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The word shown.
+    /// The word in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Changed => "changed",
             Kind::New => "new",
         }
+    }
+
+    /// The word shown to a person, in the terminal's language.
+    pub fn word(self) -> String {
+        text(&format!("cli.tools.kind.{}", self.as_str()), &[])
     }
 }
 
@@ -114,13 +120,18 @@ pub enum State {
 }
 
 impl State {
-    /// The word shown.
+    /// The word in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
             State::Withheld => "withheld",
             State::Served => "served",
             State::Rejected => "rejected",
         }
+    }
+
+    /// The word shown to a person, in the terminal's language.
+    pub fn word(self) -> String {
+        text(&format!("cli.tools.state.{}", self.as_str()), &[])
     }
 }
 
@@ -139,6 +150,9 @@ pub struct Pending {
     pub state: State,
     /// What changed, in a few words.
     pub summary: String,
+    /// [`Pending::summary`] in the terminal's language, for text (JSON keeps `summary`).
+    #[serde(skip)]
+    pub summary_text: String,
     /// The readable per-part line diff from the pin (from nothing for a new tool).
     pub diff: String,
     /// Every hidden character in the waiting definition, named with its part and position.
@@ -166,18 +180,25 @@ pub fn pending(book: &PinBook, naming: &NamingConfig) -> Vec<Pending> {
                 .iter()
                 .map(ToString::to_string)
                 .collect();
-            let (kind, mut summary, diff) = match entry.pin {
+            let (kind, mut summary, mut summary_text, diff) = match entry.pin {
                 Some(pin) => match pin.pin.drift_to(definition) {
-                    Some(drift) => (Kind::Changed, drift.summary(), drift.render()),
+                    Some(drift) => (
+                        Kind::Changed,
+                        drift.summary(),
+                        changed_parts_text(&drift),
+                        drift.render(),
+                    ),
                     None => (
                         Kind::Changed,
                         "unchanged from its pin".to_owned(),
+                        text("cli.tools.summary.unchanged", &[]),
                         String::new(),
                     ),
                 },
                 None => (
                     Kind::New,
                     "never approved".to_owned(),
+                    text("cli.tools.summary.new", &[]),
                     definition.as_new().render(),
                 ),
             };
@@ -186,6 +207,11 @@ pub fn pending(book: &PinBook, naming: &NamingConfig) -> Vec<Pending> {
                     "; it hides {} character{}",
                     hidden.len(),
                     if hidden.len() == 1 { "" } else { "s" }
+                ));
+                let form = if hidden.len() == 1 { "one" } else { "other" };
+                summary_text.push_str(&text(
+                    &format!("cli.tools.summary.hides.{form}"),
+                    &[("count", &hidden.len())],
                 ));
             }
             let state = if entry.review.review.rejected {
@@ -202,6 +228,7 @@ pub fn pending(book: &PinBook, naming: &NamingConfig) -> Vec<Pending> {
                 kind,
                 state,
                 summary,
+                summary_text,
                 diff,
                 hidden,
                 seen_at_ms: entry.review.seen_at_ms,
@@ -209,6 +236,27 @@ pub fn pending(book: &PinBook, naming: &NamingConfig) -> Vec<Pending> {
             }
         })
         .collect()
+}
+
+/// "its description and input schema changed", in the terminal's language.
+fn changed_parts_text(drift: &roster_core::pin::Drift) -> String {
+    let parts: Vec<String> = drift
+        .changes
+        .iter()
+        .map(|change| {
+            let key = change.part.as_str().replace(' ', "_");
+            text(&format!("cli.tools.summary.part.{key}"), &[])
+        })
+        .collect();
+    let list = match parts.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => text(
+            "cli.tools.summary.and",
+            &[("init", &init.join(", ")), ("last", last)],
+        ),
+    };
+    text("cli.tools.summary.changed", &[("parts", &list)])
 }
 
 /// `text` with every hidden character (invisible or bidirectional) and every control character
@@ -230,34 +278,37 @@ pub fn visible(text: &str) -> String {
 /// command that approves it, indented; entries apart by a blank line.
 pub fn render(pending: &[Pending]) -> String {
     if pending.is_empty() {
-        return "nothing waits for a decision\n".to_owned();
+        return format!("{}\n", text("cli.tools.nothing_waits", &[]));
     }
     let mut out = String::new();
     for (i, entry) in pending.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&format!(
-            "{} (server {}, tool {}) — {}, {}: {}\n",
-            entry.name,
-            entry.server,
-            entry.tool,
-            entry.kind.as_str(),
-            entry.state.as_str(),
-            entry.summary
-        ));
+        let heading = text(
+            "cli.tools.drift.heading",
+            &[
+                ("name", &entry.name),
+                ("server", &entry.server),
+                ("tool", &entry.tool),
+                ("kind", &entry.kind.word()),
+                ("state", &entry.state.word()),
+                ("summary", &entry.summary_text),
+            ],
+        );
+        out.push_str(&heading);
+        out.push('\n');
         for line in entry.diff.lines() {
             out.push_str("    ");
             out.push_str(line);
             out.push('\n');
         }
         for hidden in &entry.hidden {
-            out.push_str(&format!("    hidden: {hidden}\n"));
+            let line = text("cli.tools.drift.hidden", &[("hidden", hidden)]);
+            out.push_str(&format!("    {line}\n"));
         }
-        out.push_str(&format!(
-            "    approve: roster tools approve {}\n",
-            entry.name
-        ));
+        let line = text("cli.tools.drift.approve", &[("name", &entry.name)]);
+        out.push_str(&format!("    {line}\n"));
     }
     visible(&out)
 }
@@ -419,7 +470,7 @@ pub fn run(command: ToolsCommand, config_path: &Path) -> anyhow::Result<()> {
     };
     let selection = select(&pending, decision, &args.names, &args.server, args.all)?;
     if selection.chosen.is_empty() && selection.left_rejected.is_empty() {
-        writeln!(out, "nothing waits for a decision")?;
+        writeln!(out, "{}", text("cli.tools.nothing_waits", &[]))?;
         return Ok(());
     }
     let mut decided = Vec::new();
@@ -434,25 +485,21 @@ pub fn run(command: ToolsCommand, config_path: &Path) -> anyhow::Result<()> {
     for entry in &selection.chosen {
         let name = visible(&entry.name);
         if !decided.contains(&entry.key()) {
-            eprintln!("{name} no longer waits for a decision (the gateway settled it)");
+            eprintln!("{}", text("cli.tools.settled", &[("name", &name)]));
             continue;
         }
-        match decision {
-            Decision::Approve => writeln!(
-                out,
-                "approved {name}: the gateway serves this definition from its next listing"
-            )?,
-            Decision::Reject => writeln!(
-                out,
-                "rejected {name}: it stays withheld until the server lists a different definition"
-            )?,
-        }
+        let key = match decision {
+            Decision::Approve => "cli.tools.approved",
+            Decision::Reject => "cli.tools.rejected",
+        };
+        writeln!(out, "{}", text(key, &[("name", &name)]))?;
     }
     for entry in &selection.left_rejected {
         let name = visible(&entry.name);
         writeln!(
             out,
-            "left {name} rejected: name it (roster tools approve {name}) to approve it"
+            "{}",
+            text("cli.tools.left_rejected", &[("name", &name)])
         )?;
     }
     Ok(())
@@ -473,7 +520,12 @@ pub fn complete_pending(
         return Ok(());
     };
     for entry in pending {
-        let line = format!("{}\t{} {}", entry.name, entry.state.as_str(), entry.summary);
+        let line = format!(
+            "{}\t{} {}",
+            entry.name,
+            entry.state.word(),
+            entry.summary_text
+        );
         // One line per tool, whatever a name holds.
         writeln!(out, "{}", visible(&line).replace('\n', " "))?;
     }
@@ -492,6 +544,7 @@ mod tests {
             kind: Kind::Changed,
             state,
             summary: "its description changed".to_owned(),
+            summary_text: "its description changed".to_owned(),
             diff: String::new(),
             hidden: Vec::new(),
             seen_at_ms: 0,

@@ -74,7 +74,8 @@ pub use confirm::{ConfirmDecision, ConfirmEntry, ConfirmId, ConfirmRequest, Pend
 pub use fsync::{FsyncPolicy, ParseFsyncPolicyError};
 pub use lock::LOCK_FILE;
 pub use render::{
-    DEFAULT_LIST_LIMIT, DEFAULT_MAX_CHARS, LINE_MAX_CHARS, MORE_PREFIX, NO_ENTRIES, render,
+    DEFAULT_LIST_LIMIT, DEFAULT_MAX_CHARS, LINE_MAX_CHARS, MORE_PREFIX, NO_ENTRIES, Reader, render,
+    render_for,
 };
 pub use replay::InboxSnapshot;
 

@@ -1,5 +1,6 @@
 //! Text for the model's `channels` tool and for `roster inbox`: one code path, so both show the
-//! same thing and the same caps apply.
+//! same thing and the same caps apply. Only the words differ ([`Reader`]): the model's stay the
+//! English written here, a person's (state, "no entries", "… N more") come from the catalogues.
 
 use std::fmt::Write as _;
 
@@ -23,17 +24,36 @@ pub const DEFAULT_MAX_CHARS: usize = 8_000;
 /// crowd out the rest.
 pub const LINE_MAX_CHARS: usize = 400;
 
+/// Who reads the rendered text: the model (the `channels` tool, always English, never
+/// translated) or a person at the terminal (`roster inbox`, in the terminal's language).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// The model, over MCP: English, as written here.
+    Model,
+    /// A person: the words come from the `cli.inbox.` keys of the catalogues.
+    Person,
+}
+
+/// Renders `entries` for the model; see [`render_for`].
+pub fn render(entries: &[Entry], limit: usize, max_chars: usize) -> String {
+    render_for(Reader::Model, entries, limit, max_chars)
+}
+
 /// Renders `entries` in the order given, one line each (`#seq at channel method state params`),
 /// stopping after `limit` lines or before the text would pass `max_chars` characters; then a
 /// `… N more` line says how many were left out. The whole text stays within `max_chars` as long
 /// as `max_chars` leaves room for that last line.
-pub fn render(entries: &[Entry], limit: usize, max_chars: usize) -> String {
+pub fn render_for(reader: Reader, entries: &[Entry], limit: usize, max_chars: usize) -> String {
     if entries.is_empty() {
-        return NO_ENTRIES.chars().take(max_chars).collect();
+        let none = match reader {
+            Reader::Model => NO_ENTRIES.to_owned(),
+            Reader::Person => crate::i18n::text("cli.inbox.no_entries", &[]),
+        };
+        return none.chars().take(max_chars).collect();
     }
     // Room for the "more" line is kept whenever entries might be left out; counting digits of
     // the total keeps the reservation an upper bound.
-    let footer_room = more_line(entries.len()).chars().count() + 1;
+    let footer_room = more_line(reader, entries.len()).chars().count() + 1;
     let mut out = String::new();
     let mut used = 0;
     let mut shown = 0;
@@ -41,7 +61,7 @@ pub fn render(entries: &[Entry], limit: usize, max_chars: usize) -> String {
         if shown == limit {
             break;
         }
-        let line = entry_line(entry);
+        let line = entry_line(reader, entry);
         let line_chars = line.chars().count();
         let separator = usize::from(shown > 0);
         let more_after = i + 1 < entries.len();
@@ -61,21 +81,31 @@ pub fn render(entries: &[Entry], limit: usize, max_chars: usize) -> String {
         if shown > 0 {
             out.push('\n');
         }
-        out.push_str(&more_line(left_out));
+        out.push_str(&more_line(reader, left_out));
     }
     out
 }
 
-fn more_line(n: usize) -> String {
-    format!("{MORE_PREFIX}{n} more")
+fn more_line(reader: Reader, n: usize) -> String {
+    match reader {
+        Reader::Model => format!("{MORE_PREFIX}{n} more"),
+        Reader::Person => format!(
+            "{MORE_PREFIX}{}",
+            crate::i18n::text("cli.inbox.more", &[("count", &n)])
+        ),
+    }
 }
 
-fn entry_line(entry: &Entry) -> String {
+fn entry_line(reader: Reader, entry: &Entry) -> String {
+    let state = match reader {
+        Reader::Model => entry.state.as_str().to_owned(),
+        Reader::Person => crate::i18n::text(&format!("cli.inbox.state.{}", entry.state), &[]),
+    };
     let mut line = String::new();
     let _ = write!(
         line,
         "#{} {} {} {} {}",
-        entry.seq, entry.at, entry.channel, entry.method, entry.state
+        entry.seq, entry.at, entry.channel, entry.method, state
     );
     let params_empty = match &entry.params {
         Value::Null => true,

@@ -162,7 +162,9 @@ pub fn roster_stdout(config: &Path, args: &[&str]) -> String {
             .arg("--config")
             .arg(config)
             .args(args)
-            .env_remove("ROSTER_STATE_DIR"),
+            .env_remove("ROSTER_STATE_DIR")
+            // The English tests read, whatever the machine's LANG.
+            .env("ROSTER_LANG", "en"),
     )
 }
 
