@@ -276,7 +276,7 @@ async fn a_person_runs_the_gateway_from_the_browser() {
     )
     .await;
     assert!(row.contains("initialize (2025-11-25)"), "{row}");
-    assert_eq!(text_of(&browser, "html").await.contains("Servers"), true);
+    assert!(text_of(&browser, "html").await.contains("Servers"));
     screenshot(&browser, "servers").await;
 
     // The same link does not log in a second browser.
@@ -400,7 +400,9 @@ async fn a_person_runs_the_gateway_from_the_browser() {
     screenshot(&browser, "inbox").await;
     click(&browser, "#pending li[data-confirm] button.ok").await;
     assert!(
-        wait_text(&browser, "#flash").await.ends_with(": confirmed."),
+        wait_text(&browser, "#flash")
+            .await
+            .ends_with(": confirmed."),
         "the page says what it did"
     );
     let output = client.wait_with_output().expect("the Python client ends");

@@ -478,18 +478,20 @@ fn same_origin(headers: &HeaderMap) -> Result<(), String> {
 }
 
 /// The session key of a state-changing request whose form carries its session's CSRF token.
-fn checked(ui: &Ui, headers: &HeaderMap, csrf: &str) -> Result<String, Response> {
-    same_origin(headers).map_err(|why| (StatusCode::FORBIDDEN, why).into_response())?;
+fn checked(ui: &Ui, headers: &HeaderMap, csrf: &str) -> Result<String, Box<Response>> {
+    same_origin(headers).map_err(|why| Box::new((StatusCode::FORBIDDEN, why).into_response()))?;
     let Some((key, expected)) = ui.gateway.ui_access().session(headers) else {
-        return Err(Redirect::to("/ui/login").into_response());
+        return Err(Box::new(Redirect::to("/ui/login").into_response()));
     };
     let matches = !csrf.is_empty() && digest(csrf) == digest(&expected);
     if !matches {
-        return Err((
-            StatusCode::FORBIDDEN,
-            "Forbidden: the form's CSRF token is missing or stale; reload the page and try again",
-        )
-            .into_response());
+        return Err(Box::new(
+            (
+                StatusCode::FORBIDDEN,
+                "Forbidden: the form's CSRF token is missing or stale; reload the page and try again",
+            )
+                .into_response(),
+        ));
     }
     Ok(key)
 }
@@ -550,7 +552,7 @@ async fn action(
     let csrf = form.get("csrf").map(String::as_str).unwrap_or_default();
     let key = match checked(&ui, &headers, csrf) {
         Ok(key) => key,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let lang = language(&headers);
     let (back, outcome) = run_action(&ui.gateway, lang, &name, &form).await;
