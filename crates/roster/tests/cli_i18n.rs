@@ -7,7 +7,6 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
 use roster::inbox::{FsyncPolicy, Inbox, InboxConfig};
 use roster::store::{PinStore, PinWrite};
@@ -319,15 +318,6 @@ fn completion_scripts_describe_commands_in_the_terminal_s_language() {
     );
 }
 
-/// Polls `check` every 20 ms; panics after 30 s (a hang, not a speed requirement).
-fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// `value` without the fields that change from one second to the next.
 fn without_times(mut value: Value) -> Value {
     if let Some(rows) = value.as_array_mut() {
@@ -355,10 +345,7 @@ fn status_speaks_the_terminal_s_language_and_mcp_stays_english() {
         &[("ROSTER_LANG", "pt-BR")],
     );
     let state = gateway.state();
-    let socket = state.join("admin.sock");
-    wait_until("the admin socket answers", || {
-        std::os::unix::net::UnixStream::connect(&socket).is_ok()
-    });
+    gateway.wait_for_admin();
     let config = gateway.dir.path().join("roster.toml");
     let config = config.to_str().expect("utf-8 path");
     let status = |lang| stdout_of(lang, &state, &["--config", config, "status"]);
@@ -406,7 +393,7 @@ fn status_speaks_the_terminal_s_language_and_mcp_stays_english() {
         report["results"][0]["content"][0]["text"], "added fresh",
         "{report}"
     );
-    wait_until("the list_changed reaches the inbox", || {
+    common::wait_until("the list_changed reaches the inbox", || {
         stdout_of(UNSET, &state, &["inbox", "list", "--json"]).contains("list_changed")
     });
     let person = stdout_of(PT, &state, &["inbox", "list"]);

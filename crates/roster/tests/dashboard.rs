@@ -113,19 +113,8 @@ fn start_gateway(env: &[(&str, &str)], gateway_extra: &str) -> common::Gateway {
         },
         env,
     );
-    let socket = gateway.state().join("admin.sock");
-    wait_until("the admin socket answers", || {
-        std::os::unix::net::UnixStream::connect(&socket).is_ok()
-    });
+    gateway.wait_for_admin();
     gateway
-}
-
-fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// `roster ui` against the gateway's state dir: the one-time link it prints.

@@ -8,7 +8,6 @@ mod common;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -28,20 +27,8 @@ fn start_gateway() -> common::Gateway {
         },
         &[],
     );
-    let socket = gateway.state().join("admin.sock");
-    wait_until("the admin socket answers", || {
-        std::os::unix::net::UnixStream::connect(&socket).is_ok()
-    });
+    gateway.wait_for_admin();
     gateway
-}
-
-/// Polls `check` every 20 ms; panics after 30 s (a hang, not a speed requirement).
-fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn roster(state: &Path, args: &[&str]) -> Output {
@@ -119,7 +106,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
         json!([["dynamic__add_tool", {"name": "fresh"}]]),
     );
     assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
-    wait_until("the list_changed shows in `roster inbox list`", || {
+    common::wait_until("the list_changed shows in `roster inbox list`", || {
         json_lines(&stdout_of(state, &["inbox", "list", "--json"]))
             .iter()
             .any(|e| e["method"] == "notifications/tools/list_changed" && e["channel"] == "dynamic")
@@ -163,7 +150,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
             json!([["dynamic__confirm_delete", {"path": "/tmp/x"}]]),
         );
         let mut pending = Vec::new();
-        wait_until("the elicitation waits in `roster inbox pending`", || {
+        common::wait_until("the elicitation waits in `roster inbox pending`", || {
             pending = json_lines(&stdout_of(state, &["inbox", "pending", "--json"]));
             !pending.is_empty()
         });
@@ -250,7 +237,7 @@ fn with_the_gateway_gone_the_cli_works_on_the_trail_again() {
         json!([["dynamic__add_tool", {"name": "fresh"}]]),
     );
     assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
-    wait_until("the list_changed is recorded", || {
+    common::wait_until("the list_changed is recorded", || {
         !json_lines(&stdout_of(&state, &["inbox", "list", "--json"])).is_empty()
     });
     // SIGKILL leaves the socket file behind; nothing answers on it any more.

@@ -195,6 +195,11 @@ fn localize_at(mut command: clap::Command, path: &[String]) -> clap::Command {
             arg
         });
     }
+    localize_children(command, path)
+}
+
+/// Each subcommand of the command at `path`, localized (a `help` child as [`localize_help`]).
+fn localize_children(mut command: clap::Command, path: &[String]) -> clap::Command {
     let names: Vec<String> = command
         .get_subcommands()
         .map(|sub| sub.get_name().to_owned())
@@ -220,22 +225,7 @@ fn localize_help(mut help: clap::Command, path: &[String]) -> clap::Command {
     if let Some(about) = crate::i18n::try_text("cli.completions.about.help") {
         help = help.about(about);
     }
-    let names: Vec<String> = help
-        .get_subcommands()
-        .map(|sub| sub.get_name().to_owned())
-        .collect();
-    for name in names {
-        let mut sub_path = path.to_vec();
-        sub_path.push(name.clone());
-        help = help.mut_subcommand(&name, |sub| {
-            if name == "help" {
-                localize_help(sub, path)
-            } else {
-                localize_at(sub, &sub_path)
-            }
-        });
-    }
-    help
+    localize_children(help, path)
 }
 
 /// Wraps clap's `_roster` so the run-time values come from `roster __complete`.

@@ -51,6 +51,14 @@ impl Gateway {
         }
     }
 
+    /// Waits until the gateway's admin socket (in `dir/state`) answers.
+    pub fn wait_for_admin(&self) {
+        let socket = self.state().join("admin.sock");
+        super::wait_until("the admin socket answers", || {
+            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+        });
+    }
+
     /// `dir/state`, the state dir of every config these tests write.
     pub fn state(&self) -> PathBuf {
         self.dir.path().join("state")

@@ -106,10 +106,17 @@ pub fn free_port() -> u16 {
 
 /// Waits until something listens on the port (a fixture server starting up).
 pub fn wait_for_port(port: u16) {
+    wait_until(&format!("something listens on port {port}"), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+}
+
+/// Polls `check` every 20 ms; panics naming `what` after 30 s (a hang, not a speed requirement).
+pub fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on port {port}");
-        std::thread::sleep(Duration::from_millis(50));
+    while !check() {
+        assert!(Instant::now() < deadline, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -316,23 +316,24 @@ async fn guard(State(ui): State<Arc<Ui>>, request: Request, next: Next) -> Respo
 }
 
 async fn script() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
+    asset(
+        "text/javascript; charset=utf-8",
         include_str!("assets/app.js"),
     )
-        .into_response()
 }
 
 async fn style() -> Response {
+    asset("text/css; charset=utf-8", include_str!("assets/style.css"))
+}
+
+/// One of the dashboard's own files (checked again at each load: it changes with the binary).
+fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
         [
-            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CONTENT_TYPE, content_type),
             (header::CACHE_CONTROL, "no-cache"),
         ],
-        include_str!("assets/style.css"),
+        body,
     )
         .into_response()
 }
@@ -556,6 +557,9 @@ async fn action(
     };
     let lang = language(&headers);
     let (back, outcome) = run_action(&ui.gateway, lang, &name, &form).await;
+    // A person's decisions leave a line in the log (in English: the outcome's words are the
+    // page's language, so only whether it worked).
+    tracing::info!(action = %name, ok = outcome.is_ok(), "dashboard action");
     let flash = match outcome {
         Ok(text) => Flash { ok: true, text },
         Err(text) => Flash { ok: false, text },
@@ -674,5 +678,63 @@ fn inbox(gateway: &Gateway, request: InboxRequest) -> Result<serde_json::Value, 
     match gateway.inbox() {
         Some(inbox) => admin::run_inbox(inbox, request),
         None => Err(admin::NO_INBOX.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_opens_one_session_once() {
+        let access = Access::default();
+        let token = access.mint_one_time();
+        assert!(!access.spend_one_time("not-a-token"));
+        assert!(access.spend_one_time(&token));
+        assert!(!access.spend_one_time(&token), "a spent link is spent");
+    }
+
+    #[test]
+    fn links_and_sessions_held_at_once_are_bounded() {
+        let access = Access::default();
+        let first = access.mint_one_time();
+        for _ in 0..MAX_ONE_TIME {
+            access.mint_one_time();
+        }
+        assert_eq!(lock(&access.one_time).len(), MAX_ONE_TIME);
+        assert!(!access.spend_one_time(&first), "the oldest link went first");
+        let ids: Vec<String> = (0..MAX_SESSIONS + 5)
+            .map(|_| access.open_session())
+            .collect();
+        assert_eq!(lock(&access.sessions).len(), MAX_SESSIONS);
+        let mut headers = HeaderMap::new();
+        let newest = ids.last().expect("a session");
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("other=1; {COOKIE}={newest}")).expect("a header"),
+        );
+        assert!(access.session(&headers).is_some());
+    }
+
+    #[test]
+    fn an_action_from_another_origin_is_refused() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8940"));
+        assert!(
+            same_origin(&headers).is_ok(),
+            "no Origin: a non-browser client"
+        );
+        headers.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:8940"),
+        );
+        assert!(same_origin(&headers).is_ok());
+        headers.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://evil.example"),
+        );
+        assert!(same_origin(&headers).is_err());
+        headers.insert(header::ORIGIN, HeaderValue::from_static("null"));
+        assert!(same_origin(&headers).is_err(), "an opaque origin");
     }
 }
