@@ -502,9 +502,10 @@ async fn the_browsers_language_chooses_the_labels() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_admin_credential_opens_the_dashboard() {
     const TOKEN: &str = "s3cret-admin-token";
+    let ui_port = common::free_port();
     let gateway = start_gateway(
         &[("ROSTER_TEST_UI_ADMIN", TOKEN)],
-        "admin_token_env = \"ROSTER_TEST_UI_ADMIN\"",
+        &format!("admin_token_env = \"ROSTER_TEST_UI_ADMIN\"\nui_listen = \"127.0.0.1:{ui_port}\""),
     );
     let base = gateway.url.trim_end_matches("/mcp").to_owned();
     let http = reqwest::Client::builder()
@@ -655,4 +656,24 @@ async fn only_the_admin_credential_opens_the_dashboard() {
         .await
         .expect("body");
     assert!(after.contains("Marked 1 server(s) stale"), "{after}");
+
+    // `[gateway] ui_listen`: the dashboard alone, on an address of its own, same sessions.
+    common::wait_for_port(ui_port);
+    let own = format!("http://127.0.0.1:{ui_port}");
+    let login = http
+        .get(format!("{own}/ui/login"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(login.status(), 200);
+    assert!(login.text().await.expect("body").contains("name=\"token\""));
+    let mcp = http.post(format!("{own}/mcp")).send().await.expect("POST");
+    assert_eq!(mcp.status(), 404, "ui_listen serves no MCP");
+    let there = http
+        .get(format!("{own}/ui/servers"))
+        .header("cookie", &session)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(there.status(), 200);
 }

@@ -463,15 +463,62 @@ pub fn run(command: ToolsCommand, config_path: &Path) -> anyhow::Result<()> {
         ToolsCommand::Reject(args) => (Decision::Reject, args),
     };
     let dir = resolve_state_dir(args.state_dir, config_path)?;
-    let store = PinStore::open_existing(&dir)?;
-    let pending = match &store {
-        Some(store) => pending(&store.load()?, &naming),
-        None => Vec::new(),
-    };
-    let selection = select(&pending, decision, &args.names, &args.server, args.all)?;
-    if selection.chosen.is_empty() && selection.left_rejected.is_empty() {
+    let Some(done) = decide(&dir, &naming, decision, &args.names, &args.server, args.all)? else {
         writeln!(out, "{}", text("cli.tools.nothing_waits", &[]))?;
         return Ok(());
+    };
+    for name in &done.settled {
+        eprintln!("{}", text("cli.tools.settled", &[("name", name)]));
+    }
+    let key = match decision {
+        Decision::Approve => "cli.tools.approved",
+        Decision::Reject => "cli.tools.rejected",
+    };
+    for name in &done.decided {
+        writeln!(out, "{}", text(key, &[("name", name)]))?;
+    }
+    for name in &done.left_rejected {
+        writeln!(
+            out,
+            "{}",
+            text("cli.tools.left_rejected", &[("name", name)])
+        )?;
+    }
+    Ok(())
+}
+
+/// What a person's decision did, each tool by the name `drift` shows (hidden characters made
+/// visible).
+#[derive(Debug, Default)]
+pub struct Decided {
+    /// The tools decided.
+    pub decided: Vec<String>,
+    /// Tools the gateway settled between the read and the decision (nothing was decided).
+    pub settled: Vec<String>,
+    /// Rejected definitions `--server`/`--all` left rejected.
+    pub left_rejected: Vec<String>,
+}
+
+/// A person's decision on what waits in the pin store of `dir`, as `roster tools approve` and
+/// `reject` make it (and the dashboard's buttons): `names`, every waiting tool of `servers`, or
+/// `all`. A name or server that picks nothing is an error and nothing is decided; `Ok(None)`:
+/// nothing waits.
+pub fn decide(
+    dir: &Path,
+    naming: &NamingConfig,
+    decision: Decision,
+    names: &[String],
+    servers: &[String],
+    all: bool,
+) -> anyhow::Result<Option<Decided>> {
+    let store = PinStore::open_existing(dir)?;
+    let pending = match &store {
+        Some(store) => pending(&store.load()?, naming),
+        None => Vec::new(),
+    };
+    let selection = select(&pending, decision, names, servers, all)?;
+    if selection.chosen.is_empty() && selection.left_rejected.is_empty() {
+        return Ok(None);
     }
     let mut decided = Vec::new();
     if let Some(mut store) = store
@@ -482,27 +529,21 @@ pub fn run(command: ToolsCommand, config_path: &Path) -> anyhow::Result<()> {
             .decide(decision, &keys)
             .with_context(|| format!("nothing was decided (the store in {})", dir.display()))?;
     }
+    let mut done = Decided::default();
     for entry in &selection.chosen {
         let name = visible(&entry.name);
-        if !decided.contains(&entry.key()) {
-            eprintln!("{}", text("cli.tools.settled", &[("name", &name)]));
-            continue;
+        if decided.contains(&entry.key()) {
+            done.decided.push(name);
+        } else {
+            done.settled.push(name);
         }
-        let key = match decision {
-            Decision::Approve => "cli.tools.approved",
-            Decision::Reject => "cli.tools.rejected",
-        };
-        writeln!(out, "{}", text(key, &[("name", &name)]))?;
     }
-    for entry in &selection.left_rejected {
-        let name = visible(&entry.name);
-        writeln!(
-            out,
-            "{}",
-            text("cli.tools.left_rejected", &[("name", &name)])
-        )?;
-    }
-    Ok(())
+    done.left_rejected = selection
+        .left_rejected
+        .iter()
+        .map(|entry| visible(&entry.name))
+        .collect();
+    Ok(Some(done))
 }
 
 /// `roster __complete tools-pending`: one line per waiting tool, `name<TAB>state summary`.

@@ -583,20 +583,10 @@ pub(super) fn decide(
 ) -> Result<String, String> {
     let (dir, naming) = gateway.roster().pins_place();
     let dir = dir.ok_or("this gateway keeps its pins in memory; nothing can be decided here")?;
-    let pending = crate::cli::tools::load_pending(&dir, &naming).map_err(|e| format!("{e:#}"))?;
-    let selection = crate::cli::tools::select(&pending, decision, &[name.to_owned()], &[], false)
+    let done = crate::cli::tools::decide(&dir, &naming, decision, &[name.to_owned()], &[], false)
         .map_err(|e| format!("{e:#}"))?;
-    let keys: Vec<(String, String)> = selection
-        .chosen
-        .iter()
-        .map(|p| (p.server.clone(), p.tool.clone()))
-        .collect();
-    let mut store = PinStore::open_existing(&dir)
-        .map_err(|e| e.to_string())?
-        .ok_or("no pin store exists yet; nothing waits for a decision")?;
-    let decided = store.decide(decision, &keys).map_err(|e| e.to_string())?;
     let shown = crate::cli::tools::visible(name);
-    if decided.is_empty() {
+    if done.is_none_or(|done| done.decided.is_empty()) {
         return Err(format!(
             "{shown} no longer waits for a decision (the gateway settled it)"
         ));
