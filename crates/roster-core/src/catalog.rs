@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::flow::{FlowTemplates, ResolvedStep};
 use crate::skills::{Availability, LoadReport, Skill, SkillError, SkillKind, SkillRegistry};
+use crate::text::analyze;
 
 /// The subscriptions a caller holds (from its bearer token, or the config default).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -300,44 +301,6 @@ const BOOST: [f32; FIELDS] = [4.0, 3.0, 2.0, 1.0];
 const B: [f32; FIELDS] = [0.3, 0.3, 0.75, 0.75];
 const K1: f32 = 1.2;
 
-/// Words too common to say anything about a skill (none is longer than four bytes).
-const STOP_WORDS: [&str; 23] = [
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "if", "in", "into", "is", "it",
-    "of", "on", "or", "that", "the", "this", "to", "with",
-];
-
-/// A word of at most four bytes packed into an integer, so the stop-word test is integer
-/// compares rather than a string compare per candidate.
-const fn pack(word: &[u8]) -> u32 {
-    let mut packed = 0u32;
-    let mut at = 0;
-    while at < word.len() {
-        packed = packed << 8 | word[at] as u32;
-        at += 1;
-    }
-    packed
-}
-
-const PACKED_STOP_WORDS: [u32; 23] = {
-    let mut packed = [0u32; 23];
-    let mut at = 0;
-    while at < STOP_WORDS.len() {
-        packed[at] = pack(STOP_WORDS[at].as_bytes());
-        at += 1;
-    }
-    packed
-};
-
-fn is_stop_word(word: &str) -> bool {
-    word.len() <= 4 && PACKED_STOP_WORDS.contains(&pack(word.as_bytes()))
-}
-
-/// Whether `word` ends with `suffix`, as a fixed-size compare (no `memcmp` call per test).
-fn ends<const N: usize>(word: &[u8], suffix: &[u8; N]) -> bool {
-    word.len() >= N
-        && <[u8; N]>::try_from(&word[word.len() - N..]).is_ok_and(|tail| tail == *suffix)
-}
-
 #[derive(Debug, Clone, Copy)]
 struct Posting {
     doc: u32,
@@ -607,67 +570,6 @@ impl SearchIndex {
     }
 }
 
-/// Splits `text` into lower-cased, stemmed terms (stop words dropped), calling `emit` for each;
-/// `buffer` is scratch space reused across calls.
-fn analyze(text: &str, buffer: &mut String, mut emit: impl FnMut(&str)) {
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
-        buffer.clear();
-        if word.is_ascii() {
-            buffer.push_str(word);
-            buffer.make_ascii_lowercase();
-        } else {
-            for c in word.chars() {
-                buffer.extend(c.to_lowercase());
-            }
-        }
-        if is_stop_word(buffer) {
-            continue;
-        }
-        stem(buffer);
-        emit(buffer);
-    }
-}
-
-/// Light suffix stemming, enough for plurals and common verb forms to meet: `notes`/`note`,
-/// `queries`/`query`, `writing`/`write`, `created`/`create`. Only ASCII words are touched.
-fn stem(word: &mut String) {
-    if word.len() <= 3 || !word.is_ascii() {
-        return;
-    }
-    let b = word.as_bytes();
-    if ends(b, b"ies") && b.len() > 4 {
-        word.truncate(word.len() - 3);
-        word.push('y');
-    } else if ends(b, b"sses") {
-        word.truncate(word.len() - 2);
-    } else if ends(b, b"s") && !(ends(b, b"ss") || ends(b, b"us") || ends(b, b"is")) {
-        word.pop();
-    }
-    let b = word.as_bytes();
-    let suffix = if ends(b, b"ing") && b.len() >= 6 {
-        3
-    } else if ends(b, b"ed") && b.len() >= 5 {
-        2
-    } else {
-        0
-    };
-    if suffix > 0 {
-        word.truncate(word.len() - suffix);
-        let bytes = word.as_bytes();
-        let n = bytes.len();
-        // running → run, but keep ss/ll/zz (passed → pass).
-        if n >= 2 && bytes[n - 1] == bytes[n - 2] && !b"aeiouslz".contains(&bytes[n - 1]) {
-            word.pop();
-        }
-    }
-    if ends(word.as_bytes(), b"e") && word.len() > 4 {
-        word.pop();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -719,27 +621,6 @@ mod tests {
 
     fn ids(hits: &[SearchHit]) -> Vec<&str> {
         hits.iter().map(|h| h.entry.id.as_str()).collect()
-    }
-
-    #[test]
-    fn stemming_joins_common_forms() {
-        let stemmed = |w: &str| {
-            let mut s = w.to_owned();
-            stem(&mut s);
-            s
-        };
-        for (a, b) in [
-            ("notes", "note"),
-            ("queries", "query"),
-            ("writing", "write"),
-            ("created", "create"),
-            ("running", "run"),
-            ("passed", "pass"),
-            ("tags", "tag"),
-        ] {
-            assert_eq!(stemmed(a), stemmed(b), "{a} vs {b}");
-        }
-        assert_ne!(stemmed("notes"), stemmed("nodes"));
     }
 
     #[test]

@@ -17,7 +17,9 @@ pub mod pin;
 pub mod registry;
 pub mod schedule;
 pub mod skills;
+mod text;
 pub mod tool;
+pub mod tool_search;
 
 pub use catalog::{Catalog, ListFilter, SearchHit, SkillEntry, SkillPage, Subscriptions};
 pub use debounce::{DebounceError, Debouncer, Fire};
@@ -36,3 +38,4 @@ pub use skills::{
     SkillKind, SkillRefreshResult, SkillRegistry, SkillSource, Step,
 };
 pub use tool::{Tool, ToolLookup, ToolPresence};
+pub use tool_search::{ToolIndex, ToolSearchHit};

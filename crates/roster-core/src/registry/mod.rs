@@ -47,6 +47,7 @@ use crate::delta::Delta;
 pub use crate::fingerprint::Fingerprint;
 use crate::naming::{Collision, NamingConfig, is_native};
 use crate::tool::{Tool, ToolLookup, ToolPresence};
+use crate::tool_search::ToolIndex;
 use names::{InlineName, NameHasher, NameMap};
 
 /// The fields a [`Fingerprint`] leaves out, compared, so a new title or `_meta` is still taken.
@@ -234,6 +235,11 @@ impl ServerSlot {
         }
     }
 
+    /// The slot [`ServerSlot::alloc`] will use next.
+    fn next_slot(&self) -> u32 {
+        self.free.last().copied().unwrap_or(self.slots.len() as u32)
+    }
+
     fn alloc(&mut self, entry: Entry) -> u32 {
         match self.free.pop() {
             Some(slot) => {
@@ -265,6 +271,8 @@ pub struct ToolRegistry {
     /// Bumped whenever what [`ToolRegistry::tools`] yields may have changed.
     version: u64,
     len: usize,
+    /// The search index of every entry, while search is on ([`ToolRegistry::set_search`]).
+    search: Option<ToolIndex>,
 }
 
 /// What one operation did to names besides the reconciled server's own additions.
@@ -288,6 +296,7 @@ impl ToolRegistry {
             generation: 0,
             version: 0,
             len: 0,
+            search: None,
         };
         for server in servers {
             registry.add_server(server);
@@ -505,6 +514,75 @@ impl ToolRegistry {
         self.len == 0
     }
 
+    /// Turns the search index on (built from the entries held now, then kept by every
+    /// reconcile) or off (dropped).
+    pub fn set_search(&mut self, on: bool) {
+        if !on {
+            self.search = None;
+            return;
+        }
+        if self.search.is_some() {
+            return;
+        }
+        let mut index = ToolIndex::new();
+        for (s, server) in self.servers.iter().enumerate() {
+            for &slot in &server.order {
+                if let Some(entry) = server.slots[slot as usize].as_ref() {
+                    index.upsert(key(s as u32, slot), &server.name, &entry.tool);
+                }
+            }
+        }
+        self.search = Some(index);
+    }
+
+    /// Whether the search index is on.
+    pub fn searches(&self) -> bool {
+        self.search.is_some()
+    }
+
+    /// The exposed tools best matching `query`, best first, at most `limit`, among those
+    /// `accept` lets through; empty while search is off. A query that is a tool's exposed name
+    /// (or the own name a call would route by) ranks that tool first.
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        mut accept: impl FnMut(&ExposedTool<'_>) -> bool,
+    ) -> Vec<(ExposedTool<'_>, f32)> {
+        let Some(index) = &self.search else {
+            return Vec::new();
+        };
+        let exact = self
+            .route_call(query.trim())
+            .ok()
+            .filter(|tool| accept(tool));
+        let skip = exact.map(|tool| tool.exposed_name);
+        let mut hits: Vec<(ExposedTool<'_>, f32)> = Vec::with_capacity(limit);
+        let mut ranked = index.search(query, limit, |key| {
+            let Some(tool) = self.by_key(key) else {
+                return false;
+            };
+            Some(tool.exposed_name) != skip && accept(&tool)
+        });
+        if let Some(tool) = exact {
+            let score = ranked.first().map_or(1.0, |best| best.score);
+            hits.push((tool, score));
+            ranked.truncate(limit.saturating_sub(1));
+        }
+        hits.extend(
+            ranked
+                .into_iter()
+                .filter_map(|hit| Some((self.by_key(hit.key)?, hit.score))),
+        );
+        hits
+    }
+
+    fn by_key(&self, key: u64) -> Option<ExposedTool<'_>> {
+        let server = self.servers.get((key >> 32) as usize)?;
+        let entry = server.slots.get(key as u32 as usize)?.as_ref()?;
+        Some(exposed_tool(server, entry))
+    }
+
     // ---- reconcile internals ----
 
     fn replace_listing(
@@ -536,9 +614,15 @@ impl ToolRegistry {
                     entry.fingerprint = fingerprint;
                     changed.push(slot);
                     superseded.put(std::mem::replace(&mut entry.tool, tool));
+                    if let Some(index) = &mut self.search {
+                        index.upsert(key(s, slot), &server.name, &entry.tool);
+                    }
                 } else if !same_unfingerprinted_fields(&entry.tool, &tool) {
                     rewritten = true;
                     superseded.put(std::mem::replace(&mut entry.tool, tool));
+                    if let Some(index) = &mut self.search {
+                        index.upsert(key(s, slot), &server.name, &entry.tool);
+                    }
                 } else {
                     // Dropping the listing's copy now, while hashing has just brought it into
                     // cache, costs several times less than dropping the long-cold old copy.
@@ -547,6 +631,9 @@ impl ToolRegistry {
                 order.push(slot);
             } else {
                 let name: Box<str> = tool.name.as_str().into();
+                if let Some(index) = &mut self.search {
+                    index.upsert(key(s, server.next_slot()), &server.name, &tool);
+                }
                 let slot = server.alloc(Entry {
                     tool,
                     fingerprint,
@@ -576,6 +663,9 @@ impl ToolRegistry {
                 continue;
             }
             let name = self.withdraw(pair);
+            if let Some(index) = &mut self.search {
+                index.remove(key(s, slot));
+            }
             let server = &mut self.servers[s as usize];
             if let Some(entry) = server.slots[slot as usize].take() {
                 server.by_name.remove(entry.tool.name.as_str());
@@ -669,6 +759,12 @@ impl ToolRegistry {
             !sep.is_empty() && rest.is_some_and(|rest| rest.starts_with(sep))
         })
     }
+}
+
+/// A pair's key in the search index: server (config order) then slot, so key order is how
+/// equal scores rank.
+fn key(server: u32, slot: u32) -> u64 {
+    u64::from(server) << 32 | u64::from(slot)
 }
 
 fn exposed_tool<'a>(server: &'a ServerSlot, entry: &'a Entry) -> ExposedTool<'a> {

@@ -687,3 +687,59 @@ proptest! {
         }
     }
 }
+
+fn found(r: &ToolRegistry, query: &str) -> Vec<String> {
+    r.search(query, 10, |_| true)
+        .into_iter()
+        .map(|(t, _)| t.exposed_name.to_owned())
+        .collect()
+}
+
+#[test]
+fn search_follows_every_reconcile_without_a_rebuild() {
+    let mut r = registry(&["a", "b"], NamingMode::Always);
+    r.reconcile("a", tools(&["alpha"]));
+    assert!(found(&r, "alpha").is_empty(), "search is off until set");
+    r.set_search(true);
+    assert_eq!(found(&r, "alpha"), ["a__alpha"]);
+    // Added by a later listing: found; dropped: never found again.
+    r.reconcile("b", tools(&["bravo"]));
+    assert_eq!(found(&r, "bravo"), ["b__bravo"]);
+    r.reconcile("a", Vec::new());
+    assert!(found(&r, "alpha").is_empty());
+    // A changed description is what is searched.
+    r.reconcile(
+        "b",
+        vec![Tool::new("bravo").with_description("reticulates splines")],
+    );
+    assert_eq!(found(&r, "splines"), ["b__bravo"]);
+    assert!(found(&r, "things").is_empty());
+    // A crashed server's tools leave the index with it.
+    r.remove_server("b");
+    assert!(found(&r, "splines").is_empty());
+}
+
+#[test]
+fn search_names_tools_as_exposed_now_and_ranks_an_exact_name_first() {
+    let mut r = registry(&["a", "b"], NamingMode::Never);
+    r.set_search(true);
+    r.reconcile("b", tools(&["shared", "other"]));
+    assert_eq!(found(&r, "shared"), ["shared"]);
+    // a, earlier in config order, takes the bare name: b's tool is renamed, and search says so.
+    r.reconcile("a", tools(&["shared"]));
+    let hits = found(&r, "shared");
+    assert_eq!(hits.len(), 2);
+    assert!(hits.contains(&"shared".to_owned()) && hits.iter().any(|h| h.starts_with("b")));
+    // "other does things" shares "does things" with every tool; its exact name still wins.
+    assert_eq!(
+        found(&r, "other").first().map(String::as_str),
+        Some("other")
+    );
+    // accept hides what the caller may not see.
+    let hidden: Vec<_> = r
+        .search("shared", 10, |t| t.server != "a")
+        .into_iter()
+        .map(|(t, _)| t.server.to_owned())
+        .collect();
+    assert_eq!(hidden, ["b"]);
+}
