@@ -264,7 +264,9 @@ fn unwrap_call_tool(arguments: Option<JsonObject>) -> Result<(String, Option<Jso
     let name = match arguments.remove("name") {
         Some(serde_json::Value::String(name)) if !name.is_empty() => name,
         _ => {
-            return Err("call_tool needs `name`: the tool to call, as search_tools gives it".into());
+            return Err(
+                "call_tool needs `name`: the tool to call, as search_tools gives it".into(),
+            );
         }
     };
     if name == "call_tool" {
