@@ -135,6 +135,13 @@ impl Delta {
 
     /// A short plain-text note for the model, carried on a tool result; `None` when empty.
     pub fn note(&self) -> Option<String> {
+        self.note_for(SchemaSource::ToolsList)
+    }
+
+    /// [`Delta::note`] telling the model to read schemas where its client can: `tools/list`,
+    /// or `describe_tools` for a client in search mode.
+    pub fn note_for(&self, source: SchemaSource) -> Option<String> {
+        let how = source.how();
         if self.is_empty() {
             return None;
         }
@@ -142,14 +149,14 @@ impl Delta {
         if !self.added.is_empty() {
             parts.push(format!(
                 "New tools: {}. Call them by these names, and fetch their schemas with \
-                 tools/list before first use.",
+                 {how} before first use.",
                 name_list(&self.added)
             ));
         }
         if !self.changed.is_empty() {
             parts.push(format!(
                 "Changed tools: {}. Their descriptions or schemas differ; fetch them again \
-                 with tools/list before the next call.",
+                 with {how} before the next call.",
                 name_list(&self.changed)
             ));
         }
@@ -163,6 +170,25 @@ impl Delta {
             parts.push(format!("{name}: {reason}."));
         }
         Some(parts.join(" "))
+    }
+}
+
+/// Where a change note tells the model to read a tool's schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SchemaSource {
+    /// `tools/list` (a client that lists every tool).
+    #[default]
+    ToolsList,
+    /// `describe_tools` (a client in search mode).
+    DescribeTools,
+}
+
+impl SchemaSource {
+    fn how(self) -> &'static str {
+        match self {
+            SchemaSource::ToolsList => "tools/list",
+            SchemaSource::DescribeTools => "describe_tools",
+        }
     }
 }
 
@@ -377,5 +403,14 @@ mod tests {
             prop_assert_eq!(sorted(got.clone()), sorted(expected));
             prop_assert_eq!(apply(&start, &got), state);
         }
+    }
+
+    #[test]
+    fn a_note_for_search_mode_sends_the_model_to_describe_tools() {
+        let d = delta(&["a__new"], &["a__edited"], &[]);
+        let note = d.note_for(SchemaSource::DescribeTools).expect("note");
+        assert!(!note.contains("tools/list"), "{note}");
+        assert_eq!(note.matches("describe_tools").count(), 2, "{note}");
+        assert_eq!(d.note(), d.note_for(SchemaSource::ToolsList));
     }
 }

@@ -11,6 +11,7 @@
 use crate::sync::lock;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use roster_core::delta::SchemaSource;
 use roster_core::{Delta, DeltaQueue};
 use tokio::sync::watch;
 
@@ -108,8 +109,12 @@ impl Session {
     }
 
     /// Takes the note a tool result should carry: what changed since it was last carried.
-    pub(crate) fn take_note(&self) -> Option<String> {
-        self.queued().unnoted.drain().as_ref().and_then(Delta::note)
+    pub(crate) fn take_note(&self, source: SchemaSource) -> Option<String> {
+        self.queued()
+            .unnoted
+            .drain()
+            .as_ref()
+            .and_then(|delta| delta.note_for(source))
     }
 
     /// Whether deltas are waiting for this session's next turn.
@@ -318,7 +323,9 @@ mod tests {
             ..Delta::default()
         });
         session.begin_turn_keeping_note().await;
-        let note = session.take_note().expect("a note for the turns' changes");
+        let note = session
+            .take_note(SchemaSource::ToolsList)
+            .expect("a note for the turns' changes");
         assert!(note.contains("a__x") && note.contains("a__y"), "{note}");
         assert!(
             !note.contains("a__z"),
@@ -329,6 +336,9 @@ mod tests {
             1,
             "one note, however many turns: {note}"
         );
-        assert!(session.take_note().is_none(), "carried once");
+        assert!(
+            session.take_note(SchemaSource::ToolsList).is_none(),
+            "carried once"
+        );
     }
 }

@@ -195,3 +195,63 @@ fn each_client_gets_its_own_mode_and_all_mode_has_no_search_tools() {
         "{lister}"
     );
 }
+
+#[test]
+fn a_reload_into_search_mode_indexes_the_tools_already_held() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let files_dir = files.path().to_string_lossy().into_owned();
+    let config = move |dir: &std::path::Path, mode: &str| {
+        format!(
+            "[gateway]\nstartup_wait = \"60s\"\nturn_wait = \"30s\"\nstate_dir = {state:?}\n\
+             tools_mode = \"{mode}\"\n\n\
+             [servers.fs]\ncommand = {node}\nargs = [{fs}, {files}]\n",
+            state = dir.join("state"),
+            node = common::toml_str(&common::node22().to_string_lossy()),
+            fs = common::toml_str(
+                &common::npm_bin("@modelcontextprotocol/server-filesystem").to_string_lossy()
+            ),
+            files = common::toml_str(&files_dir),
+        )
+    };
+    let gateway = common::Gateway::start(|dir| config(dir, "all"), &[]);
+    let search = json!([["search_tools", {"query": "create a new directory"}]]);
+    let view = || {
+        common::python_client_report(
+            "identity_view.py",
+            &[
+                "--url",
+                gateway.url.as_str(),
+                "--calls",
+                &search.to_string(),
+            ],
+        )
+    };
+    let before = view();
+    assert!(
+        names(&before["tools"]).contains(&"fs__create_directory"),
+        "{before}"
+    );
+    assert!(before["calls"][0]["error"].is_object(), "{before}");
+
+    let path = gateway.dir.path().join("roster.toml");
+    std::fs::write(&path, config(gateway.dir.path(), "search")).expect("write");
+    let reloaded = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+        .arg("--config")
+        .arg(&path)
+        .arg("reload")
+        .env_remove("ROSTER_STATE_DIR")
+        .output()
+        .expect("roster reload runs");
+    let said = String::from_utf8_lossy(&reloaded.stdout);
+    assert!(reloaded.status.success(), "{said}");
+    assert!(said.contains("gateway.tools_mode"), "{said}");
+
+    let after = view();
+    let listed = names(&after["tools"]);
+    assert!(listed.contains(&"search_tools"), "{after}");
+    assert!(!listed.contains(&"fs__create_directory"), "{after}");
+    assert_eq!(
+        after["calls"][0]["structuredContent"]["tools"][0]["name"], "fs__create_directory",
+        "{after}"
+    );
+}

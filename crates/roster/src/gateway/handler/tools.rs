@@ -8,6 +8,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use roster_core::CallRouteError;
+use roster_core::delta::SchemaSource;
 
 use super::{GatewayHandler, input_round, not_a_call};
 use crate::Session;
@@ -25,7 +26,7 @@ impl GatewayHandler {
         let session = self.session(&context);
         session.begin_turn_keeping_note().await;
         // The list says what any note drained so far would: this session needs none of them.
-        let _ = session.take_note();
+        let _ = session.take_note(SchemaSource::ToolsList);
         let tools = self.gateway.served_tools();
         let who = self.identity(&context);
         let view = self.gateway.tool_view(&who);
@@ -216,7 +217,12 @@ impl GatewayHandler {
     /// server's content (never joined to the server's text; `structuredContent` is left as
     /// the server gave it), unless `who` turned notes off.
     fn carry_note(&self, session: &Session, who: &ClientIdentity, result: &mut CallToolResult) {
-        let note = session.take_note();
+        let source = if self.gateway.tool_view(who).searches() {
+            SchemaSource::DescribeTools
+        } else {
+            SchemaSource::ToolsList
+        };
+        let note = session.take_note(source);
         if !self.gateway.delta_notes(who) {
             // Notes are off: what was drained is dropped so it cannot surface much later.
             return;
