@@ -21,14 +21,19 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 /// The longest exposed name clients accept.
 pub const MAX_NAME_LEN: usize = 64;
 
-/// The tools roster serves itself; they always win a name clash.
-pub const NATIVE_TOOLS: [&str; 6] = [
+/// The tools roster serves itself; they always win a name clash. The last three are served to
+/// clients in search mode only, but their names are kept in every mode, so a tool's exposed
+/// name never depends on who lists it.
+pub const NATIVE_TOOLS: [&str; 9] = [
     "list_skills",
     "search_skills",
     "get_skill",
     "resolve_flow_template",
     "refresh_tools",
     "channels",
+    "search_tools",
+    "describe_tools",
+    "call_tool",
 ];
 
 /// Who keeps a name that a native tool holds, as reported in [`Collision::kept_by`].

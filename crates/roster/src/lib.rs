@@ -31,5 +31,8 @@ mod sync;
 pub mod telemetry;
 
 pub use config::Config;
-pub use roster::{CallError, RestartError, Roster, RosterOptions, StartError, ToolEntry, Turn};
+pub use roster::{
+    CallError, HIT_DESCRIPTION_CHARS, RestartError, Roster, RosterOptions, StartError, ToolEntry,
+    ToolHit, Turn,
+};
 pub use session::Session;

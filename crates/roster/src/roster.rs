@@ -322,6 +322,40 @@ impl Roster {
         (version, Some(tools))
     }
 
+    /// Keeps the search index of the live tools (`tools_mode = "search"`), or drops it. Turned
+    /// on, it is built once from the tools held now; every reconcile after keeps it.
+    pub fn set_tool_search(&self, on: bool) {
+        self.rt.state().registry.set_search(on);
+    }
+
+    /// The live tools best matching `query`, best first, at most `limit`, among those `accept`
+    /// lets through (by exposed name and server); empty while search is off.
+    pub fn search_tools(
+        &self,
+        query: &str,
+        limit: usize,
+        mut accept: impl FnMut(&str, &str) -> bool,
+    ) -> Vec<ToolHit> {
+        let state = self.rt.state();
+        state
+            .registry
+            .search(query, limit, |tool| accept(tool.exposed_name, tool.server))
+            .into_iter()
+            .map(|(tool, score)| ToolHit {
+                exposed_name: tool.exposed_name.to_owned(),
+                server: tool.server.to_owned(),
+                title: tool.tool.title.clone(),
+                description: tool
+                    .tool
+                    .description
+                    .as_deref()
+                    .map(first_line)
+                    .unwrap_or_default(),
+                score,
+            })
+            .collect()
+    }
+
     /// A live [`ToolLookup`] over the registry for the skill catalog: each question reads the
     /// registry as it is at that moment. It holds the roster weakly (everything reports
     /// `Unknown` once the roster is gone).
@@ -768,5 +802,38 @@ impl Roster {
     /// runtime ends, so the grace period is honoured and nothing a server started outlives roster.
     pub async fn shutdown_and_wait(&self) {
         self.rt.stop_and_wait().await;
+    }
+}
+
+/// One match of [`Roster::search_tools`]: what a model needs to choose a tool, no schemas.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolHit {
+    /// The name to call it by.
+    #[serde(rename = "name")]
+    pub exposed_name: String,
+    /// Its title, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The first line of its description, at most [`HIT_DESCRIPTION_CHARS`] characters.
+    pub description: String,
+    /// The server that offers it.
+    pub server: String,
+    /// Relevance: higher is better; comparable within one search only.
+    pub score: f32,
+}
+
+/// How much of a description a search hit carries.
+pub const HIT_DESCRIPTION_CHARS: usize = 200;
+
+/// The first non-empty line of `text`, cut to [`HIT_DESCRIPTION_CHARS`] characters (with `…`).
+fn first_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match line.char_indices().nth(HIT_DESCRIPTION_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_owned(),
     }
 }

@@ -46,7 +46,13 @@ const INHERITED: &[&str] = &[
 
 /// `[gateway]` keys the gateway puts in force at a reload (see `Gateway::apply`); `[[clients]]`
 /// follows a reload too.
-pub(crate) const LIVE: &[&str] = &["subscriptions", "delta_notes", "page_size"];
+pub(crate) const LIVE: &[&str] = &[
+    "subscriptions",
+    "delta_notes",
+    "page_size",
+    "tools_mode",
+    "always",
+];
 
 /// Takes `new`'s live settings (see [`LIVE`]) and `[[clients]]` into `running`, so the next
 /// reload compares against what is in force.
@@ -54,6 +60,8 @@ pub(crate) fn take_live(running: &mut Config, new: &Config) {
     running.gateway.subscriptions = new.gateway.subscriptions.clone();
     running.gateway.delta_notes = new.gateway.delta_notes;
     running.gateway.page_size = new.gateway.page_size;
+    running.gateway.tools_mode = new.gateway.tools_mode;
+    running.gateway.always = new.gateway.always.clone();
     running.clients = new.clients.clone();
     running.auth = new.auth.clone();
 }
@@ -132,6 +140,8 @@ fn gateway_keys(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
         allowed_hosts,
         allowed_origins,
         page_size,
+        tools_mode,
+        always,
         task_after,
         task_ttl,
         max_tasks,

@@ -3,6 +3,61 @@
 //! [`Permissions`], the same globs on the names and URIs the client sees.
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
+/// `tools_mode`: what a client's `tools/list` holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolsMode {
+    /// Every tool the client may use.
+    #[default]
+    All,
+    /// roster's native tools, the `always` tools and `search_tools` / `describe_tools` /
+    /// `call_tool`; every other tool is found by search and still callable by name.
+    Search,
+}
+
+/// `always`: in search mode, the tools that stay listed, as globs on exposed names. Empty
+/// (the default) lists none.
+#[derive(Debug, Clone, Default)]
+pub struct AlwaysListed {
+    patterns: Vec<String>,
+    set: Option<GlobSet>,
+}
+
+impl AlwaysListed {
+    /// The tools matching `patterns`.
+    pub fn new(patterns: Vec<String>) -> Result<Self, globset::Error> {
+        Ok(AlwaysListed {
+            set: glob_set(&patterns)?,
+            patterns,
+        })
+    }
+
+    /// Whether the tool exposed as `exposed` stays listed.
+    pub fn lists(&self, exposed: &str) -> bool {
+        self.set.as_ref().is_some_and(|set| set.is_match(exposed))
+    }
+
+    /// Whether no tool stays listed.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// The patterns as written.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+}
+
+/// Equal when their patterns are: what a reload compares.
+impl PartialEq for AlwaysListed {
+    fn eq(&self, other: &Self) -> bool {
+        self.patterns == other.patterns
+    }
+}
+
+impl Eq for AlwaysListed {}
 
 /// `tools.allow` / `tools.deny`: glob patterns on a server's own tool names.
 ///

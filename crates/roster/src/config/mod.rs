@@ -30,6 +30,10 @@
 //! listen = "127.0.0.1:8931"    # the gateway's serving keys, kept here for it:
 //! delta_notes = true           #   listen, delta_notes, allowed_hosts, allowed_origins,
 //! page_size = 200              #   page_size
+//! tools_mode = "all"           # "search": tools/list holds the native tools, the `always` tools
+//!                              #   and search_tools / describe_tools / call_tool; every tool
+//!                              #   stays callable by name
+//! always = ["fs__read_*"]      # in search mode, tools that stay listed (globs on exposed names)
 //! task_after = "500ms"         # a call of a client that opted in to tasks (SEP-2663) that
 //!                              #   outlasts this becomes a task
 //! task_ttl = "1h"              # a task is kept this long (its ttlMs)
@@ -104,6 +108,7 @@
 //! token_env = "IDE_TOKEN"      # or token_sha256 = "…"
 //! subscriptions = ["eng"]
 //! delta_notes = false          # this client's tool results carry no change note (default: [gateway])
+//! tools_mode = "search"        # this client's tools_mode and always (default: [gateway])
 //! tools.allow = ["fs__read_*", "list_skills"]  # globs on exposed names (native tools too); what a
 //! tools.deny = ["*_secret"]    #   client may not use answers exactly as what does not exist
 //! prompts.deny = ["web__*"]    # exposed prompt names
@@ -147,7 +152,7 @@ pub use auth::{AuthConfig, AuthRule, DEFAULT_LEEWAY};
 pub use diff::{ConfigChanges, changes};
 pub use duration::parse_duration;
 pub use env::EnvLookup;
-pub use filter::{Permissions, TaskPolicy, TaskSupport, ToolFilter};
+pub use filter::{AlwaysListed, Permissions, TaskPolicy, TaskSupport, ToolFilter, ToolsMode};
 pub use redact::{redact_url, redact_url_in, redact_urls};
 pub use state_dir::state_dir_for;
 
@@ -241,6 +246,10 @@ pub struct ClientConfig {
     pub delta_notes: Option<bool>,
     /// What this client may use (`tools`, `prompts`, `resources` allow/deny).
     pub permissions: Permissions,
+    /// This client's `tools_mode`; `None` follows `[gateway] tools_mode`.
+    pub tools_mode: Option<ToolsMode>,
+    /// This client's `always`; `None` follows `[gateway] always`.
+    pub always: Option<AlwaysListed>,
 }
 
 /// One `[servers.NAME]` table.
@@ -425,6 +434,10 @@ pub struct GatewayConfig {
     pub allowed_origins: Vec<String>,
     /// Page size for the gateway's `tools/list` and other list results.
     pub page_size: usize,
+    /// What a client's `tools/list` holds: every tool, or the search tools (`search`).
+    pub tools_mode: ToolsMode,
+    /// In search mode, the tools that stay listed (globs on exposed names).
+    pub always: AlwaysListed,
     /// A call of a client that opted in to tasks becomes a task once it outlasts this.
     pub task_after: Duration,
     /// How long a task is kept (its `ttlMs`).
@@ -515,6 +528,8 @@ impl GatewayConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             page_size: 200,
+            tools_mode: ToolsMode::All,
+            always: AlwaysListed::default(),
             task_after: Duration::from_millis(500),
             task_ttl: Duration::from_secs(3600),
             max_tasks: 1000,

@@ -12,10 +12,11 @@ use serde::Deserialize;
 use super::auth::{RawAuth, RawPermissions, build_auth, build_permissions};
 use super::duration::{parse_duration, seconds};
 use super::env::{EnvLookup, ExpandError, expand_vars};
+use super::filter::AlwaysListed;
 use super::state_dir;
 use super::{
     ClientConfig, Config, ConfigError, Era, GatewayConfig, NamingMode, OAuthConfig, OAuthGrant,
-    ServerConfig, ServerLimits, SkillsConfig, TaskPolicy, ToolFilter, TransportConfig,
+    ServerConfig, ServerLimits, SkillsConfig, TaskPolicy, ToolFilter, ToolsMode, TransportConfig,
 };
 use roster_core::pin::{NewTools, PinPolicy};
 
@@ -126,6 +127,8 @@ struct RawGateway {
     allowed_hosts: Option<Vec<String>>,
     allowed_origins: Option<Vec<String>>,
     page_size: Option<usize>,
+    tools_mode: Option<ToolsMode>,
+    always: Option<Vec<String>>,
     task_after: Option<RawDuration>,
     task_ttl: Option<RawDuration>,
     max_tasks: Option<usize>,
@@ -160,6 +163,8 @@ struct RawClient {
     #[serde(default)]
     subscriptions: Vec<String>,
     delta_notes: Option<bool>,
+    tools_mode: Option<ToolsMode>,
+    always: Option<Vec<String>>,
     #[serde(default)]
     tools: RawToolFilter,
     #[serde(default)]
@@ -353,7 +358,17 @@ impl Config {
                     resources: c.resources,
                 },
             )?;
+            let always = match c.always {
+                Some(patterns) => Some(always_listed(
+                    &ctx,
+                    &format!("clients[{i}].always"),
+                    patterns,
+                )?),
+                None => None,
+            };
             clients.push(ClientConfig {
+                tools_mode: c.tools_mode,
+                always,
                 name: c.name,
                 token_env: c.token_env,
                 token_sha256: c.token_sha256,
@@ -376,6 +391,16 @@ impl Config {
             auth,
         })
     }
+}
+
+/// `always` patterns (of `[gateway]` or a client, named by `key`), compiled.
+fn always_listed(
+    ctx: &Ctx<'_>,
+    key: &str,
+    patterns: Vec<String>,
+) -> Result<AlwaysListed, ConfigError> {
+    AlwaysListed::new(patterns)
+        .map_err(|e| ctx.invalid(key, format!("glob patterns on exposed tool names ({e})")))
 }
 
 fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, ConfigError> {
@@ -485,6 +510,12 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
             return Err(ctx.invalid("gateway.page_size", "a page size above 0"));
         }
         g.page_size = size;
+    }
+    if let Some(mode) = raw.tools_mode {
+        g.tools_mode = mode;
+    }
+    if let Some(patterns) = raw.always {
+        g.always = always_listed(ctx, "gateway.always", patterns)?;
     }
     dur("gateway.task_after", &raw.task_after, &mut g.task_after)?;
     dur("gateway.task_ttl", &raw.task_ttl, &mut g.task_ttl)?;

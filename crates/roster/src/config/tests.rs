@@ -659,3 +659,49 @@ fn oauth_settings_are_checked_naming_the_key() {
         None
     );
 }
+
+#[test]
+fn tools_mode_and_always_parse_per_gateway_and_client_and_bad_ones_are_named() {
+    let config = parse(
+        r#"
+        [gateway]
+        tools_mode = "search"
+        always = ["fs__read_*"]
+
+        [[clients]]
+        name = "ide"
+        token_env = "IDE_TOKEN"
+        tools_mode = "all"
+
+        [[clients]]
+        name = "agent"
+        token_env = "AGENT_TOKEN"
+        always = ["git__*"]
+        "#,
+    )
+    .expect("valid");
+    assert_eq!(config.gateway.tools_mode, ToolsMode::Search);
+    assert!(config.gateway.always.lists("fs__read_text_file"));
+    assert!(!config.gateway.always.lists("fs__write_file"));
+    assert_eq!(config.clients[0].tools_mode, Some(ToolsMode::All));
+    assert_eq!(config.clients[0].always, None);
+    assert_eq!(config.clients[1].tools_mode, None);
+    assert!(
+        config.clients[1]
+            .always
+            .as_ref()
+            .is_some_and(|a| a.lists("git__git_log"))
+    );
+    // The default lists nothing in search mode and is "all".
+    let plain = parse("").expect("valid");
+    assert_eq!(plain.gateway.tools_mode, ToolsMode::All);
+    assert!(!plain.gateway.always.lists("anything"));
+
+    let err = parse("[gateway]\ntools_mode = \"lazy\"\n").expect_err("unknown mode");
+    assert!(err.to_string().contains("tools_mode"), "{err}");
+    let err = parse("[gateway]\nalways = [\"a[\"]\n").expect_err("bad glob");
+    assert!(err.to_string().contains("gateway.always"), "{err}");
+    let err = parse("[[clients]]\nname = \"x\"\ntoken_env = \"T\"\nalways = [\"[\"]\n")
+        .expect_err("bad glob");
+    assert!(err.to_string().contains("clients[0].always"), "{err}");
+}

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::config::Permissions;
+use crate::config::{AlwaysListed, Permissions, ToolsMode};
 
 pub use crate::config::ClientConfig as ClientEntry;
 
@@ -35,6 +35,10 @@ pub(crate) struct AdmittedClient {
     identity: ClientIdentity,
     /// `None`: as `[gateway] delta_notes` says.
     delta_notes: Option<bool>,
+    /// `None`: as `[gateway] tools_mode` says.
+    tools_mode: Option<ToolsMode>,
+    /// `None`: as `[gateway] always` says.
+    always: Option<Arc<AlwaysListed>>,
 }
 
 /// Who a request comes from, as far as visibility is concerned.
@@ -93,7 +97,16 @@ impl ClientEntry {
                 permissions: Arc::new(self.permissions.clone()),
             },
             delta_notes: self.delta_notes,
+            tools_mode: self.tools_mode,
+            always: self.always.clone().map(Arc::new),
         })
+    }
+}
+
+impl AdmittedClient {
+    /// The entry's own `tools_mode`, if it sets one.
+    pub(crate) fn tools_mode(&self) -> Option<ToolsMode> {
+        self.tools_mode
     }
 }
 
@@ -115,14 +128,55 @@ pub(crate) fn authenticate(clients: &[AdmittedClient], token: &str) -> Option<Cl
 /// Whether `who`'s tool results carry the change note: its `[[clients]]` entry's
 /// `delta_notes`, else `default` (the `[gateway]` setting).
 pub(crate) fn delta_notes(clients: &[AdmittedClient], who: &ClientIdentity, default: bool) -> bool {
-    let Some(name) = who.name.as_deref() else {
-        return default;
+    entry_of(clients, who)
+        .and_then(|c| c.delta_notes)
+        .unwrap_or(default)
+}
+
+/// How `who` is shown the servers' tools: its `[[clients]]` entry's `tools_mode` and `always`,
+/// each else the `[gateway]` one (`default`).
+pub(crate) fn tool_view(
+    clients: &[AdmittedClient],
+    who: &ClientIdentity,
+    default: &ToolView,
+) -> ToolView {
+    let Some(entry) = entry_of(clients, who) else {
+        return default.clone();
     };
+    ToolView {
+        mode: entry.tools_mode.unwrap_or(default.mode),
+        always: entry
+            .always
+            .clone()
+            .unwrap_or_else(|| default.always.clone()),
+        own: entry.tools_mode.is_some() || entry.always.is_some(),
+    }
+}
+
+/// The `[[clients]]` entry `who` was admitted by, if any.
+fn entry_of<'a>(clients: &'a [AdmittedClient], who: &ClientIdentity) -> Option<&'a AdmittedClient> {
+    let name = who.name.as_deref()?;
     clients
         .iter()
         .find(|c| c.identity.name.as_deref() == Some(name))
-        .and_then(|c| c.delta_notes)
-        .unwrap_or(default)
+}
+
+/// How a client is shown the servers' tools (`tools_mode`, `always`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ToolView {
+    /// All tools, or search.
+    pub(crate) mode: ToolsMode,
+    /// In search mode, the tools that stay listed.
+    pub(crate) always: Arc<AlwaysListed>,
+    /// Set by the client's own entry rather than `[gateway]`: its list is its own.
+    pub(crate) own: bool,
+}
+
+impl ToolView {
+    /// Whether the client searches rather than lists.
+    pub(crate) fn searches(&self) -> bool {
+        self.mode == ToolsMode::Search
+    }
 }
 
 fn digest(token: &str) -> [u8; 32] {
@@ -153,6 +207,8 @@ mod tests {
             subscriptions: vec!["pro".into()],
             delta_notes: None,
             permissions: Permissions::default(),
+            tools_mode: None,
+            always: None,
         }
     }
 

@@ -30,6 +30,7 @@ use rmcp::model::{CallToolResponse, ProgressNotificationParam, ProgressToken, To
 use rmcp::service::Peer;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::{AlwaysListed, ToolsMode};
 use crate::inbox::Attribution;
 use crate::servers::{CallerRelay, InputRound};
 use crate::{Roster, Session, ToolEntry};
@@ -147,6 +148,10 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// Page size for `tools/list` and the other list results.
     pub page_size: usize,
+    /// `tools_mode` and `always` of clients whose `[[clients]]` entry sets neither.
+    pub tools_mode: ToolsMode,
+    /// In search mode, the tools that stay listed.
+    pub always: Arc<AlwaysListed>,
     /// How roster runs tool calls as tasks (SEP-2663).
     pub tasks: TaskSettings,
 }
@@ -161,6 +166,8 @@ impl ServeConfig {
             allowed_hosts: gateway.allowed_hosts.clone(),
             allowed_origins: gateway.allowed_origins.clone(),
             page_size: gateway.page_size,
+            tools_mode: gateway.tools_mode,
+            always: Arc::new(gateway.always.clone()),
             tasks: TaskSettings {
                 after: gateway.task_after,
                 ttl: gateway.task_ttl,
@@ -179,6 +186,8 @@ impl Default for ServeConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             page_size: 200,
+            tools_mode: ToolsMode::All,
+            always: Arc::default(),
             tasks: TaskSettings::default(),
         }
     }
@@ -223,6 +232,17 @@ struct Live {
     auth: Option<Arc<ResourceServer>>,
 }
 
+impl Live {
+    /// Whether any client may be shown search mode: the search index is kept only then.
+    fn searches(&self) -> bool {
+        self.config.tools_mode == ToolsMode::Search
+            || self
+                .clients
+                .iter()
+                .any(|c| c.tools_mode() == Some(ToolsMode::Search))
+    }
+}
+
 /// A new `[gateway]` table and `[[clients]]` list checked and ready to take the place of the
 /// running ones ([`Gateway::admit`], then [`Gateway::apply`]).
 pub struct Admitted {
@@ -242,6 +262,8 @@ pub(crate) struct ServedTools {
     index: HashMap<String, usize>,
     /// How many of `tools` (the first) are native.
     native: usize,
+    /// `search_tools`, `describe_tools` and `call_tool`: served in search mode only.
+    search: Vec<Tool>,
 }
 
 impl ServedTools {
@@ -267,7 +289,20 @@ impl ServedTools {
             tools,
             index,
             native: native_count,
+            search: native::search_tools(),
         }
+    }
+
+    /// What a client in search mode lists: the native tools, the search tools, then the
+    /// servers' tools; each one only if `keep` keeps it (told whether it is roster's own).
+    pub(crate) fn searching(&self, mut keep: impl FnMut(&Tool, bool) -> bool) -> Vec<Tool> {
+        let (native, servers) = self.tools.split_at(self.native);
+        let own = native.iter().chain(&self.search).map(|t| (t, true));
+        let theirs = servers.iter().map(|t| (t, false));
+        own.chain(theirs)
+            .filter(|&(tool, native)| keep(tool, native))
+            .map(|(tool, _)| tool.clone())
+            .collect()
     }
 
     /// The servers' tools alone, in their registry order.
@@ -285,9 +320,12 @@ impl ServedTools {
         self.index.get(name).is_some_and(|&i| i < self.native)
     }
 
-    /// The tool served under `name`.
+    /// The tool served under `name` (the search tools too).
     pub(crate) fn get(&self, name: &str) -> Option<&Tool> {
-        self.index.get(name).map(|&i| &self.tools[i])
+        match self.index.get(name) {
+            Some(&i) => Some(&self.tools[i]),
+            None => self.search.iter().find(|t| t.name == name),
+        }
     }
 }
 
@@ -345,6 +383,9 @@ impl Gateway {
             reloader: std::sync::OnceLock::new(),
             ui: ui::Access::default(),
         });
+        gateway
+            .roster
+            .set_tool_search(read(&gateway.live).searches());
         crate::metrics::watch_gateway(&gateway);
         Ok(gateway)
     }
@@ -437,8 +478,11 @@ impl Gateway {
         config.subscriptions = admitted.gateway.subscriptions;
         config.delta_notes = admitted.gateway.delta_notes;
         config.page_size = admitted.gateway.page_size;
+        config.tools_mode = admitted.gateway.tools_mode;
+        config.always = Arc::new(admitted.gateway.always.clone());
         live.config = Arc::new(config);
         live.clients = Arc::new(admitted.clients);
+        self.roster.set_tool_search(live.searches());
         // A table that did not change keeps its resource server, and with it the keys fetched.
         let same = live.auth.as_ref().map(|a| a.config()) == admitted.auth.as_ref();
         if !same {
@@ -472,6 +516,18 @@ impl Gateway {
     pub(crate) fn delta_notes(&self, who: &ClientIdentity) -> bool {
         let live = read(&self.live);
         auth::delta_notes(&live.clients, who, live.config.delta_notes)
+    }
+
+    /// How `who` is shown the servers' tools: its `[[clients]]` entry's `tools_mode` and
+    /// `always`, else `[gateway]`'s.
+    pub(crate) fn tool_view(&self, who: &ClientIdentity) -> auth::ToolView {
+        let live = read(&self.live);
+        let default = auth::ToolView {
+            mode: live.config.tools_mode,
+            always: live.config.always.clone(),
+            own: false,
+        };
+        auth::tool_view(&live.clients, who, &default)
     }
 
     /// Who a request without a token is: the `[gateway] subscriptions` default.

@@ -249,6 +249,155 @@ pub(crate) fn tools(gateway: &Gateway) -> Vec<Tool> {
     tools
 }
 
+/// The tools a client in search mode is served besides the native tools above: how it finds,
+/// reads and calls every other tool.
+pub(crate) fn search_tools() -> Vec<Tool> {
+    let read_only = ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false);
+    vec![
+        tool(
+            "search_tools",
+            "Find tools for a task among every tool the servers offer, best match first. Returns \
+             names, one-line descriptions and servers, no schemas: read a tool's parameters with \
+             describe_tools, then call it with call_tool (or by its name).",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 1, "description": "What you want to do, in plain words."},
+                    "server": {"type": "string", "description": "Only this server's tools."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "tools": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string"},
+                                "title": {"type": "string"},
+                                "description": {"type": "string"},
+                                "server": {"type": "string"},
+                                "score": {"type": "number"}
+                            },
+                            "required": ["name", "description", "server", "score"]
+                        }
+                    }
+                },
+                "required": ["tools"]
+            }),
+        )
+        .with_annotations(read_only.clone()),
+        tool(
+            "describe_tools",
+            "The full definitions of tools by name (input and output schemas, annotations), as \
+             tools/list would give them.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 50}
+                },
+                "required": ["names"],
+                "additionalProperties": false
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "tools": {"type": "array", "items": {"type": "object"}},
+                    "unknown": {"type": "array", "items": {"type": "string"}}
+                },
+                "required": ["tools"]
+            }),
+        )
+        .with_annotations(read_only),
+        Tool::new(
+            "call_tool",
+            "Call any tool by name with its arguments, exactly as calling it directly.",
+            Arc::new(object(json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The tool's name, as search_tools gives it."},
+                    "arguments": {"type": "object", "description": "The tool's arguments."}
+                },
+                "required": ["name"],
+                "additionalProperties": false
+            }))),
+        ),
+    ]
+}
+
+/// Answers `search_tools` and `describe_tools` for a client in search mode.
+fn search_call(
+    gateway: &Gateway,
+    who: &ClientIdentity,
+    name: &str,
+    args: &JsonObject,
+) -> Result<Value, String> {
+    match name {
+        "search_tools" => {
+            let query = required_str(args, "query")?;
+            if query.trim().is_empty() {
+                return Err("query must not be empty".into());
+            }
+            let server = optional_str(args, "server")?;
+            let limit = match args.get("limit") {
+                None | Some(Value::Null) => 10,
+                Some(v) => v
+                    .as_u64()
+                    .filter(|n| (1..=50).contains(n))
+                    .ok_or("limit must be an integer from 1 to 50")?
+                    as usize,
+            };
+            let hits = gateway
+                .roster()
+                .search_tools(query, limit, |exposed, owner| {
+                    server.is_none_or(|s| s == owner) && who.may_use_tool(exposed)
+                });
+            Ok(json!({ "tools": hits }))
+        }
+        "describe_tools" => {
+            let names = match args.get("names") {
+                Some(Value::Array(names)) if (1..=50).contains(&names.len()) => names
+                    .iter()
+                    .map(|n| n.as_str())
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("names must be an array of strings")?,
+                _ => return Err("names must be an array of 1 to 50 tool names".into()),
+            };
+            let served = gateway.served_tools();
+            let mut tools = Vec::new();
+            let mut unknown = Vec::new();
+            for name in names {
+                // As a call would route it (a server's own name too); what this client may not
+                // use is unknown, as for a call.
+                let exposed = gateway
+                    .roster()
+                    .route_call(name)
+                    .unwrap_or_else(|_| name.to_owned());
+                match served.get(&exposed).filter(|_| who.may_use_tool(&exposed)) {
+                    Some(tool) => {
+                        tools.push(serde_json::to_value(tool).map_err(|e| e.to_string())?)
+                    }
+                    None => unknown.push(name),
+                }
+            }
+            let mut out = json!({ "tools": tools });
+            if let (false, Some(map)) = (unknown.is_empty(), out.as_object_mut()) {
+                map.insert("unknown".into(), json!(unknown));
+            }
+            Ok(out)
+        }
+        _ => Err(format!("unknown native tool {name:?}")),
+    }
+}
+
 fn entry_json(entry: &SkillEntry) -> Value {
     let mut value = json!({
         "id": entry.id,
@@ -403,6 +552,12 @@ pub(crate) fn call(
         "list_skills" | "search_skills" | "get_skill" | "resolve_flow_template" => {
             // Visibility is checked here, at every call, against the catalog as it is now.
             Some(match skills_call(gateway, who, name, arguments) {
+                Ok(value) => structured(value),
+                Err(message) => error(message),
+            })
+        }
+        "search_tools" | "describe_tools" if gateway.tool_view(who).searches() => {
+            Some(match search_call(gateway, who, name, arguments) {
                 Ok(value) => structured(value),
                 Err(message) => error(message),
             })

@@ -28,6 +28,18 @@ impl GatewayHandler {
         let _ = session.take_note();
         let tools = self.gateway.served_tools();
         let who = self.identity(&context);
+        let view = self.gateway.tool_view(&who);
+        if view.searches() {
+            let listed = tools.searching(|tool, native| {
+                (native || view.always.lists(&tool.name)) && who.may_use_tool(&tool.name)
+            });
+            let scope = if view.own || who.permissions.restricts() {
+                CacheScope::Private
+            } else {
+                CacheScope::Public
+            };
+            return list_page!(self, ListToolsResult, &listed, request, scope);
+        }
         if !who.permissions.tools.allows_all() {
             let permitted: Vec<Tool> = tools
                 .all()
@@ -43,14 +55,14 @@ impl GatewayHandler {
                 CacheScope::Private
             );
         }
-        // Without tool permissions the list is the same for every caller.
-        list_page!(
-            self,
-            ListToolsResult,
-            tools.all(),
-            request,
+        // Without tool permissions the list is every caller's that lists all tools; but when
+        // others are in search mode by default, this one's own setting makes it its own.
+        let scope = if view.own {
+            CacheScope::Private
+        } else {
             CacheScope::Public
-        )
+        };
+        list_page!(self, ListToolsResult, tools.all(), request, scope)
     }
 
     pub(super) async fn call(
@@ -60,6 +72,31 @@ impl GatewayHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session(&context);
         let who = self.identity(&context);
+        let mut request = request;
+        let searching = matches!(
+            request.name.as_ref(),
+            "search_tools" | "describe_tools" | "call_tool"
+        ) && who.may_use_tool(&request.name)
+            && self.gateway.tool_view(&who).searches();
+        if searching && request.name == "call_tool" {
+            // call_tool {name, arguments} is a call of `name`: from here on it goes exactly as
+            // one (permissions, pins, notes, progress, cancellation, tasks).
+            match unwrap_call_tool(request.arguments.take()) {
+                Ok((name, arguments)) => {
+                    request.name = name.into();
+                    request.arguments = arguments;
+                }
+                Err(message) => {
+                    let mut result = native::error(message);
+                    self.carry_note(&session, &who, &mut result);
+                    return Ok(result.into());
+                }
+            }
+        } else if searching {
+            // A search answers the tools as they are: stale servers are re-listed first, so a
+            // tool a server just added is found.
+            session.begin_turn_keeping_note().await;
+        }
         let arguments = request.arguments.unwrap_or_default();
         // A tool this client may not use is answered exactly as one that does not exist.
         let unknown = || {
@@ -218,5 +255,73 @@ impl GatewayHandler {
             .tasks()
             .dispatch(&self.gateway, &owner, call, &self.gateway.shutdown_token())
             .await
+    }
+}
+
+/// The tool name and arguments of a `call_tool` call, or what is wrong with them.
+fn unwrap_call_tool(arguments: Option<JsonObject>) -> Result<(String, Option<JsonObject>), String> {
+    let mut arguments = arguments.unwrap_or_default();
+    let name = match arguments.remove("name") {
+        Some(serde_json::Value::String(name)) if !name.is_empty() => name,
+        _ => {
+            return Err(
+                "call_tool needs `name`: the tool to call, as search_tools gives it".into(),
+            );
+        }
+    };
+    if name == "call_tool" {
+        return Err("call_tool calls another tool, not itself".into());
+    }
+    let inner = match arguments.remove("arguments") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Object(map)) => Some(map),
+        Some(_) => {
+            return Err(format!(
+                "call_tool: `arguments` of {name} must be an object"
+            ));
+        }
+    };
+    if let Some(extra) = arguments.keys().next() {
+        return Err(format!(
+            "call_tool takes `name` and `arguments`, not `{extra}`"
+        ));
+    }
+    Ok((name, inner))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn args(value: serde_json::Value) -> Option<JsonObject> {
+        value.as_object().cloned()
+    }
+
+    #[test]
+    fn call_tool_unwraps_to_the_named_call() {
+        let (name, inner) = unwrap_call_tool(args(
+            json!({"name": "fs__read_text_file", "arguments": {"path": "/a"}}),
+        ))
+        .expect("valid");
+        assert_eq!(name, "fs__read_text_file");
+        assert_eq!(inner, args(json!({"path": "/a"})));
+        let (_, none) = unwrap_call_tool(args(json!({"name": "t"}))).expect("valid");
+        assert_eq!(none, None);
+    }
+
+    #[test]
+    fn call_tool_names_what_is_wrong() {
+        for (bad, says) in [
+            (json!({}), "needs `name`"),
+            (json!({"name": 3}), "needs `name`"),
+            (json!({"name": "call_tool"}), "not itself"),
+            (json!({"name": "t", "arguments": [1]}), "must be an object"),
+            (json!({"name": "t", "args": {}}), "not `args`"),
+        ] {
+            let error = unwrap_call_tool(args(bad.clone())).expect_err("refused");
+            assert!(error.contains(says), "{bad}: {error}");
+        }
     }
 }
