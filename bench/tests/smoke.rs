@@ -279,3 +279,30 @@ fn sdk_clients_call_the_echo_server_and_are_reported_beside_loadgen() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn tool_search_runs_in_process_at_tiny_sizes() {
+    let output = Command::new(env!("CARGO_BIN_EXE_tool-search"))
+        .arg("--quick")
+        .output()
+        .expect("tool-search runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "tool-search --quick failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("| reference only | 51 |"), "{stdout}");
+    assert!(
+        stdout.contains("| reference + fillers to 300 | 300 |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("### `search` latency, 300 tools"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("ranks unlike the registry"),
+        "the ablation copy must rank as the registry does: {stdout}"
+    );
+}
