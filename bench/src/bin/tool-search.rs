@@ -13,7 +13,6 @@
 //! `--quick` runs the in-process part at tiny sizes (the smoke test's check that this runs).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -23,41 +22,6 @@ use roster_bench::stats::Percentiles;
 use roster_core::{NamingConfig, Tool, ToolRegistry};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-
-// ---- the ablation: roster-core's own ranking source, compiled again without related words ----
-//
-// `crate::text` and `crate::tool` are what `tool_search.rs` imports; `text::related` answers
-// from roster-core's table while `RELATED_ON` is set and with nothing otherwise. No line of
-// roster-core is changed or copied by hand.
-
-#[path = "../../../crates/roster-core/src/text.rs"]
-#[allow(dead_code, unreachable_pub, missing_docs)]
-mod core_text;
-
-#[allow(dead_code)]
-mod text {
-    use std::sync::atomic::Ordering;
-
-    pub(crate) use crate::core_text::analyze;
-
-    pub(crate) fn related(term: &str) -> &'static [Box<str>] {
-        if crate::RELATED_ON.load(Ordering::Relaxed) {
-            crate::core_text::related(term)
-        } else {
-            &[]
-        }
-    }
-}
-
-mod tool {
-    pub(crate) use roster_core::Tool;
-}
-
-#[path = "../../../crates/roster-core/src/tool_search.rs"]
-#[allow(dead_code, unreachable_pub, missing_docs)]
-mod ablation;
-
-static RELATED_ON: AtomicBool = AtomicBool::new(true);
 
 // ---- the labelled set ----
 
@@ -873,16 +837,17 @@ fn registry_top5(registry: &ToolRegistry, query: &str) -> Vec<String> {
         .collect()
 }
 
-/// roster-core's ranking compiled in this binary, keyed as the registry keys (server index,
-/// slot), so ties break alike.
+/// roster-core's `ToolIndex` on its own, with related words on or off, keyed as the registry
+/// keys (server index, slot), so ties break alike.
 struct Ablation {
-    index: ablation::ToolIndex,
+    index: roster_core::ToolIndex,
     names: std::collections::HashMap<u64, String>,
 }
 
 impl Ablation {
-    fn new(servers: &[(String, Vec<Tool>)]) -> Self {
-        let mut index = ablation::ToolIndex::new();
+    fn new(servers: &[(String, Vec<Tool>)], related: bool) -> Self {
+        let mut index = roster_core::ToolIndex::new();
+        index.set_related_words(related);
         let mut names = std::collections::HashMap::new();
         for (s, (server, tools)) in servers.iter().enumerate() {
             for (slot, tool) in tools.iter().enumerate() {
@@ -966,23 +931,21 @@ fn in_process(args: &Args) -> anyhow::Result<Value> {
         let tools: usize = servers.iter().map(|(_, t)| t.len()).sum();
         let reg = registry(&servers, true);
         let with = recall(&queries, tools, |q| registry_top5(&reg, q));
-        // The ablation, checked against the registry with related words on (same code, same
+        // The index on its own, checked against the registry with related words on (same
         // keys: it must rank alike), then without related words.
-        let copy = Ablation::new(&servers);
-        RELATED_ON.store(true, Ordering::Relaxed);
+        let copy = Ablation::new(&servers, true);
         let mut same = true;
         for q in &queries {
             if copy.top5(&q.query) != registry_top5(&reg, &q.query) {
                 same = false;
                 eprintln!(
-                    "tool-search: the ablation copy ranks {:?} differently",
+                    "tool-search: the index alone ranks {:?} unlike the registry",
                     q.query
                 );
             }
         }
-        RELATED_ON.store(false, Ordering::Relaxed);
-        let without = recall(&queries, tools, |q| copy.top5(q));
-        RELATED_ON.store(true, Ordering::Relaxed);
+        let off = Ablation::new(&servers, false);
+        let without = recall(&queries, tools, |q| off.top5(q));
         let label = if size == 0 {
             "reference only".to_owned()
         } else {
@@ -995,7 +958,7 @@ fn in_process(args: &Args) -> anyhow::Result<Value> {
                 if same {
                     ""
                 } else {
-                    " (copy ranks unlike the registry!)"
+                    " (the index alone ranks unlike the registry!)"
                 }
             ),
             &without,
@@ -1006,7 +969,7 @@ fn in_process(args: &Args) -> anyhow::Result<Value> {
             "tools": tools,
             "recall_at_5": all_misses[all_misses.len() - 2].1.value(),
             "recall_at_5_without_related_words": all_misses[all_misses.len() - 1].1.value(),
-            "ablation_copy_ranks_like_registry": same,
+            "index_alone_ranks_like_registry": same,
         }));
     }
     for (label, r) in &all_misses {

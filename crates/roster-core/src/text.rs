@@ -93,14 +93,14 @@ fn term(word: &str, buffer: &mut String, emit: &mut impl FnMut(&str)) {
 /// the web and time — never a particular server's tool names.
 const RELATED: &[&str] = &[
     "folder directory dir",
-    "read open view show display inside content cat load",
+    "read open view show display inside content cat load look",
     "write save store put overwrite",
     "edit modify change update replace patch alter",
     "delete remove drop erase forget purge",
     "create make new add",
     "move rename relocate",
     "list enumerate ls",
-    "search find look lookup query locate grep",
+    "search find lookup query locate grep",
     "tree hierarchy structure nested",
     "size big large bigger largest",
     "info metadata stat detail modified",
@@ -127,6 +127,24 @@ const RELATED: &[&str] = &[
     "checkout switch",
     "fetch download browse url web http https page website internet",
 ];
+
+/// Words of a request that say nothing about which tool answers it ("what", "my", "please",
+/// "everything"): left out of a tool-search query (documents keep them).
+const QUERY_STOP_WORDS: &str = "about all also any can could do does every everything give here \
+     how i just let me my need one our please some there these those up us want we what when \
+     where which who why would you your";
+
+/// Whether `term` (analysed) is a word of a request that says nothing about the tool.
+pub(crate) fn is_query_stop_word(term: &str) -> bool {
+    static SET: OnceLock<Vec<Box<str>>> = OnceLock::new();
+    SET.get_or_init(|| {
+        let mut set = Vec::new();
+        analyze(QUERY_STOP_WORDS, &mut String::new(), |t| set.push(t.into()));
+        set
+    })
+    .iter()
+    .any(|stop| &**stop == term)
+}
 
 /// The terms related to `term` (an analysed term), for expanding a query; empty for most.
 pub(crate) fn related(term: &str) -> &'static [Box<str>] {

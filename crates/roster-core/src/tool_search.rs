@@ -8,8 +8,12 @@
 //!
 //! Ranking is BM25F over four fields: the tool's name with its server's name (boost 3), title
 //! (2), description (1) and the input schema's property names and descriptions (0.5), analysed
-//! as skills are (see `text`). A query's own terms weigh 1; words related to them (`folder` for
-//! `directory`) weigh 0.5, so a person's wording meets a tool's.
+//! as skills are (see `text`). A query's *concepts* are its own words, less the words of a
+//! request that name no tool ("what", "my", "please"); each is searched as itself (weight 1) and
+//! as its related words (`folder` for `directory`, weight 0.7), so a person's wording meets a
+//! tool's. A tool's score is then scaled by the share of the query's concepts it speaks to, so a
+//! tool that answers the whole request ranks above one that matches a single word strongly.
+//! The weights were tuned on `bench/tool-search`'s labelled set (its RESULTS.md says how).
 //!
 //! Tool text comes from servers, so everything here is bounded by what the index holds: terms
 //! whose last document leaves are forgotten, each field reads at most [`FIELD_BYTES`] bytes and
@@ -19,7 +23,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::text::{analyze, related};
+use crate::text::{analyze, is_query_stop_word, related};
 use crate::tool::Tool;
 
 const FIELDS: usize = 4;
@@ -32,7 +36,9 @@ const BOOST: [f32; FIELDS] = [3.0, 2.0, 1.0, 0.5];
 const B: [f32; FIELDS] = [0.3, 0.3, 0.75, 0.75];
 const K1: f32 = 1.2;
 /// Weight of a word related to a query's word, against 1 for the word itself.
-const RELATED_WEIGHT: f32 = 0.5;
+const RELATED_WEIGHT: f32 = 0.7;
+/// How strongly the share of a query's concepts a tool covers scales its score.
+const COVERAGE_POWER: f32 = 1.0;
 /// Bytes of one field analysed (a longer description is cut at a character boundary).
 pub const FIELD_BYTES: usize = 4096;
 /// Input-schema properties analysed per tool (top level and one level down).
@@ -62,7 +68,7 @@ struct Doc {
 }
 
 /// An incrementally maintained BM25F index of tools.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ToolIndex {
     terms: HashMap<Box<str>, u32>,
     /// Per term id: its text (empty while the id is free) and postings.
@@ -73,6 +79,24 @@ pub struct ToolIndex {
     free_docs: Vec<u32>,
     by_key: HashMap<u64, u32>,
     total_length: [u64; FIELDS],
+    /// Queries are widened with related words (see [`ToolIndex::set_related_words`]).
+    related: bool,
+}
+
+impl Default for ToolIndex {
+    fn default() -> Self {
+        ToolIndex {
+            terms: HashMap::new(),
+            term_text: Vec::new(),
+            postings: Vec::new(),
+            free_terms: Vec::new(),
+            docs: Vec::new(),
+            free_docs: Vec::new(),
+            by_key: HashMap::new(),
+            total_length: [0; FIELDS],
+            related: true,
+        }
+    }
 }
 
 impl ToolIndex {
@@ -204,22 +228,36 @@ impl ToolIndex {
         if limit == 0 || n == 0 {
             return Vec::new();
         }
-        // The query's terms with their weights: its own words 1, related words 0.5.
-        let mut weighted: Vec<(u32, f32)> = Vec::new();
-        let mut own: Vec<String> = Vec::new();
-        analyze(query, &mut String::new(), |term| own.push(term.to_owned()));
-        for term in &own {
-            self.weigh(term, 1.0, &mut weighted);
+        // The query's concepts (its own distinct words, at most 64) and the terms that stand
+        // for them with their weights: the word itself 1, a related word 0.5. A term serves
+        // every concept it stands for.
+        let mut concepts: Vec<String> = Vec::new();
+        analyze(query, &mut String::new(), |term| {
+            if concepts.len() < 64
+                && !is_query_stop_word(term)
+                && !concepts.iter().any(|c| c == term)
+            {
+                concepts.push(term.to_owned());
+            }
+        });
+        let mut weighted: Vec<(u32, f32, u64)> = Vec::new();
+        for (at, concept) in concepts.iter().enumerate() {
+            self.weigh(concept, 1.0, 1 << at, &mut weighted);
         }
-        for term in &own {
-            for other in related(term) {
-                self.weigh(other, RELATED_WEIGHT, &mut weighted);
+        if self.related {
+            for (at, concept) in concepts.iter().enumerate() {
+                for other in related(concept) {
+                    self.weigh(other, RELATED_WEIGHT, 1 << at, &mut weighted);
+                }
             }
         }
+        // Concepts no tool has a word for (a name, a number) say nothing either way.
+        let known = weighted.iter().fold(0u64, |mask, w| mask | w.2);
+        let known_count = known.count_ones() as f32;
         let average: [f32; FIELDS] =
             std::array::from_fn(|f| (self.total_length[f] as f32 / n as f32).max(1.0));
-        let mut scores: HashMap<u32, f32> = HashMap::new();
-        for &(term, weight) in &weighted {
+        let mut scores: HashMap<u32, (f32, u64)> = HashMap::new();
+        for &(term, weight, serves) in &weighted {
             let list = &self.postings[term as usize];
             let df = list.len() as f32;
             let idf = (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln();
@@ -234,9 +272,17 @@ impl ToolIndex {
                         BOOST[f] * f32::from(posting.tf[f]) / norm
                     })
                     .sum();
-                *scores.entry(posting.doc).or_insert(0.0) += weight * idf * tf / (K1 + tf);
+                let entry = scores.entry(posting.doc).or_insert((0.0, 0));
+                entry.0 += weight * idf * tf / (K1 + tf);
+                entry.1 |= serves;
             }
         }
+        // A tool that speaks to more of the query's concepts ranks above one that matches one
+        // of them strongly: the score is scaled by the share of known concepts it covers.
+        let scores = scores.into_iter().map(|(doc, (score, covered))| {
+            let coverage = covered.count_ones() as f32 / known_count.max(1.0);
+            (doc, score * coverage.powf(COVERAGE_POWER))
+        });
         let mut ranked: Vec<ToolSearchHit> = scores
             .into_iter()
             .filter_map(|(doc, score)| {
@@ -252,13 +298,22 @@ impl ToolIndex {
             .collect()
     }
 
-    /// Adds `term` to a query at `weight` unless it is unknown or already there.
-    fn weigh(&self, term: &str, weight: f32, weighted: &mut Vec<(u32, f32)>) {
-        if let Some(&id) = self.terms.get(term)
-            && !weighted.iter().any(|&(t, _)| t == id)
-        {
-            weighted.push((id, weight));
+    /// Adds `term` to a query at `weight`, serving the concepts `serves`; a term already there
+    /// keeps its weight and serves these concepts too. Unknown terms are left out.
+    fn weigh(&self, term: &str, weight: f32, serves: u64, weighted: &mut Vec<(u32, f32, u64)>) {
+        let Some(&id) = self.terms.get(term) else {
+            return;
+        };
+        match weighted.iter_mut().find(|w| w.0 == id) {
+            Some(known) => known.2 |= serves,
+            None => weighted.push((id, weight, serves)),
         }
+    }
+
+    /// Whether queries are widened with related words (on by default); off, a query meets only
+    /// its own words (what the bench compares against).
+    pub fn set_related_words(&mut self, on: bool) {
+        self.related = on;
     }
 }
 
@@ -407,5 +462,32 @@ mod tests {
         let long = format!("{} needle", "é".repeat(FIELD_BYTES));
         index.upsert(1, "s", &tool("t", &long));
         assert!(index.search("needle", 5, |_| true).is_empty());
+    }
+
+    #[test]
+    fn a_tool_speaking_to_the_whole_request_beats_one_strong_word() {
+        let mut index = ToolIndex::new();
+        index.upsert(1, "s", &tool("folder", "Folder."));
+        index.upsert(
+            2,
+            "s",
+            &tool(
+                "transfer",
+                "Copies each file into another folder, keeping its size, owner and group.",
+            ),
+        );
+        for key in 3..6 {
+            index.upsert(key, "s", &tool("other", "A file elsewhere."));
+        }
+        let hits = index.search("copy files into a folder", 5, |_| true);
+        assert_eq!(keys(&hits)[..2], [2, 1], "{hits:?}");
+    }
+
+    #[test]
+    fn words_of_a_request_that_name_no_tool_are_left_out() {
+        let index = index();
+        let plain = index.search("commit logs", 5, |_| true);
+        let asked = index.search("what are my commit logs, please", 5, |_| true);
+        assert_eq!(plain, asked);
     }
 }
