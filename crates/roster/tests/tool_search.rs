@@ -116,6 +116,64 @@ fn a_python_client_finds_and_calls_a_tool_among_5000_and_finds_one_added_at_its_
 }
 
 #[test]
+fn a_stateless_era_client_searches_calls_and_finds_an_added_tool_with_no_session_state() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let notes = files.path().join("notes.txt");
+    std::fs::write(&notes, "stateless notes").expect("write notes");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("roster.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nstartup_wait = \"60s\"\nturn_wait = \"30s\"\nstate_dir = {state:?}\n\
+             tools_mode = \"search\"\n\n[servers.fs]\ncommand = {node}\nargs = [{fs}, {files}]\n\n\
+             {dynamic}",
+            state = dir.path().join("state"),
+            node = common::toml_str(&common::node22().to_string_lossy()),
+            fs = common::toml_str(
+                &common::npm_bin("@modelcontextprotocol/server-filesystem").to_string_lossy()
+            ),
+            files = common::toml_str(&files.path().to_string_lossy()),
+            dynamic = common::dynamic_server_toml("dyn", "auto", &[]),
+        ),
+    )
+    .expect("write config");
+    let report = common::python_client_report(
+        "search_tools.py",
+        &[
+            "--stdio",
+            env!("CARGO_BIN_EXE_roster"),
+            &config.to_string_lossy(),
+            "--mode",
+            "auto",
+            "--query",
+            "read a text file",
+            "--want",
+            "fs__read_text_file",
+            "--arguments",
+            &json!({"path": notes}).to_string(),
+            "--add",
+            "quagga_counter",
+        ],
+    );
+    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
+    // Among fs's 14 tools alone, its deprecated twin fs__read_file may rank first; both answer.
+    assert!(
+        names(&report["hits"])[..2].contains(&"fs__read_text_file"),
+        "{report}"
+    );
+    assert!(
+        common::text_of(&report["through_call_tool"]).contains("stateless notes"),
+        "{report}"
+    );
+    assert_eq!(
+        names(&report["found_after_add"]).first(),
+        Some(&"dyn__quagga_counter"),
+        "{report}"
+    );
+}
+
+#[test]
 fn each_client_gets_its_own_mode_and_all_mode_has_no_search_tools() {
     let files = tempfile::tempdir().expect("temp dir");
     let files_dir = files.path().to_string_lossy().into_owned();

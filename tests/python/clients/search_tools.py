@@ -1,12 +1,14 @@
 """Uses roster in search mode the way an agent would, with the official Python SDK 2.x client.
 
 Usage: search_tools.py (--url URL [--token T] | --stdio ROSTER CONFIG) --query Q --want NAME
-                       --arguments JSON [--add TOOL]
+                       --arguments JSON [--add TOOL] [--mode legacy|auto]
 
 Lists the tools (every page), searches for `--query`, reads `--want`'s definition with
 describe_tools, calls it through call_tool with `--arguments` and then directly by its name.
 With `--add TOOL`, then asks the dynamic server (`dyn__add_tool` through call_tool) to add a tool
-of that name and searches for it at the next turn. Prints one JSON report.
+of that name and searches for it at the next turn. `--mode auto` lets the client negotiate the
+2026-07-28 era (the default, `legacy`, is the initialize era). Prints one JSON report, with the
+protocol version the client speaks.
 """
 
 from __future__ import annotations
@@ -23,13 +25,15 @@ parser.add_argument("--query", required=True)
 parser.add_argument("--want", required=True)
 parser.add_argument("--arguments", required=True)
 parser.add_argument("--add")
+parser.add_argument("--mode", default="legacy")
 args = parser.parse_args()
 
 
 async def main() -> dict:
     out: dict = {}
     arguments = json.loads(args.arguments)
-    async with Client(roster_client.server(args), mode="legacy", cache=None) as client:
+    async with Client(roster_client.server(args), mode=args.mode, cache=None) as client:
+        out["protocol_version"] = client.protocol_version
         listed, cursor = [], None
         while True:
             page = await client.list_tools(cursor=cursor)
