@@ -140,6 +140,48 @@ fn initialize_era_client_answers_an_initialize_era_server_over_stdio() {
 }
 
 #[test]
+fn through_call_tool_in_search_mode_the_questions_and_log_messages_are_relayed_as_for_a_call() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), "legacy");
+    let text = std::fs::read_to_string(&config).expect("read config");
+    std::fs::write(
+        &config,
+        text.replacen("[gateway]\n", "[gateway]\ntools_mode = \"search\"\n", 1),
+    )
+    .expect("write config");
+    // The same calls as the other relay tests, each made as call_tool {name, arguments}.
+    let through = |calls: Value| -> Value {
+        calls
+            .as_array()
+            .map(|calls| {
+                calls
+                    .iter()
+                    .map(|c| json!(["call_tool", {"name": c[0], "arguments": c[1]}]))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let report = answering_client(Via::Stdio(&config), "legacy", through(asking_calls()), &[]);
+    assert_answered(&report);
+    let logging = through(json!([["test_tool_with_logging", {}]]));
+    let report = answering_client(
+        Via::Stdio(&config),
+        "legacy",
+        logging,
+        &["--log-level", "info"],
+    );
+    assert_eq!(
+        report["logs"],
+        json!([
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed"
+        ]),
+        "{report}"
+    );
+}
+
+#[test]
 fn initialize_era_client_answers_an_initialize_era_server_over_http() {
     let dir = tempfile::tempdir().expect("temp dir");
     let gateway = common::start_roster_http(&write_config(dir.path(), "legacy"));
