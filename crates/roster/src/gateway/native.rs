@@ -347,14 +347,7 @@ fn search_call(
                 return Err("query must not be empty".into());
             }
             let server = optional_str(args, "server")?;
-            let limit = match args.get("limit") {
-                None | Some(Value::Null) => 10,
-                Some(v) => v
-                    .as_u64()
-                    .filter(|n| (1..=50).contains(n))
-                    .ok_or("limit must be an integer from 1 to 50")?
-                    as usize,
-            };
+            let limit = search_limit(args)?;
             let hits = gateway
                 .roster()
                 .search_tools(query, limit, |exposed, owner| {
@@ -423,6 +416,18 @@ fn optional_str<'a>(args: &'a JsonObject, key: &str) -> Result<Option<&'a str>, 
     }
 }
 
+/// A search's `limit`: 1 to 50, 10 when absent.
+fn search_limit(args: &JsonObject) -> Result<usize, String> {
+    match args.get("limit") {
+        None | Some(Value::Null) => Ok(10),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| (1..=50).contains(n))
+            .map(|n| n as usize)
+            .ok_or_else(|| "limit must be an integer from 1 to 50".to_owned()),
+    }
+}
+
 fn required_str<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, String> {
     optional_str(args, key)?.ok_or_else(|| format!("missing required argument {key:?}"))
 }
@@ -472,14 +477,7 @@ fn skills_call(
         }
         "search_skills" => {
             let query = required_str(args, "query")?;
-            let limit = match args.get("limit") {
-                None | Some(Value::Null) => 10,
-                Some(v) => v
-                    .as_u64()
-                    .filter(|n| (1..=50).contains(n))
-                    .ok_or("limit must be an integer from 1 to 50")?
-                    as usize,
-            };
+            let limit = search_limit(args)?;
             let hits = catalog.search(&subscriptions, query, limit);
             Ok(json!({"skills": hits.iter().map(|hit| {
                 let mut entry = entry_json(&hit.entry);
