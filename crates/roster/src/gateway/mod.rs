@@ -41,6 +41,7 @@ mod caller;
 mod forward;
 mod handler;
 pub mod http;
+mod lane;
 mod native;
 pub mod reload;
 mod resource_server;

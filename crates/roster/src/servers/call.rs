@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use rmcp::model::{CancelledNotificationParam, RequestId, RequestMetaObject};
+use rmcp::RoleClient;
+use rmcp::model::{CancelledNotificationParam, RequestId};
+use rmcp::service::RequestHandle;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -15,6 +17,80 @@ use super::connection::{Connection, client_request};
 use super::error::RequestError;
 use super::notifications::ProgressListener;
 use super::relay::{self, CallerRelay, InFlightGuard};
+use super::wire::{DirectCall, RawResults, WireError};
+
+/// A round's request on its way: through rmcp's service, or past it.
+enum Sent {
+    Rmcp(Box<RequestHandle<RoleClient>>),
+    Direct(DirectCall),
+}
+
+impl Sent {
+    fn id(&self) -> RequestId {
+        match self {
+            Sent::Rmcp(handle) => handle.id.clone(),
+            Sent::Direct(call) => RequestId::Number(call.id as i64),
+        }
+    }
+
+    /// The progress token the request carries, as the notification fan-out keys it.
+    fn progress_token(&self) -> String {
+        match self {
+            Sent::Rmcp(handle) => serde_json::to_value(&handle.progress_token.0)
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
+            Sent::Direct(call) => call.id.to_string(),
+        }
+    }
+
+    /// The server's result as JSON, or its error.
+    async fn answer(self, raw: &RawResults) -> Result<Value, RequestError> {
+        match self {
+            Sent::Rmcp(handle) => {
+                let id = handle.id.clone();
+                let typed = handle.await_response().await?;
+                match raw.take(&id) {
+                    Some(raw) => Ok(raw),
+                    // An answer rmcp reads as another type (say an empty `{}`) is still the
+                    // result.
+                    None => serde_json::to_value(typed)
+                        .map_err(|e| RequestError::Unexpected(e.to_string())),
+                }
+            }
+            Sent::Direct(mut call) => {
+                let message = call.answer().await.map_err(|_| RequestError::Closed)?;
+                result_of(message)
+            }
+        }
+    }
+}
+
+/// The `result` of a JSON-RPC answer, or its `error` as [`RequestError::Server`].
+fn result_of(message: Value) -> Result<Value, RequestError> {
+    let Value::Object(mut message) = message else {
+        return Err(RequestError::Unexpected(
+            "an answer that is not an object".into(),
+        ));
+    };
+    if let Some(result) = message.remove("result") {
+        return Ok(result);
+    }
+    let Some(Value::Object(mut error)) = message.remove("error") else {
+        return Err(RequestError::Unexpected(
+            "an answer with neither `result` nor `error`".into(),
+        ));
+    };
+    let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
+    let text = match error.remove("message") {
+        Some(Value::String(text)) => text,
+        _ => String::new(),
+    };
+    Err(RequestError::Server {
+        code: i32::try_from(code).unwrap_or(-32603),
+        message: text,
+        data: error.remove("data"),
+    })
+}
 
 /// How a `tools/call` is run.
 #[derive(Clone, Default)]
@@ -107,7 +183,7 @@ impl Connection {
         let cancel = options.cancel.clone().unwrap_or_default();
         for _ in 0..=relay::MAX_INPUT_ROUNDS {
             let span = crate::telemetry::ServerRequest::start(&self.server, method, &mut params);
-            let answer = self.round(method, &params, &options, &in_flight).await;
+            let answer = self.round(method, &mut params, &options, &in_flight).await;
             let answer = crate::telemetry::ServerRequest::end(span, answer)?;
             let passes_through = caller.as_ref().is_some_and(|c| c.takes_input_required());
             if !relay::is_input_required(&answer) || passes_through {
@@ -127,24 +203,14 @@ impl Connection {
     async fn round(
         &self,
         method: &str,
-        params: &Value,
+        params: &mut Value,
         options: &CallOptions,
         in_flight: &InFlightGuard<'_>,
     ) -> Result<Value, RequestError> {
-        let request = client_request(json!({"method": method, "params": params}))?;
-        let mut request_options = rmcp::service::PeerRequestOptions::no_options();
-        if !self.negotiated.legacy {
-            request_options = request_options.with_meta(self.request_meta(options));
-        }
-        let handle = self
-            .peer
-            .send_cancellable_request(request, request_options)
-            .await?;
-        let id = handle.id.clone();
+        let sent = self.send_round(method, params, options).await?;
+        let id = sent.id();
         in_flight.sent_as(id.clone());
-        let token = serde_json::to_value(&handle.progress_token.0)
-            .map(|t| t.to_string())
-            .unwrap_or_default();
+        let token = sent.progress_token();
         if let Some(progress) = options.progress.clone() {
             // Early progress for this token is replayed; the wait below keeps the order.
             self.notifications.watch_progress(token.clone(), progress);
@@ -157,7 +223,7 @@ impl Connection {
             }
         };
         let outcome = tokio::select! {
-            answer = handle.await_response() => answer.map_err(RequestError::from),
+            answer = sent.answer(&self.raw) => answer,
             _ = timeout => {
                 self.send_cancelled(&id, "timed out").await;
                 Err(RequestError::Timeout(options.timeout.unwrap_or_default()))
@@ -176,15 +242,57 @@ impl Connection {
         };
         self.awaited_notifications_handled().await;
         self.notifications.unwatch_progress(&token);
-        let raw = self.raw.take(&id);
-        let typed = outcome?;
-        match raw {
-            Some(raw) => Ok(raw),
-            // An answer rmcp reads as another type (say an empty `{}`) is still the result.
-            None => {
-                serde_json::to_value(typed).map_err(|e| RequestError::Unexpected(e.to_string()))
+        if self.direct.is_none() {
+            // A request cut short leaves its watch: dropped here.
+            self.raw.take(&id);
+        }
+        outcome
+    }
+
+    /// Sends one round of a caller's request: past rmcp where roster owns the transport
+    /// ([`Direct`]), through rmcp's service otherwise.
+    async fn send_round(
+        &self,
+        method: &str,
+        params: &mut Value,
+        options: &CallOptions,
+    ) -> Result<Sent, RequestError> {
+        let Some(direct) = &self.direct else {
+            let request = client_request(json!({"method": method, "params": params}))?;
+            let mut request_options = rmcp::service::PeerRequestOptions::no_options();
+            if !self.negotiated.legacy {
+                let meta = serde_json::from_value(self.request_meta(options)).unwrap_or_default();
+                request_options = request_options.with_meta(meta);
+            }
+            let handle = self
+                .peer
+                .send_cancellable_request(request, request_options)
+                .await?;
+            return Ok(Sent::Rmcp(Box::new(handle)));
+        };
+        let id = direct.next_id();
+        if let Some(params) = params.as_object_mut() {
+            let meta = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !meta.is_object() {
+                *meta = Value::Object(Map::new());
+            }
+            if let Value::Object(meta) = meta {
+                // The request's own id is unique among the requests in flight: its token too.
+                meta.insert("progressToken".to_owned(), Value::from(id));
+                if !self.negotiated.legacy
+                    && let Value::Object(extra) = self.request_meta(options)
+                {
+                    meta.extend(extra);
+                }
             }
         }
+        let call = direct.send(id, method, params).await.map_err(|e| match e {
+            WireError::Closed => RequestError::Closed,
+            WireError::Encode(e) => RequestError::Unexpected(e.to_string()),
+        })?;
+        Ok(Sent::Direct(call))
     }
 
     /// Waits until the notifications a result waits for ([`super::event::AWAITED_BY_RESULTS`])
@@ -202,17 +310,20 @@ impl Connection {
         let _ = tokio::time::timeout(AT_MOST, handled.wait_for(|h| *h >= seen)).await;
     }
 
-    /// The `_meta` a 2026-07-28 server gets with a caller's request: the client capabilities
+    /// The `_meta` a 2026-07-28 server gets with a caller's request: the protocol version and
+    /// roster's `clientInfo` (every request of that era carries them), the client capabilities
     /// roster can relay for this caller, and the log level it asked for.
-    fn request_meta(&self, options: &CallOptions) -> RequestMetaObject {
+    fn request_meta(&self, options: &CallOptions) -> Value {
         let caller = options.caller.as_ref();
         let mut meta = json!({
+            "io.modelcontextprotocol/protocolVersion": self.negotiated.protocol_version,
+            "io.modelcontextprotocol/clientInfo": super::client_side::implementation(),
             "io.modelcontextprotocol/clientCapabilities": self.shared.declared_for(caller),
         });
         if let Some(level) = caller.and_then(|c| c.log_level()) {
             meta["io.modelcontextprotocol/logLevel"] = json!(level);
         }
-        serde_json::from_value(meta).unwrap_or_default()
+        meta
     }
 
     /// Answers every input request of an `input_required` result for a caller that does not

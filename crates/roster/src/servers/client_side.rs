@@ -135,10 +135,7 @@ impl Service<RoleClient> for ClientSide {
             "roots": {},
         }))
         .unwrap_or_default();
-        let mut info = InitializeRequestParams::new(
-            capabilities,
-            Implementation::new("roster", env!("CARGO_PKG_VERSION")),
-        );
+        let mut info = InitializeRequestParams::new(capabilities, implementation());
         info.protocol_version = ProtocolVersion::V_2025_11_25;
         info
     }
@@ -310,6 +307,11 @@ pub(super) fn relay_listen(
             }
         }
     });
+}
+
+/// roster as the client servers see (`clientInfo`).
+pub(crate) fn implementation() -> Implementation {
+    Implementation::new("roster", env!("CARGO_PKG_VERSION"))
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use super::gate::{GatedTransport, NotificationGate, NotificationRate};
 use super::notifications::{ListenerId, Notifications};
 use super::relay::{InFlight, LogLevel};
 use super::stdio::ChildGuard;
-use super::wire::RawResults;
+use super::wire::{Direct, RawResults};
 use crate::config::{Era, ServerConfig, ServerLimits, TransportConfig};
 
 /// One complete `tools/list`: every page, in order.
@@ -79,6 +79,9 @@ pub struct Connection {
     pub(super) notifications: Arc<Notifications>,
     pub(super) shared: Arc<ClientShared>,
     pub(super) raw: RawResults,
+    /// Requests for callers past rmcp's service, on roster's own transports (stdio, SSE);
+    /// `None` over streamable HTTP, where rmcp's transport carries everything.
+    pub(super) direct: Option<Direct>,
     pub(super) negotiated: Negotiated,
     listing: tokio::sync::Mutex<()>,
     pub(super) list_timeout: Duration,
@@ -167,109 +170,111 @@ impl Connection {
                 seen.cancel();
             }
         };
-        let (running, guard): (RunningService<RoleClient, ClientSide>, Guard) = match &config
-            .transport
-        {
-            TransportConfig::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let (transport, child) = super::stdio::spawn(
-                    super::stdio::Spawn {
-                        server: name.clone(),
-                        command,
-                        args,
-                        env,
-                        cwd: cwd.as_ref(),
-                        limits: &config.limits,
-                    },
-                    raw.clone(),
-                    gate,
-                )?;
-                let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
+        let (running, guard, direct): (RunningService<RoleClient, ClientSide>, Guard, _) =
+            match &config.transport {
+                TransportConfig::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                } => {
+                    let (transport, child) = super::stdio::spawn(
+                        super::stdio::Spawn {
+                            server: name.clone(),
+                            command,
+                            args,
+                            env,
+                            cwd: cwd.as_ref(),
+                            limits: &config.limits,
+                        },
+                        raw.clone(),
+                        gate,
+                    )?;
+                    let direct = transport.direct();
+                    let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
+                        .await
+                        .map_err(handshake)?;
+                    (running, Guard::Child(child), Some(direct))
+                }
+                TransportConfig::Sse { url, headers } => {
+                    let auth = match &config.oauth {
+                        Some(oauth) => Some(
+                            crate::oauth::authorized(server, url, oauth, ())
+                                .await
+                                .map_err(|e| needs_scope(server, e))?,
+                        ),
+                        None => None,
+                    };
+                    let on_scope = config.oauth.as_ref().map(|oauth| {
+                        Box::new(step_up_hook(oauth)) as Box<dyn Fn(&str) + Send + Sync>
+                    });
+                    let (transport, sse) = super::sse::connect(
+                        name.clone(),
+                        url,
+                        headers,
+                        (auth, on_scope),
+                        raw.clone(),
+                        gate,
+                    )
                     .await
-                    .map_err(handshake)?;
-                (running, Guard::Child(child))
-            }
-            TransportConfig::Sse { url, headers } => {
-                let auth = match &config.oauth {
-                    Some(oauth) => Some(
-                        crate::oauth::authorized(server, url, oauth, ())
-                            .await
-                            .map_err(|e| needs_scope(server, e))?,
-                    ),
-                    None => None,
-                };
-                let on_scope = config
-                    .oauth
-                    .as_ref()
-                    .map(|oauth| Box::new(step_up_hook(oauth)) as Box<dyn Fn(&str) + Send + Sync>);
-                let (transport, sse) = super::sse::connect(
-                    name.clone(),
-                    url,
-                    headers,
-                    (auth, on_scope),
-                    raw.clone(),
-                    gate,
-                )
-                .await
-                .map_err(|e| match e {
-                    super::sse::SseError::Unauthorized { challenge, .. } => {
-                        ConnectError::NeedsLogin {
+                    .map_err(|e| match e {
+                        super::sse::SseError::Unauthorized { challenge, .. } => {
+                            ConnectError::NeedsLogin {
+                                server: server.to_owned(),
+                                challenge,
+                            }
+                        }
+                        other => ConnectError::Sse(other),
+                    })?;
+                    let direct = transport.direct();
+                    let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
+                        .await
+                        .map_err(handshake)?;
+                    (running, Guard::Sse(sse), Some(direct))
+                }
+                TransportConfig::StreamableHttp { url, headers } => {
+                    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                    let custom: HashMap<_, _> = super::wire::header_map(headers)
+                        .map_err(ConnectError::Header)?
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    let http = crate::telemetry::TracedHttpClient::new()
+                        .map_err(|e| ConnectError::Handshake(e.to_string()))?;
+                    let transport_config =
+                        StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                            .custom_headers(custom);
+                    let running = match &config.oauth {
+                        None => {
+                            let transport =
+                                GatedTransport::new(http.transport(transport_config), gate);
+                            rmcp::serve_client_with_lifecycle(client, transport, mode).await
+                        }
+                        Some(oauth) => {
+                            let http = http.on_insufficient_scope(step_up_hook(oauth));
+                            let http = crate::oauth::authorized(server, url, oauth, http)
+                                .await
+                                .map_err(|e| needs_scope(server, e))?;
+                            let transport = GatedTransport::new(
+                                rmcp::transport::StreamableHttpClientTransport::with_client(
+                                    http,
+                                    transport_config,
+                                ),
+                                gate,
+                            );
+                            rmcp::serve_client_with_lifecycle(client, transport, mode).await
+                        }
+                    };
+                    let running = running.map_err(|e| match auth_challenge(&e) {
+                        Some(challenge) => ConnectError::NeedsLogin {
                             server: server.to_owned(),
                             challenge,
-                        }
-                    }
-                    other => ConnectError::Sse(other),
-                })?;
-                let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
-                    .await
-                    .map_err(handshake)?;
-                (running, Guard::Sse(sse))
-            }
-            TransportConfig::StreamableHttp { url, headers } => {
-                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                let custom: HashMap<_, _> = super::wire::header_map(headers)
-                    .map_err(ConnectError::Header)?
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                let http = crate::telemetry::TracedHttpClient::new()
-                    .map_err(|e| ConnectError::Handshake(e.to_string()))?;
-                let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(custom);
-                let running = match &config.oauth {
-                    None => {
-                        let transport = GatedTransport::new(http.transport(transport_config), gate);
-                        rmcp::serve_client_with_lifecycle(client, transport, mode).await
-                    }
-                    Some(oauth) => {
-                        let http = http.on_insufficient_scope(step_up_hook(oauth));
-                        let http = crate::oauth::authorized(server, url, oauth, http)
-                            .await
-                            .map_err(|e| needs_scope(server, e))?;
-                        let transport = GatedTransport::new(
-                            rmcp::transport::StreamableHttpClientTransport::with_client(
-                                http,
-                                transport_config,
-                            ),
-                            gate,
-                        );
-                        rmcp::serve_client_with_lifecycle(client, transport, mode).await
-                    }
-                };
-                let running = running.map_err(|e| match auth_challenge(&e) {
-                    Some(challenge) => ConnectError::NeedsLogin {
-                        server: server.to_owned(),
-                        challenge,
-                    },
-                    None => handshake(e),
-                })?;
-                (running, Guard::None)
-            }
-        };
+                        },
+                        None => handshake(e),
+                    })?;
+                    (running, Guard::None, None)
+                }
+            };
 
         raw.handshake_done();
         let peer = running.peer().clone();
@@ -360,6 +365,7 @@ impl Connection {
             notifications,
             shared,
             raw,
+            direct,
             negotiated,
             listing: tokio::sync::Mutex::new(()),
             list_timeout: config.list_timeout,

@@ -19,6 +19,7 @@ use crate::sync::lock;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -29,7 +30,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::event::AWAITED_BY_RESULTS;
 use super::gate::{Admit, NotificationGate};
@@ -168,6 +169,175 @@ impl Outgoing {
     pub(crate) fn lines(writer: impl AsyncWrite + Send + 'static) -> Self {
         Outgoing::Lines(Arc::new(tokio::sync::Mutex::new(Box::pin(writer))))
     }
+
+    fn share(&self) -> Self {
+        match self {
+            Outgoing::Channel(tx) => Outgoing::Channel(tx.clone()),
+            Outgoing::Lines(writer) => Outgoing::Lines(writer.clone()),
+        }
+    }
+
+    /// Hands one message to the server: as a value to the channel's writer, or as one line.
+    async fn write(&self, server: &str, message: &impl serde::Serialize) -> Result<(), WireError> {
+        match self {
+            Outgoing::Channel(tx) => {
+                let value = serde_json::to_value(message)?;
+                tx.send(value).await.map_err(|_| WireError::Closed)
+            }
+            Outgoing::Lines(writer) => {
+                let mut line = serde_json::to_vec(message)?;
+                line.push(b'\n');
+                let mut writer = writer.lock().await;
+                let written = async {
+                    writer.write_all(&line).await?;
+                    writer.flush().await
+                };
+                written.await.map_err(|error| {
+                    tracing::debug!(server, %error, "cannot write to the server");
+                    WireError::Closed
+                })
+            }
+        }
+    }
+}
+
+/// The first id of roster's own requests on a connection: far above the ids rmcp counts up
+/// from zero, so the two never meet, and still exact as a JavaScript number.
+const DIRECT_IDS: u64 = 1 << 40;
+
+/// Requests roster writes to the server itself and whose answers the connection's reader hands
+/// straight back — the requests made for a caller (`tools/call`, `prompts/get`,
+/// `resources/read`), which roster only forwards. They skip rmcp's service (its channel, its
+/// task per message, its typed parse of the request and of the answer); everything else the
+/// server says (its notifications and requests, answers to rmcp's own requests) still goes
+/// through rmcp.
+#[derive(Clone)]
+pub(crate) struct Direct {
+    inner: Arc<DirectInner>,
+}
+
+struct DirectInner {
+    server: Arc<str>,
+    outgoing: Outgoing,
+    next: AtomicU64,
+    /// Waiting requests by id; `None` once the connection is closed.
+    pending: Mutex<Option<HashMap<u64, oneshot::Sender<Value>>>>,
+}
+
+/// One request sent by [`Direct::send`]: its answer, or the end of the connection. Dropped
+/// unanswered (cancelled, timed out), it stops waiting for the answer.
+pub(crate) struct DirectCall {
+    direct: Direct,
+    /// The JSON-RPC id it was sent with.
+    pub(crate) id: u64,
+    answer: oneshot::Receiver<Value>,
+}
+
+#[derive(serde::Serialize)]
+struct DirectRequest<'a> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'a str,
+    params: &'a Value,
+}
+
+impl Direct {
+    fn new(server: Arc<str>, outgoing: Outgoing) -> Self {
+        Direct {
+            inner: Arc::new(DirectInner {
+                server,
+                outgoing,
+                next: AtomicU64::new(DIRECT_IDS),
+                pending: Mutex::new(Some(HashMap::new())),
+            }),
+        }
+    }
+
+    /// The id the next request will be sent with (a progress token is chosen from it before
+    /// the request is written).
+    pub(crate) fn next_id(&self) -> u64 {
+        self.inner.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Writes request `id` (from [`Direct::next_id`]) to the server; its answer is awaited
+    /// with [`DirectCall::answer`].
+    pub(crate) async fn send(
+        &self,
+        id: u64,
+        method: &str,
+        params: &Value,
+    ) -> Result<DirectCall, WireError> {
+        let (tx, answer) = oneshot::channel();
+        match lock(&self.inner.pending).as_mut() {
+            Some(pending) => pending.insert(id, tx),
+            None => return Err(WireError::Closed),
+        };
+        let call = DirectCall {
+            direct: self.clone(),
+            id,
+            answer,
+        };
+        let request = DirectRequest {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        };
+        self.inner
+            .outgoing
+            .write(&self.inner.server, &request)
+            .await?;
+        Ok(call)
+    }
+
+    /// Takes `message` when it answers one of roster's own requests (and hands it to the
+    /// waiting call); otherwise gives it back.
+    fn answer(&self, message: Value) -> Option<Value> {
+        let id = match message.get("id") {
+            Some(Value::Number(id)) if message.get("method").is_none() => id.as_u64(),
+            _ => None,
+        };
+        let Some(id) = id.filter(|id| *id >= DIRECT_IDS) else {
+            return Some(message);
+        };
+        let waiting = lock(&self.inner.pending)
+            .as_mut()
+            .and_then(|p| p.remove(&id));
+        match waiting {
+            Some(tx) => {
+                let _ = tx.send(message);
+            }
+            None => {
+                tracing::debug!(server = %self.inner.server, id, "dropped an answer to a request nobody waits for")
+            }
+        }
+        None
+    }
+
+    /// The connection ended: every waiting call gets [`WireError::Closed`].
+    fn close(&self) {
+        lock(&self.inner.pending).take();
+    }
+
+    fn forget(&self, id: u64) {
+        if let Some(pending) = lock(&self.inner.pending).as_mut() {
+            pending.remove(&id);
+        }
+    }
+}
+
+impl DirectCall {
+    /// The server's whole answer (`result` or `error`), or [`WireError::Closed`] when the
+    /// connection ended first.
+    pub(crate) async fn answer(&mut self) -> Result<Value, WireError> {
+        (&mut self.answer).await.map_err(|_| WireError::Closed)
+    }
+}
+
+impl Drop for DirectCall {
+    fn drop(&mut self) {
+        self.direct.forget(self.id);
+    }
 }
 
 /// Where a transport's messages come from, in order. Polled only from `receive`, which rmcp
@@ -186,6 +356,7 @@ pub(crate) struct WireTransport {
     incoming: Incoming,
     raw: RawResults,
     gate: NotificationGate,
+    direct: Direct,
 }
 
 impl WireTransport {
@@ -196,13 +367,20 @@ impl WireTransport {
         raw: RawResults,
         gate: NotificationGate,
     ) -> Self {
+        let direct = Direct::new(server.clone(), outgoing.share());
         WireTransport {
             server,
             outgoing,
             incoming,
             raw,
             gate,
+            direct,
         }
+    }
+
+    /// The way to send requests past rmcp on this transport (see [`Direct`]).
+    pub(crate) fn direct(&self) -> Direct {
+        self.direct.clone()
     }
 
     /// The next message to hand to rmcp: what the server sent, minus the notifications over
@@ -235,8 +413,17 @@ impl WireTransport {
                 );
                 continue;
             }
+            let Some(value) = self.direct.answer(value) else {
+                continue;
+            };
             return Some(value);
         }
+    }
+}
+
+impl Drop for WireTransport {
+    fn drop(&mut self) {
+        self.direct.close();
     }
 }
 
@@ -251,10 +438,7 @@ impl Transport<RoleClient> for WireTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let outgoing = match &self.outgoing {
-            Outgoing::Channel(tx) => Outgoing::Channel(tx.clone()),
-            Outgoing::Lines(writer) => Outgoing::Lines(writer.clone()),
-        };
+        let outgoing = self.outgoing.share();
         let raw = self.raw.clone();
         let server = self.server.clone();
         async move {
@@ -262,19 +446,7 @@ impl Transport<RoleClient> for WireTransport {
             raw.note_outgoing(&value);
             match outgoing {
                 Outgoing::Channel(tx) => tx.send(value).await.map_err(|_| WireError::Closed),
-                Outgoing::Lines(writer) => {
-                    let mut line = serde_json::to_vec(&value)?;
-                    line.push(b'\n');
-                    let mut writer = writer.lock().await;
-                    let written = async {
-                        writer.write_all(&line).await?;
-                        writer.flush().await
-                    };
-                    written.await.map_err(|error| {
-                        tracing::debug!(%server, %error, "cannot write to the server");
-                        WireError::Closed
-                    })
-                }
+                lines => lines.write(&server, &value).await,
             }
         }
     }
@@ -303,6 +475,7 @@ impl Transport<RoleClient> for WireTransport {
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.incoming = futures::stream::empty().boxed();
+        self.direct.close();
         Ok(())
     }
 }

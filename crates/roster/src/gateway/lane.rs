@@ -1,0 +1,218 @@
+//! The fast lane of the stdio front: `tools/call` and `tools/list` answered on the task that
+//! reads the client.
+//!
+//! rmcp's service loop hands each request to a task of its own, takes the answer back through a
+//! channel and writes it from yet another task: three wake-ups between tasks, often of the other
+//! worker thread, for every call. The lane sits in the transport under that loop: once the
+//! session is open it takes the hot requests as they are read, runs the same handler on them
+//! (rmcp's own dispatch, so every check and every answer is the same) concurrently on the
+//! reading task, and writes each answer from there. Everything else — the handshake, other
+//! requests, notifications, answers to roster's own requests — goes through rmcp as before.
+//!
+//! Cancellation: a client's `notifications/cancelled` for a request in the lane cancels its
+//! context, as rmcp's loop would. A lane holds at most [`MAX_IN_LANE`] requests; past that, new
+//! ones take rmcp's path (nothing waits: the lane never stops reading).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use rmcp::model::{
+    ClientNotification, ClientRequest, Extensions, GetExtensions, GetMeta, JsonRpcMessage,
+    JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject,
+};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage,
+};
+use rmcp::transport::Transport;
+use rmcp::{ErrorData, RoleServer};
+use tokio_util::sync::CancellationToken;
+
+use super::GatewayHandler;
+
+/// The most requests one lane runs at once.
+pub(crate) const MAX_IN_LANE: usize = 4096;
+
+/// One handler shared by rmcp's service loop and the lane.
+pub(crate) struct Shared(pub(crate) Arc<GatewayHandler>);
+
+impl Service<RoleServer> for Shared {
+    fn handle_request(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<rmcp::model::ServerResult, ErrorData>> + Send + '_ {
+        Service::handle_request(&*self.0, request, context)
+    }
+
+    fn handle_notification(
+        &self,
+        notification: ClientNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        Service::handle_notification(&*self.0, notification, context)
+    }
+
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        Service::get_info(&*self.0)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [rmcp::model::ProtocolVersion]> {
+        Service::supported_protocol_versions(&*self.0)
+    }
+}
+
+/// Where the lane learns the session's peer once the handshake is over.
+pub(crate) type LanePeer = Arc<OnceLock<Peer<RoleServer>>>;
+
+type Answer = (RequestId, TxJsonRpcMessage<RoleServer>);
+
+/// A transport with the fast lane in it.
+pub(crate) struct FastLane<T> {
+    inner: T,
+    handler: Arc<GatewayHandler>,
+    peer: LanePeer,
+    running: FuturesUnordered<BoxFuture<'static, Answer>>,
+    writes: FuturesUnordered<BoxFuture<'static, ()>>,
+    cancels: HashMap<RequestId, CancellationToken>,
+}
+
+impl<T> FastLane<T> {
+    pub(crate) fn new(inner: T, handler: Arc<GatewayHandler>, peer: LanePeer) -> Self {
+        FastLane {
+            inner,
+            handler,
+            peer,
+            running: FuturesUnordered::new(),
+            writes: FuturesUnordered::new(),
+            cancels: HashMap::new(),
+        }
+    }
+}
+
+/// Whether the lane answers this request (the hot ones; the rest keep rmcp's path).
+fn in_lane(request: &ClientRequest) -> bool {
+    matches!(
+        request,
+        ClientRequest::CallToolRequest(_) | ClientRequest::ListToolsRequest(_)
+    )
+}
+
+impl<T> FastLane<T>
+where
+    T: Transport<RoleServer>,
+{
+    /// Takes `message` into the lane, or gives it back for rmcp.
+    fn take(
+        &mut self,
+        message: RxJsonRpcMessage<RoleServer>,
+    ) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let peer = match (self.peer.get(), &message) {
+            (Some(peer), JsonRpcMessage::Request(JsonRpcRequest { request, .. }))
+                if in_lane(request) && self.running.len() < MAX_IN_LANE =>
+            {
+                peer.clone()
+            }
+            (
+                _,
+                JsonRpcMessage::Notification(JsonRpcNotification {
+                    notification: ClientNotification::CancelledNotification(cancelled),
+                    ..
+                }),
+            ) => {
+                let id = cancelled.params.request_id.as_ref();
+                if let Some(ct) = id.and_then(|id| self.cancels.get(id)) {
+                    ct.cancel();
+                }
+                return Some(message);
+            }
+            _ => return Some(message),
+        };
+        let JsonRpcMessage::Request(JsonRpcRequest {
+            id, mut request, ..
+        }) = message
+        else {
+            return Some(message);
+        };
+        // As rmcp's loop builds a handler's context.
+        let ct = CancellationToken::new();
+        self.cancels.insert(id.clone(), ct.clone());
+        let mut meta = RequestMetaObject::new();
+        let mut extensions = Extensions::new();
+        std::mem::swap(&mut meta, request.get_meta_mut());
+        std::mem::swap(&mut extensions, request.extensions_mut());
+        let mut context = RequestContext::new(id.clone(), peer);
+        context.ct = ct;
+        context.meta = meta;
+        context.extensions = extensions;
+        let handler = self.handler.clone();
+        self.running.push(Box::pin(async move {
+            let answer = match Service::handle_request(&*handler, request, context).await {
+                Ok(result) => JsonRpcMessage::response(result, id.clone()),
+                Err(error) => JsonRpcMessage::error(error, Some(id.clone())),
+            };
+            (id, answer)
+        }));
+        None
+    }
+}
+
+impl<T> Transport<RoleServer> for FastLane<T>
+where
+    T: Transport<RoleServer> + Send,
+    T::Error: Send,
+{
+    type Error = T::Error;
+
+    fn name() -> Cow<'static, str> {
+        T::name()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    /// The next message for rmcp; meanwhile the lane's requests run and their answers are
+    /// written. Cancel-safe: what is running stays in the lane when rmcp drops this future.
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            tokio::select! {
+                biased;
+                Some((id, answer)) = self.running.next(), if !self.running.is_empty() => {
+                    if let Some(ct) = self.cancels.remove(&id) {
+                        // Whatever the request still had running ends with it, as in rmcp.
+                        ct.cancel();
+                    }
+                    let write = self.inner.send(answer);
+                    self.writes.push(Box::pin(async move {
+                        if let Err(error) = write.await {
+                            tracing::debug!(%error, "cannot write an answer to the client");
+                        }
+                    }));
+                }
+                Some(()) = self.writes.next(), if !self.writes.is_empty() => {}
+                message = self.inner.receive() => {
+                    let Some(message) = message else {
+                        // The client is gone (rmcp's loop ends too): answers already being
+                        // written go out, requests still running are dropped.
+                        while self.writes.next().await.is_some() {}
+                        return None;
+                    };
+                    if let Some(message) = self.take(message) {
+                        return Some(message);
+                    }
+                }
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
