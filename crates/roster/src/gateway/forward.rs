@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{CallError, CallRelay, Gateway};
+use super::{CallError, CallRelay, Gateway, ProgressRelay};
 use crate::inbox::{HeldRequest, current_client};
 use crate::servers::{CallOptions, CallerRelay, InputRound, RequestError, RouteError, relay};
+use crate::sync::lock;
 
 impl Gateway {
     /// Calls a server's tool by its exposed name with the client's arguments. The result is
@@ -219,23 +220,35 @@ pub(crate) fn route_error(error: RouteError) -> ErrorData {
 
 /// The runtime's options for a relayed request; the progress forwarder (if any) must be
 /// [`finish`]ed once the request is done, so the last updates go out before the result.
-fn call_options(relay: CallRelay) -> (CallOptions, Option<tokio::task::JoinHandle<()>>) {
+fn call_options(relay: CallRelay) -> (CallOptions, Forwarder) {
     let mut options = CallOptions {
         cancel: Some(relay.cancel.clone()),
         caller: relay.caller,
         input: relay.input,
         ..CallOptions::default()
     };
+    let forwarder = Forwarder::default();
     let Some(progress) = relay.progress else {
-        return (options, None);
+        return (options, forwarder);
     };
     // The listener is synchronous and runs on the connection's reader; a channel hands each
-    // update to a task so nothing waits on the reader (and order holds).
-    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    // update to a task so nothing waits on the reader (and order holds). Most calls send no
+    // progress: the task starts with the first update.
+    let slot = forwarder.0.clone();
     options.progress = Some(Arc::new(move |params: &Value| {
+        let mut slot = lock(&slot);
+        let (tx, _) = slot.get_or_insert_with(|| forward_progress(progress.clone()));
         let _ = tx.send(params.clone());
     }));
-    let forwarder = tokio::spawn(async move {
+    (options, forwarder)
+}
+
+/// The task that sends a call's progress updates to its client, in order.
+fn forward_progress(
+    progress: ProgressRelay,
+) -> (mpsc::UnboundedSender<Value>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    let task = tokio::spawn(async move {
         while let Some(params) = rx.recv().await {
             let Some(value) = params.get("progress").and_then(Value::as_f64) else {
                 continue;
@@ -248,13 +261,22 @@ fn call_options(relay: CallRelay) -> (CallOptions, Option<tokio::task::JoinHandl
             progress.send(value, total, message).await;
         }
     });
-    (options, Some(forwarder))
+    (tx, task)
 }
 
-/// Waits for a progress forwarder; its sender went with the options, so it ends.
-async fn finish(forwarder: Option<tokio::task::JoinHandle<()>>) {
-    if let Some(forwarder) = forwarder {
-        let _ = forwarder.await;
+/// A call's progress forwarder, once its first update came.
+type ForwarderSlot = Option<(mpsc::UnboundedSender<Value>, tokio::task::JoinHandle<()>)>;
+
+#[derive(Default)]
+struct Forwarder(Arc<std::sync::Mutex<ForwarderSlot>>);
+
+/// Waits until the progress forwarder (if one started) has sent every update.
+async fn finish(forwarder: Forwarder) {
+    let started = lock(&forwarder.0).take();
+    if let Some((tx, task)) = started {
+        // The sender goes: the task ends once it has sent what it holds.
+        drop(tx);
+        let _ = task.await;
     }
 }
 

@@ -27,6 +27,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use roster_core::catalog::Subscriptions;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::lane::LaneLink;
 use super::watches::SessionWatches;
 use super::{ClientIdentity, Gateway};
 use crate::Session;
@@ -58,12 +59,13 @@ pub struct GatewayHandler {
     gateway: Arc<Gateway>,
     /// The session of this connection (stdio) or of this `Mcp-Session-Id` (initialize era);
     /// unused by stateless HTTP requests, which share their client's session.
-    own: OnceLock<Arc<Session>>,
+    own: Arc<OnceLock<Arc<Session>>>,
     /// The resources this connection's session watches (initialize era).
     watches: Arc<SessionWatches>,
     /// Stops this connection's relays (resource updates) when the handler goes.
     relays: CancellationToken,
-    _relays_end: DropGuard,
+    /// `None` in a [twin](GatewayHandler::twin): the relays end with the handler rmcp serves.
+    _relays_end: Option<DropGuard>,
 }
 
 impl GatewayHandler {
@@ -72,10 +74,29 @@ impl GatewayHandler {
         let relays = gateway.shutdown_token().child_token();
         Self {
             gateway,
-            own: OnceLock::new(),
+            own: Arc::default(),
             watches: Arc::new(SessionWatches::default()),
-            _relays_end: relays.clone().drop_guard(),
+            _relays_end: Some(relays.clone().drop_guard()),
             relays,
+        }
+    }
+
+    /// A handler of the same connection: its session, watches and relays are this one's.
+    fn twin(&self) -> Self {
+        Self {
+            gateway: self.gateway.clone(),
+            own: self.own.clone(),
+            watches: self.watches.clone(),
+            relays: self.relays.clone(),
+            _relays_end: None,
+        }
+    }
+
+    /// Hands a twin of this handler to the connection's fast lane, when the request carries
+    /// the lane's link (see [`super::lane`]).
+    fn link_lane(&self, context: &RequestContext<RoleServer>) {
+        if let Some(link) = context.extensions.get::<LaneLink>() {
+            link.fill(|| self.twin(), &context.peer);
         }
     }
 
@@ -174,6 +195,7 @@ macro_rules! hand_over {
             request: $request,
             context: RequestContext<RoleServer>,
         ) -> Result<$answer, ErrorData> {
+            self.link_lane(&context);
             let trace = self.trace(stringify!($name), &request, &context);
             crate::telemetry::within(trace, self.$to(request, context)).await
         }

@@ -1,5 +1,5 @@
-//! The fast lane of the stdio front: `tools/call` and `tools/list` answered on the task that
-//! reads the client.
+//! The fast lane of a client connection (stdio, or an initialize-era HTTP session):
+//! `tools/call` and `tools/list` answered on the task that reads the client's messages.
 //!
 //! rmcp's service loop hands each request to a task of its own, takes the answer back through a
 //! channel and writes it from yet another task: three wake-ups between tasks, often of the other
@@ -8,6 +8,11 @@
 //! (rmcp's own dispatch, so every check and every answer is the same) concurrently on the
 //! reading task, and writes each answer from there. Everything else — the handshake, other
 //! requests, notifications, answers to roster's own requests — goes through rmcp as before.
+//!
+//! The lane learns the handler and the session's peer from the session's first request: it
+//! carries a [`LaneLink`] in its extensions, and the handler fills the link with a twin of
+//! itself (the same session, watches and relays) when rmcp hands it that request. Until then
+//! every message takes rmcp's path.
 //!
 //! Cancellation: a client's `notifications/cancelled` for a request in the lane cancels its
 //! context, as rmcp's loop would. A lane holds at most [`MAX_IN_LANE`] requests; past that, new
@@ -20,15 +25,13 @@ use std::sync::{Arc, OnceLock};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
+use rmcp::RoleServer;
 use rmcp::model::{
     ClientNotification, ClientRequest, Extensions, GetExtensions, GetMeta, JsonRpcMessage,
     JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject,
 };
-use rmcp::service::{
-    NotificationContext, Peer, RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage,
-};
+use rmcp::service::{Peer, RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::{ErrorData, RoleServer};
 use tokio_util::sync::CancellationToken;
 
 use super::GatewayHandler;
@@ -36,56 +39,33 @@ use super::GatewayHandler;
 /// The most requests one lane runs at once.
 pub(crate) const MAX_IN_LANE: usize = 4096;
 
-/// One handler shared by rmcp's service loop and the lane.
-pub(crate) struct Shared(pub(crate) Arc<GatewayHandler>);
+/// Where a lane learns its session's handler and peer (see the module's words).
+#[derive(Clone, Default)]
+pub(crate) struct LaneLink(Arc<OnceLock<(Arc<GatewayHandler>, Peer<RoleServer>)>>);
 
-impl Service<RoleServer> for Shared {
-    fn handle_request(
-        &self,
-        request: ClientRequest,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<rmcp::model::ServerResult, ErrorData>> + Send + '_ {
-        Service::handle_request(&*self.0, request, context)
-    }
-
-    fn handle_notification(
-        &self,
-        notification: ClientNotification,
-        context: NotificationContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
-        Service::handle_notification(&*self.0, notification, context)
-    }
-
-    fn get_info(&self) -> rmcp::model::ServerConfig {
-        Service::get_info(&*self.0)
-    }
-
-    fn supported_protocol_versions(&self) -> Cow<'static, [rmcp::model::ProtocolVersion]> {
-        Service::supported_protocol_versions(&*self.0)
+impl LaneLink {
+    /// Gives the lane `handler` (a twin of the one rmcp serves) and the session's peer.
+    pub(crate) fn fill(&self, handler: impl FnOnce() -> GatewayHandler, peer: &Peer<RoleServer>) {
+        self.0.get_or_init(|| (Arc::new(handler()), peer.clone()));
     }
 }
-
-/// Where the lane learns the session's peer once the handshake is over.
-pub(crate) type LanePeer = Arc<OnceLock<Peer<RoleServer>>>;
 
 type Answer = (RequestId, TxJsonRpcMessage<RoleServer>);
 
 /// A transport with the fast lane in it.
-pub(crate) struct FastLane<T> {
+pub struct FastLane<T> {
     inner: T,
-    handler: Arc<GatewayHandler>,
-    peer: LanePeer,
+    link: LaneLink,
     running: FuturesUnordered<BoxFuture<'static, Answer>>,
     writes: FuturesUnordered<BoxFuture<'static, ()>>,
     cancels: HashMap<RequestId, CancellationToken>,
 }
 
 impl<T> FastLane<T> {
-    pub(crate) fn new(inner: T, handler: Arc<GatewayHandler>, peer: LanePeer) -> Self {
+    pub(crate) fn new(inner: T) -> Self {
         FastLane {
             inner,
-            handler,
-            peer,
+            link: LaneLink::default(),
             running: FuturesUnordered::new(),
             writes: FuturesUnordered::new(),
             cancels: HashMap::new(),
@@ -108,13 +88,17 @@ where
     /// Takes `message` into the lane, or gives it back for rmcp.
     fn take(
         &mut self,
-        message: RxJsonRpcMessage<RoleServer>,
+        mut message: RxJsonRpcMessage<RoleServer>,
     ) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let peer = match (self.peer.get(), &message) {
-            (Some(peer), JsonRpcMessage::Request(JsonRpcRequest { request, .. }))
+        let (handler, peer) = match (self.link.0.get(), &mut message) {
+            (Some((handler, peer)), JsonRpcMessage::Request(JsonRpcRequest { request, .. }))
                 if in_lane(request) && self.running.len() < MAX_IN_LANE =>
             {
-                peer.clone()
+                (handler.clone(), peer.clone())
+            }
+            (None, JsonRpcMessage::Request(JsonRpcRequest { request, .. })) => {
+                request.extensions_mut().insert(self.link.clone());
+                return Some(message);
             }
             (
                 _,
@@ -148,7 +132,6 @@ where
         context.ct = ct;
         context.meta = meta;
         context.extensions = extensions;
-        let handler = self.handler.clone();
         self.running.push(Box::pin(async move {
             let answer = match Service::handle_request(&*handler, request, context).await {
                 Ok(result) => JsonRpcMessage::response(result, id.clone()),

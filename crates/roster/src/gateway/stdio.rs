@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt;
 
-use super::lane::{FastLane, LanePeer, Shared};
+use super::lane::FastLane;
 use super::{Gateway, GatewayHandler};
 
 /// Why serving over stdio stopped abnormally.
@@ -25,15 +25,10 @@ pub async fn serve(gateway: Arc<Gateway>) -> Result<(), StdioError> {
     // (a terminal, a file) falls back to tokio's stdin/stdout, one blocking-pool hop per read.
     let pipes = rmcp::transport::stdio_pipes();
     let transport = crate::metrics::stdio::counted(pipes, gateway.roster().metrics());
-    let handler = Arc::new(GatewayHandler::new(gateway));
-    let peer = LanePeer::default();
-    let transport = FastLane::new(transport, handler.clone(), peer.clone());
-    let service = Shared(handler)
-        .serve_with_ct(transport, shutdown.child_token())
+    let service = GatewayHandler::new(gateway)
+        .serve_with_ct(FastLane::new(transport), shutdown.child_token())
         .await
         .map_err(|e| StdioError::Start(e.to_string()))?;
-    // From here on the lane answers the hot requests itself.
-    let _ = peer.set(service.peer().clone());
     service
         .waiting()
         .await

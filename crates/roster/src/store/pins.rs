@@ -304,8 +304,10 @@ impl PinStore {
 
     /// Changes whenever another connection (another process) committed to the store.
     pub fn data_version(&self) -> Result<i64, StoreError> {
+        // Asked at every turn: the statement is parsed once.
         self.conn
-            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
             .map_err(|e| self.error(e))
     }
 

@@ -14,6 +14,8 @@ use std::time::Duration;
 use futures::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
+
+use crate::gateway::lane::FastLane;
 use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::{
@@ -174,12 +176,12 @@ impl Drop for Reservation {
 
 impl SessionManager for BoundSessions {
     type Error = LocalSessionManagerError;
-    type Transport = WorkerTransport<LocalSessionWorker>;
+    type Transport = FastLane<WorkerTransport<LocalSessionWorker>>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let (id, transport) = self.inner.create_session().await?;
         self.owners().by_session.insert(id.clone(), None);
-        Ok((id, transport))
+        Ok((id, FastLane::new(transport)))
     }
 
     async fn initialize_session(
