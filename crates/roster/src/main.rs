@@ -123,6 +123,21 @@ struct AdminArgs {
     json: bool,
 }
 
+/// The async runtime for a command. `roster serve` over stdio serves one client: its work runs
+/// on one worker thread, which spends less CPU per forwarded call than one per core (a call
+/// hops between tasks; on one thread no hop wakes another thread) and still leaves a core's
+/// worth of calls per second to that client (bench/fast-path.md). Everything else, and any run
+/// with `TOKIO_WORKER_THREADS` set, gets a worker per core.
+fn runtime_for(command: Option<&Command>) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    let one_client = matches!(command, Some(Command::Serve(args)) if args.http.is_none());
+    if one_client && std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        builder.worker_threads(1);
+    }
+    builder.build()
+}
+
 fn main() -> anyhow::Result<ExitCode> {
     roster::i18n::init_cli();
     let cli = Cli::parse();
@@ -165,7 +180,7 @@ fn main() -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = runtime_for(cli.command.as_ref())?;
     match cli.command {
         Some(Command::DemoServer) => runtime.block_on(roster::demo::run_stdio())?,
         Some(Command::Probe(args)) => {
