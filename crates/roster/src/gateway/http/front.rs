@@ -354,15 +354,49 @@ fn first_message(event: &[u8]) -> Event {
     if data.trim().is_empty() {
         return Event::Skip;
     }
-    match serde_json::from_str::<Value>(&data) {
-        Ok(Value::Object(message))
-            if message.contains_key("id")
-                && !message.contains_key("method")
-                && (message.contains_key("result") || message.contains_key("error")) =>
-        {
-            Event::Answer(data)
-        }
+    // Only the top-level keys are looked at: the result itself (a tool's output, a page of
+    // tools) is skipped, not built.
+    match serde_json::from_str::<Keys>(&data) {
+        Ok(keys) if keys.id && !keys.method && (keys.result || keys.error) => Event::Answer(data),
         _ => Event::Other,
+    }
+}
+
+/// Which of a JSON-RPC message's top-level keys a JSON object has (anything else is an error).
+#[derive(Default)]
+struct Keys {
+    id: bool,
+    method: bool,
+    result: bool,
+    error: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for Keys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Keys;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON-RPC message")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                let mut keys = Keys::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    match key.as_ref() {
+                        "id" => keys.id = true,
+                        "method" => keys.method = true,
+                        "result" => keys.result = true,
+                        "error" => keys.error = true,
+                        _ => {}
+                    }
+                }
+                Ok(keys)
+            }
+        }
+        deserializer.deserialize_map(Visit)
     }
 }
 
@@ -471,6 +505,19 @@ data: {"jsonrpc":"2.0","id":3,"result":{}}"#;
         assert!(matches!(first_message(progress), Event::Other));
         let question = br#"data: {"jsonrpc":"2.0","id":0,"method":"roots/list"}"#;
         assert!(matches!(first_message(question), Event::Other));
+        // Only top-level keys count: a result that holds a `method` is still the answer.
+        let nested =
+            br#"data: {"jsonrpc":"2.0","id":"a","result":{"method":"x","id":[1,{"y":null}]}}"#;
+        assert!(matches!(first_message(nested), Event::Answer(_)));
+        let null_id = br#"data: {"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m"}}"#;
+        assert!(matches!(first_message(null_id), Event::Answer(_)));
+        for other in [
+            &br#"data: [1,2,3,4]"#[..],
+            br#"data: {"jsonrpc":"2.0","id":1}"#,
+            b"data: {",
+        ] {
+            assert!(matches!(first_message(other), Event::Other));
+        }
     }
 
     #[test]
