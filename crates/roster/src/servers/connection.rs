@@ -108,6 +108,18 @@ impl Drop for Connection {
     }
 }
 
+/// rmcp's client on one of roster's own transports, and the way past it ([`Direct`]).
+async fn serve_wire(
+    client: ClientSide,
+    transport: super::wire::WireTransport,
+    mode: ClientLifecycleMode,
+) -> Result<(RunningService<RoleClient, ClientSide>, Direct), rmcp::service::ClientInitializeError>
+{
+    let direct = transport.direct();
+    let running = rmcp::serve_client_with_lifecycle(client, transport, mode).await?;
+    Ok((running, direct))
+}
+
 fn lifecycle(era: Era) -> ClientLifecycleMode {
     match era {
         Era::Legacy => ClientLifecycleMode::Initialize,
@@ -190,8 +202,7 @@ impl Connection {
                         raw.clone(),
                         gate,
                     )?;
-                    let direct = transport.direct();
-                    let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
+                    let (running, direct) = serve_wire(client, transport, mode)
                         .await
                         .map_err(handshake)?;
                     (running, Guard::Child(child), Some(direct))
@@ -226,8 +237,7 @@ impl Connection {
                         }
                         other => ConnectError::Sse(other),
                     })?;
-                    let direct = transport.direct();
-                    let running = rmcp::serve_client_with_lifecycle(client, transport, mode)
+                    let (running, direct) = serve_wire(client, transport, mode)
                         .await
                         .map_err(handshake)?;
                     (running, Guard::Sse(sse), Some(direct))
