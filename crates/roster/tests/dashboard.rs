@@ -192,40 +192,69 @@ async fn reload_until(
 
 /// Clicks the first element `css` matches on the current page.
 async fn click(browser: &Client, css: &str) {
-    browser
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
-        .click()
-        .await
-        .unwrap_or_else(|e| panic!("clicking {css}: {e}"));
+    for _ in 0..20 {
+        let element = browser
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css} on the page: {e}"));
+        match element.click().await {
+            Ok(_) => return,
+            Err(e) if is_stale(&e) => continue,
+            Err(e) => panic!("clicking {css}: {e}"),
+        }
+    }
+    panic!("{css} was replaced every time it was clicked");
 }
 
 /// The text of `css` once it is on the page (after a click, the next page may still be loading).
+/// The page re-renders as it polls the gateway: an element found just before a re-render is
+/// gone when its text is read, so it is looked up again.
 async fn wait_text(browser: &Client, css: &str) -> String {
-    match browser
-        .wait()
-        .at_most(Duration::from_secs(30))
-        .for_element(Locator::Css(css))
-        .await
-    {
-        Ok(element) => element.text().await.expect("element text"),
-        Err(e) => panic!(
-            "{css} never appeared ({e}); at {:?}: {}",
-            browser.current_url().await.map(|u| u.to_string()),
-            browser.source().await.unwrap_or_default()
-        ),
+    for _ in 0..20 {
+        let element = match browser
+            .wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::Css(css))
+            .await
+        {
+            Ok(element) => element,
+            Err(e) => panic!(
+                "{css} never appeared ({e}); at {:?}: {}",
+                browser.current_url().await.map(|u| u.to_string()),
+                browser.source().await.unwrap_or_default()
+            ),
+        };
+        match element.text().await {
+            Ok(text) => return text,
+            Err(e) if is_stale(&e) => continue,
+            Err(e) => panic!("the text of {css}: {e}"),
+        }
     }
+    panic!("{css} was replaced every time its text was read");
 }
 
 async fn text_of(browser: &Client, css: &str) -> String {
-    browser
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
-        .text()
-        .await
-        .expect("element text")
+    for _ in 0..20 {
+        let element = browser
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css} on the page: {e}"));
+        match element.text().await {
+            Ok(text) => return text,
+            Err(e) if is_stale(&e) => continue,
+            Err(e) => panic!("the text of {css}: {e}"),
+        }
+    }
+    panic!("{css} was replaced every time its text was read");
+}
+
+/// The element was replaced by a re-render between finding it and using it.
+fn is_stale(error: &fantoccini::error::CmdError) -> bool {
+    matches!(
+        error,
+        fantoccini::error::CmdError::Standard(e)
+            if e.error == fantoccini::error::ErrorStatus::StaleElementReference
+    )
 }
 
 async fn screenshot(browser: &Client, name: &str) {
