@@ -3,6 +3,11 @@
 //! keeps what the long way did: a client that cancels its call cancels it at the server, and
 //! the server's progress reaches the client under the client's own token before the result.
 //! The server is the Python SDK conformance fixture.
+//!
+//! Over stdio the lane also answers a `tools/list` page every caller shares from text made
+//! once per version of the tools: those pages must be the ones rmcp's typed path gives (over
+//! HTTP), in each era's shape, follow a change of the tools, and never share a line with
+//! another answer written at the same time.
 
 mod common;
 
@@ -40,9 +45,13 @@ impl ClientHandler for Listener {
 type Client = RunningService<RoleClient, Listener>;
 
 fn config(dir: &std::path::Path) -> std::path::PathBuf {
+    config_with(dir, "")
+}
+
+fn config_with(dir: &std::path::Path, gateway: &str) -> std::path::PathBuf {
     let fixture = common::workspace_root().join("tests/python/conformance_server.py");
     let text = format!(
-        "[gateway]\nnaming = \"never\"\nstartup_wait = \"20s\"\nstate_dir = {state:?}\n\n\
+        "[gateway]\nnaming = \"never\"\nstartup_wait = \"20s\"\nstate_dir = {state:?}\n{gateway}\n\
          [servers.fixture]\ncommand = {python:?}\nargs = [{fixture:?}]\n",
         state = dir.join("state"),
         python = common::python(),
@@ -152,4 +161,246 @@ async fn in_an_http_session_a_cancelled_call_is_cancelled_at_the_server_and_prog
         .await
         .expect("connect to roster over HTTP");
     walk(&client, &listener, "over-http").await;
+}
+
+/// `roster serve` over stdio spoken to line by line, so the test sees each answer's JSON as
+/// roster wrote it.
+struct RawStdio {
+    _child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl RawStdio {
+    fn start(config: &std::path::Path) -> RawStdio {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+            .arg("--config")
+            .arg(config)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start roster");
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            panic!("roster's pipes");
+        };
+        RawStdio {
+            _child: child,
+            stdin,
+            lines: tokio::io::BufReader::new(stdout).lines(),
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        use tokio::io::AsyncWriteExt;
+        let line = format!("{message}\n");
+        self.stdin
+            .write_all(line.as_bytes())
+            .await
+            .expect("write to roster");
+    }
+
+    /// The next answer (notifications roster sends in between are passed over), parsed.
+    async fn answer(&mut self) -> Value {
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+                .await
+                .expect("roster answers within 30 s")
+                .expect("read roster's stdout")
+                .expect("roster's stdout is open");
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("a line that is no JSON ({e}): {line}"));
+            if message.get("id").is_some() {
+                return message;
+            }
+        }
+    }
+
+    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let answer = self.answer().await;
+        assert_eq!(answer["id"], json!(id), "{answer}");
+        answer
+    }
+}
+
+/// Every page of `tools/list` over raw stdio, `meta` in each request's `_meta`.
+async fn raw_pages(roster: &mut RawStdio, first_id: u64, meta: &Value) -> Vec<Value> {
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    for id in first_id.. {
+        let mut params = json!({"_meta": meta});
+        if let Some(cursor) = &cursor {
+            params["cursor"] = json!(cursor);
+        }
+        let answer = roster.request(id, "tools/list", params).await;
+        let result = answer
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("tools/list answered {answer}"));
+        cursor = result["nextCursor"].as_str().map(str::to_owned);
+        pages.push(result);
+        if cursor.is_none() {
+            return pages;
+        }
+        assert!(pages.len() < 100, "the listing ends");
+    }
+    unreachable!()
+}
+
+fn names(pages: &[Value]) -> Vec<String> {
+    pages
+        .iter()
+        .flat_map(|page| page["tools"].as_array().cloned().unwrap_or_default())
+        .map(|tool| tool["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn over_stdio_shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes() {
+    // Each roster its own state directory (one process holds a directory's inbox).
+    let dirs: Vec<_> = (0..3)
+        .map(|_| tempfile::tempdir().expect("temp dir"))
+        .collect();
+    let configs: Vec<_> = dirs
+        .iter()
+        .map(|dir| config_with(dir.path(), "page_size = 4\n"))
+        .collect();
+
+    // The typed path: rmcp's dispatch and serializer, over HTTP (no shared pages there).
+    let http = common::start_roster_http(&configs[0]);
+    let client =
+        ().serve(StreamableHttpClientTransport::from_uri(http.url.as_str()))
+            .await
+            .expect("connect to roster over HTTP");
+    let mut typed = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = client
+            .peer()
+            .list_tools(Some(
+                rmcp::model::PaginatedRequestParams::default().with_cursor(cursor),
+            ))
+            .await
+            .expect("tools/list over HTTP");
+        cursor = page.next_cursor.clone();
+        typed.push(page);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert!(
+        typed.len() >= 4,
+        "page_size 4 makes several pages: {}",
+        typed.len()
+    );
+
+    // An initialize-era session over stdio, and a stateless 2026-07-28 one.
+    let mut legacy = RawStdio::start(&configs[1]);
+    legacy
+        .request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}}),
+        )
+        .await;
+    legacy
+        .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    let legacy_pages = raw_pages(&mut legacy, 2, &json!({})).await;
+    let modern_meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    });
+    let mut modern = RawStdio::start(&configs[2]);
+    let modern_pages = raw_pages(&mut modern, 1, &modern_meta).await;
+
+    for (era, pages) in [("2025-11-25", &legacy_pages), ("2026-07-28", &modern_pages)] {
+        assert_eq!(
+            pages.len(),
+            typed.len(),
+            "{era}: as many pages as the typed path"
+        );
+        for (raw, typed) in pages.iter().zip(&typed) {
+            let tools = serde_json::to_value(&typed.tools).expect("tools are JSON");
+            assert_eq!(
+                raw["tools"], tools,
+                "{era}: the same tools on the same page"
+            );
+            assert_eq!(
+                raw["nextCursor"].as_str(),
+                typed.next_cursor.as_deref(),
+                "{era}: the same cursor"
+            );
+            assert_eq!(raw["cacheScope"], json!("public"), "{era}: {raw}");
+            assert_eq!(raw["ttlMs"], json!(0), "{era}: {raw}");
+        }
+    }
+    for page in &legacy_pages {
+        assert!(
+            page.get("resultType").is_none(),
+            "no resultType before 2026-07-28: {page}"
+        );
+    }
+    for page in &modern_pages {
+        assert_eq!(page["resultType"], json!("complete"), "{page}");
+    }
+
+    // The same pages again (now from the kept text), then a change of the server's tools:
+    // the next listing has the new tool.
+    assert_eq!(raw_pages(&mut legacy, 100, &json!({})).await, legacy_pages);
+    let before = names(&legacy_pages);
+    assert!(
+        !before.iter().any(|n| n == "test_dynamic_tool"),
+        "{before:?}"
+    );
+    let changed = legacy
+        .request(
+            200,
+            "tools/call",
+            json!({"name": "test_trigger_tool_change", "arguments": {}}),
+        )
+        .await;
+    assert!(changed.get("result").is_some(), "{changed}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut id = 300;
+    loop {
+        let after = names(&raw_pages(&mut legacy, id, &json!({})).await);
+        if after.iter().any(|n| n == "test_dynamic_tool") {
+            assert_eq!(after.len(), before.len() + 1, "{after:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new tool is never listed: {after:?}"
+        );
+        id += 100;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Many pages and calls at once: each answer is a line of its own.
+    let mut expected = std::collections::BTreeSet::new();
+    for i in 0..200u64 {
+        let id = 10_000 + i;
+        let message = if i % 2 == 0 {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "test_simple_text", "arguments": {}}})
+        };
+        legacy.send(message).await;
+        expected.insert(id);
+    }
+    while !expected.is_empty() {
+        let answer = legacy.answer().await;
+        let id = answer["id"].as_u64().expect("a numeric id");
+        assert!(answer.get("result").is_some(), "{answer}");
+        assert!(expected.remove(&id), "answered once: {id}");
+    }
 }

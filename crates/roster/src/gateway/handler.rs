@@ -167,17 +167,28 @@ fn page<T: Clone>(
     cursor: Option<&str>,
     size: usize,
 ) -> Result<(Vec<T>, Option<String>), ErrorData> {
+    let (start, end, next) = page_bounds(items.len(), cursor, size)?;
+    Ok((items[start..end].to_vec(), next))
+}
+
+/// Where the page `cursor` asks for starts and ends in a list of `len` items, and the cursor
+/// of the page after it.
+pub(super) fn page_bounds(
+    len: usize,
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<(usize, usize, Option<String>), ErrorData> {
     let start = match cursor {
         None => 0,
         Some(c) => c
             .parse::<usize>()
             .ok()
-            .filter(|&n| n <= items.len())
+            .filter(|&n| n <= len)
             .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor {c:?}"), None))?,
     };
-    let end = (start + size.max(1)).min(items.len());
-    let next = (end < items.len()).then(|| end.to_string());
-    Ok((items[start..end].to_vec(), next))
+    let end = (start + size.max(1)).min(len);
+    let next = (end < len).then(|| end.to_string());
+    Ok((start, end, next))
 }
 
 impl GatewayHandler {

@@ -35,6 +35,7 @@ use rmcp::transport::Transport;
 use tokio_util::sync::CancellationToken;
 
 use super::GatewayHandler;
+use super::stdio::Lines;
 
 /// The most requests one lane runs at once.
 pub(crate) const MAX_IN_LANE: usize = 4096;
@@ -50,12 +51,23 @@ impl LaneLink {
     }
 }
 
-type Answer = (RequestId, TxJsonRpcMessage<RoleServer>);
+/// A lane request's answer: a message for the transport, or (where the lane writes lines
+/// itself) one already written out as its JSON-RPC line. Not boxed: each answer is moved once,
+/// and a box would be an allocation per answer on the hot path.
+#[allow(clippy::large_enum_variant)]
+enum Reply {
+    Message(TxJsonRpcMessage<RoleServer>),
+    Line(Lines, Vec<u8>),
+}
+
+type Answer = (RequestId, Reply);
 
 /// A transport with the fast lane in it.
 pub struct FastLane<T> {
     inner: T,
     link: LaneLink,
+    /// Where the lane writes whole lines itself (stdio), if it can.
+    lines: Option<Lines>,
     running: FuturesUnordered<BoxFuture<'static, Answer>>,
     writes: FuturesUnordered<BoxFuture<'static, ()>>,
     cancels: HashMap<RequestId, CancellationToken>,
@@ -66,11 +78,30 @@ impl<T> FastLane<T> {
         FastLane {
             inner,
             link: LaneLink::default(),
+            lines: None,
             running: FuturesUnordered::new(),
             writes: FuturesUnordered::new(),
             cancels: HashMap::new(),
         }
     }
+
+    /// The lane writes what it holds as text (a shared `tools/list` page) to `lines` itself.
+    pub(crate) fn with_lines(mut self, lines: Lines) -> Self {
+        self.lines = Some(lines);
+        self
+    }
+}
+
+/// The JSON-RPC line answering `id` with `result`, given as JSON text.
+fn result_line(id: &RequestId, result: &str) -> Vec<u8> {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
+    let mut line = Vec::with_capacity(result.len() + id.len() + 40);
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    line.extend_from_slice(id.as_bytes());
+    line.extend_from_slice(br#","result":"#);
+    line.extend_from_slice(result.as_bytes());
+    line.extend_from_slice(b"}\n");
+    line
 }
 
 /// Whether the lane answers this request (the hot ones; the rest keep rmcp's path).
@@ -132,10 +163,26 @@ where
         context.ct = ct;
         context.meta = meta;
         context.extensions = extensions;
+        let shared_page = match (&request, &self.lines) {
+            (ClientRequest::ListToolsRequest(list), Some(lines))
+                if handler.lists_shared_page(&context) =>
+            {
+                Some((list.params.clone(), lines.clone()))
+            }
+            _ => None,
+        };
         self.running.push(Box::pin(async move {
-            let answer = match Service::handle_request(&*handler, request, context).await {
-                Ok(result) => JsonRpcMessage::response(result, id.clone()),
-                Err(error) => JsonRpcMessage::error(error, Some(id.clone())),
+            let answer = match shared_page {
+                Some((params, lines)) => match handler.shared_tools_page(params, context).await {
+                    Ok(text) => Reply::Line(lines, result_line(&id, &text)),
+                    Err(error) => Reply::Message(JsonRpcMessage::error(error, Some(id.clone()))),
+                },
+                None => Reply::Message(
+                    match Service::handle_request(&*handler, request, context).await {
+                        Ok(result) => JsonRpcMessage::response(result, id.clone()),
+                        Err(error) => JsonRpcMessage::error(error, Some(id.clone())),
+                    },
+                ),
             };
             (id, answer)
         }));
@@ -172,12 +219,24 @@ where
                         // Whatever the request still had running ends with it, as in rmcp.
                         ct.cancel();
                     }
-                    let write = self.inner.send(answer);
-                    self.writes.push(Box::pin(async move {
-                        if let Err(error) = write.await {
-                            tracing::debug!(%error, "cannot write an answer to the client");
+                    match answer {
+                        Reply::Line(lines, line) => {
+                            let write = lines.write(line);
+                            self.writes.push(Box::pin(async move {
+                                if let Err(error) = write.await {
+                                    tracing::debug!(%error, "cannot write an answer to the client");
+                                }
+                            }));
                         }
-                    }));
+                        Reply::Message(message) => {
+                            let write = self.inner.send(message);
+                            self.writes.push(Box::pin(async move {
+                                if let Err(error) = write.await {
+                                    tracing::debug!(%error, "cannot write an answer to the client");
+                                }
+                            }));
+                        }
+                    }
                 }
                 Some(()) = self.writes.next(), if !self.writes.is_empty() => {}
                 message = self.inner.receive() => {

@@ -265,6 +265,17 @@ pub(crate) struct ServedTools {
     native: usize,
     /// `search_tools`, `describe_tools` and `call_tool`: served in search mode only.
     search: Vec<Tool>,
+    /// The `tools/list` pages every caller shares, as JSON text, made on first request.
+    texts: Mutex<PageTexts>,
+}
+
+/// Page texts of one [`ServedTools`]: by era (2026-07-28 and later, then older) and by the
+/// page's first item, for the page size they were made at. Only pages at the cursors roster
+/// hands out are kept, so there are at most as many as the list has pages.
+#[derive(Default)]
+struct PageTexts {
+    size: usize,
+    pages: [HashMap<usize, Arc<str>>; 2],
 }
 
 impl ServedTools {
@@ -291,7 +302,57 @@ impl ServedTools {
             index,
             native: native_count,
             search: native::search_tools(),
+            texts: Mutex::default(),
         }
+    }
+
+    /// The page of every tool that `cursor` asks for, as the JSON text of a `tools/list`
+    /// result every caller shares (`cacheScope` public), in the shape of the caller's era
+    /// (`modern`: 2026-07-28 or later) exactly as rmcp's dispatch would send it.
+    pub(crate) fn page_text(
+        &self,
+        cursor: Option<&str>,
+        size: usize,
+        modern: bool,
+    ) -> Result<Arc<str>, rmcp::ErrorData> {
+        let size = size.max(1);
+        let (start, end, next) = handler::page_bounds(self.tools.len(), cursor, size)?;
+        let era = usize::from(!modern);
+        let kept = start % size == 0;
+        if kept {
+            let texts = lock(&self.texts);
+            if texts.size == size
+                && let Some(text) = texts.pages[era].get(&start)
+            {
+                return Ok(text.clone());
+            }
+        }
+        let mut result =
+            rmcp::model::ListToolsResult::with_all_items(self.tools[start..end].to_vec())
+                .with_ttl_ms(0)
+                .with_cache_scope(rmcp::model::CacheScope::Public);
+        result.next_cursor = next;
+        let mut result = rmcp::model::ServerResult::ListToolsResult(result);
+        if modern {
+            result.fill_missing_cache_hints();
+        } else {
+            result.strip_result_type_for_legacy_peer();
+            result.strip_non_object_output_for_legacy_peer();
+        }
+        let text: Arc<str> = serde_json::to_string(&result)
+            .map_err(|e| rmcp::ErrorData::internal_error(format!("tools/list page: {e}"), None))?
+            .into();
+        if kept {
+            let mut texts = lock(&self.texts);
+            if texts.size != size {
+                *texts = PageTexts {
+                    size,
+                    ..PageTexts::default()
+                };
+            }
+            texts.pages[era].insert(start, text.clone());
+        }
+        Ok(text)
     }
 
     /// What a client in search mode lists: the native tools, the search tools, then the

@@ -1,8 +1,15 @@
 //! The gateway over this process's stdin/stdout: one client, one session.
 
+use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 
+use futures::future::BoxFuture;
 use rmcp::ServiceExt;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::Mutex;
 
 use super::lane::FastLane;
 use super::{Gateway, GatewayHandler};
@@ -23,10 +30,15 @@ pub async fn serve(gateway: Arc<Gateway>) -> Result<(), StdioError> {
     let shutdown = gateway.shutdown_token();
     // Pipes (as clients launch servers) are read and written on the IO reactor; anything else
     // (a terminal, a file) falls back to tokio's stdin/stdout, one blocking-pool hop per read.
-    let pipes = rmcp::transport::stdio_pipes();
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let out = Lines::new(write);
+    let pipes = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(read, out.writer());
     let transport = crate::metrics::stdio::counted(pipes, gateway.roster().metrics());
     let service = GatewayHandler::new(gateway)
-        .serve_with_ct(FastLane::new(transport), shutdown.child_token())
+        .serve_with_ct(
+            FastLane::new(transport).with_lines(out),
+            shutdown.child_token(),
+        )
         .await
         .map_err(|e| StdioError::Start(e.to_string()))?;
     service
@@ -34,4 +46,84 @@ pub async fn serve(gateway: Arc<Gateway>) -> Result<(), StdioError> {
         .await
         .map_err(|e| StdioError::Run(e.to_string()))?;
     Ok(())
+}
+
+type Out = Arc<Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
+
+/// stdout shared by rmcp's transport and the fast lane, one whole line at a time: the lane
+/// writes answers it already holds as JSON text (a `tools/list` page) without rmcp's
+/// serializer, and no line of one writer can land inside a line of the other.
+#[derive(Clone)]
+pub(crate) struct Lines {
+    out: Out,
+}
+
+impl Lines {
+    fn new(write: impl AsyncWrite + Send + Unpin + 'static) -> Self {
+        Lines {
+            out: Arc::new(Mutex::new(Box::new(write))),
+        }
+    }
+
+    /// The writer rmcp's transport writes through: each of its messages is one flush.
+    fn writer(&self) -> LineWriter {
+        LineWriter {
+            out: self.out.clone(),
+            pending: Vec::new(),
+            flushing: None,
+        }
+    }
+
+    /// Writes `line` (one JSON-RPC message and its newline) as a whole.
+    pub(crate) fn write(&self, line: Vec<u8>) -> BoxFuture<'static, io::Result<()>> {
+        whole(self.out.clone(), line)
+    }
+}
+
+/// Writes `line` to `out` as a whole, the lock held from its first byte to its flush.
+fn whole(out: Out, line: Vec<u8>) -> BoxFuture<'static, io::Result<()>> {
+    Box::pin(async move {
+        let mut out = out.lock().await;
+        out.write_all(&line).await?;
+        out.flush().await
+    })
+}
+
+/// Holds what rmcp's codec writes until it flushes, then writes it whole under the lock.
+struct LineWriter {
+    out: Out,
+    pending: Vec<u8>,
+    flushing: Option<BoxFuture<'static, io::Result<()>>>,
+}
+
+impl AsyncWrite for LineWriter {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.pending.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            if let Some(flushing) = self.flushing.as_mut() {
+                let done = ready!(flushing.as_mut().poll(cx));
+                self.flushing = None;
+                done?;
+            }
+            if self.pending.is_empty() {
+                return Poll::Ready(Ok(()));
+            }
+            let line = std::mem::take(&mut self.pending);
+            self.flushing = Some(whole(self.out.clone(), line));
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.as_mut().poll_flush(cx))?;
+        // stdout stays open for the lane's last answers; the process's exit closes it.
+        Poll::Ready(Ok(()))
+    }
 }

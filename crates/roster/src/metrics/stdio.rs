@@ -8,25 +8,16 @@ use std::borrow::Cow;
 use rmcp::RoleServer;
 use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::async_rw::TransportAdapterAsyncRW;
-use rmcp::transport::{IntoTransport, Transport};
-use tokio::io::{AsyncRead, AsyncWrite};
+use rmcp::transport::Transport;
 
 use super::{Metrics, SessionGuard};
 
-/// The stdin/stdout pipes as a transport counting each client request by method and the
-/// session by its era (`initialize` when it opens with `initialize`, else stateless) from its
-/// first request until it ends.
-pub(crate) fn counted<R, W>(
-    pipes: (R, W),
-    metrics: &Metrics,
-) -> Counted<impl Transport<RoleServer, Error = std::io::Error> + use<R, W>>
-where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
+/// The stdin/stdout transport counting each client request by method and the session by its
+/// era (`initialize` when it opens with `initialize`, else stateless) from its first request
+/// until it ends.
+pub(crate) fn counted<T: Transport<RoleServer>>(inner: T, metrics: &Metrics) -> Counted<T> {
     Counted {
-        inner: IntoTransport::<RoleServer, _, TransportAdapterAsyncRW>::into_transport(pipes),
+        inner,
         metrics: metrics.clone(),
         session: None,
     }
@@ -84,7 +75,8 @@ mod tests {
         let metrics = Metrics::new(&super::super::MetricsConfig::default());
         let (client, server) = tokio::io::duplex(4096);
         let (read, write) = tokio::io::split(server);
-        let mut transport = counted((read, write), &metrics);
+        let pipes = rmcp::transport::async_rw::AsyncRwTransport::new(read, write);
+        let mut transport = counted(pipes, &metrics);
         let (_, mut to_server) = tokio::io::split(client);
         let lines = [
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,

@@ -1,12 +1,14 @@
 //! `tools/list` and `tools/call`: native tools first, then a server's tool, in place or as a
 //! task; a tool result carries the session's pending change note.
 
+use std::sync::Arc;
+
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-    ListToolsResult, PaginatedRequestParams, Tool,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use roster_core::CallRouteError;
 use roster_core::delta::SchemaSource;
 
@@ -18,6 +20,56 @@ use crate::gateway::{ClientIdentity, Outcome, native};
 use crate::servers::{InputRequiredOnly, InputRound};
 
 impl GatewayHandler {
+    /// Whether this request's `tools/list` page is every caller's — all tools, no search
+    /// mode, no tool permissions, a request rmcp's dispatch would take as it is — and so can
+    /// be answered with [`GatewayHandler::shared_tools_page`].
+    pub(crate) fn lists_shared_page(&self, context: &RequestContext<RoleServer>) -> bool {
+        let who = self.identity(context);
+        let view = self.gateway.tool_view(&who);
+        if view.searches() || view.own || !who.permissions.tools.allows_all() {
+            return false;
+        }
+        // What rmcp's dispatch checks first; a request that fails it takes rmcp's path and
+        // gets rmcp's error.
+        let requested = context.meta.protocol_version();
+        if let Some(version) = &requested
+            && !self.supported_protocol_versions().contains(version)
+        {
+            return false;
+        }
+        // A session opened without `initialize` (inline lifecycle) holds no peer info.
+        let inline = context.peer.peer_info().is_none()
+            || requested.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        !inline
+            || context
+                .meta
+                .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                .is_empty()
+    }
+
+    /// A `tools/list` page every caller shares, as the JSON text of its result: made once
+    /// per version of the served tools and protocol era, then copied (the session's turn and
+    /// note go exactly as in [`GatewayHandler::tools_page`]).
+    pub(crate) async fn shared_tools_page(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Arc<str>, ErrorData> {
+        let trace = self.trace("list_tools", &request, &context);
+        crate::telemetry::within(trace, async {
+            let session = self.session(&context);
+            session.begin_turn_keeping_note().await;
+            let _ = session.take_note(SchemaSource::ToolsList);
+            let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+            let modern = context
+                .protocol_version()
+                .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+            let size = self.gateway.config().page_size;
+            self.gateway.served_tools().page_text(cursor, size, modern)
+        })
+        .await
+    }
+
     pub(super) async fn tools_page(
         &self,
         request: Option<PaginatedRequestParams>,
