@@ -4,5 +4,6 @@
 pub mod client;
 pub mod echo;
 pub mod measure;
+pub mod raw;
 pub mod report;
 pub mod stats;

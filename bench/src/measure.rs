@@ -397,6 +397,9 @@ pub async fn storm(
 pub struct ScaleReport {
     /// `"http"` or `"stdio"`.
     pub transport: String,
+    /// How it listed: `rmcp` (rmcp's client, typed tools) or `raw` (bytes, counted).
+    #[serde(default = "rmcp_client")]
+    pub client: String,
     /// Tools the first complete listing had to hold.
     pub expect_tools: usize,
     /// Tools the complete listing held.
@@ -419,6 +422,10 @@ pub struct ScaleReport {
     pub children: usize,
 }
 
+fn rmcp_client() -> String {
+    "rmcp".to_owned()
+}
+
 /// How `scale` starts what it measures.
 #[derive(Debug, Clone)]
 pub enum ScaleTarget {
@@ -435,21 +442,86 @@ pub enum ScaleTarget {
     Stdio(Vec<String>),
 }
 
+/// How `scale` lists: through rmcp's client (typed tools, what an rmcp host sees), or raw
+/// (the answer's bytes only, see [`crate::raw`]).
+enum Lister {
+    Typed(crate::client::Session),
+    Raw(crate::raw::RawClient),
+}
+
+impl Lister {
+    async fn connect(target: &ScaleTarget, raw: bool) -> anyhow::Result<(Lister, Option<u32>)> {
+        Ok(match (target, raw) {
+            (ScaleTarget::Stdio(words), false) => {
+                let (session, pid) = connect_with_pid(&Target::Stdio(words.clone())).await?;
+                (Lister::Typed(session), pid)
+            }
+            (ScaleTarget::Stdio(words), true) => {
+                let (client, pid) = crate::raw::RawClient::stdio(words).await?;
+                (Lister::Raw(client), pid)
+            }
+            (ScaleTarget::Spawn { url, .. }, false) => {
+                let target = Target::parse(Some(url), None)?;
+                let session = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    connect(&target, Watcher::default()),
+                )
+                .await??;
+                (Lister::Typed(session), None)
+            }
+            (ScaleTarget::Spawn { url, .. }, true) => (
+                Lister::Raw(
+                    tokio::time::timeout(Duration::from_secs(5), crate::raw::RawClient::http(url))
+                        .await??,
+                ),
+                None,
+            ),
+        })
+    }
+
+    /// Every page: how many tools and pages.
+    async fn list_all(&mut self) -> anyhow::Result<(usize, usize)> {
+        match self {
+            Lister::Typed(session) => {
+                let (tools, pages) = list_pages(session.peer()).await?;
+                Ok((tools.len(), pages))
+            }
+            Lister::Raw(client) => client.list_all().await,
+        }
+    }
+
+    async fn first_page(&mut self) -> anyhow::Result<()> {
+        match self {
+            Lister::Typed(session) => drop(session.peer().list_tools(None).await?),
+            Lister::Raw(client) => drop(client.list_page(None).await?),
+        }
+        Ok(())
+    }
+
+    async fn close(self) {
+        if let Lister::Typed(session) = self {
+            let _ = session.cancel().await;
+        }
+    }
+}
+
 /// Starts the target, waits for the first complete listing of `expect_tools` tools (within
-/// `startup_limit`), then times `lists` listings and reads the process's memory.
+/// `startup_limit`), then times `lists` listings and reads the process's memory. `raw` lists
+/// with [`crate::raw::RawClient`] instead of rmcp's client.
 pub async fn scale(
     target: ScaleTarget,
     expect_tools: usize,
     lists: usize,
     startup_limit: Duration,
+    raw: bool,
 ) -> anyhow::Result<ScaleReport> {
     let started = Instant::now();
     let give_up = started + startup_limit;
     let mut _child = None;
-    let (session, pid, transport) = match &target {
-        ScaleTarget::Stdio(words) => {
-            let (session, pid) = connect_with_pid(&Target::Stdio(words.clone())).await?;
-            (session, pid, "stdio")
+    let (mut lister, pid, transport) = match &target {
+        ScaleTarget::Stdio(_) => {
+            let (lister, pid) = Lister::connect(&target, raw).await?;
+            (lister, pid, "stdio")
         }
         ScaleTarget::Spawn { command, url, log } => {
             let (program, args) = command
@@ -469,33 +541,26 @@ pub async fn scale(
                 .map_err(|e| anyhow::anyhow!("could not start {program:?}: {e}"))?;
             let pid = child.id();
             _child = Some(child);
-            let target = Target::parse(Some(url), None)?;
-            let session = loop {
-                match tokio::time::timeout(
-                    Duration::from_secs(5),
-                    connect(&target, Watcher::default()),
-                )
-                .await
-                {
-                    Ok(Ok(session)) => break session,
+            let lister = loop {
+                match Lister::connect(&target, raw).await {
+                    Ok((lister, _)) => break lister,
                     _ if Instant::now() >= give_up => {
                         anyhow::bail!("{url} did not accept a session within {startup_limit:?}")
                     }
                     _ => tokio::time::sleep(Duration::from_millis(10)).await,
                 }
             };
-            (session, pid, "http")
+            (lister, pid, "http")
         }
     };
     let tools_listed = loop {
-        let tools = session.peer().list_all_tools().await?;
-        if tools.len() >= expect_tools {
-            break tools.len();
+        let (tools, _) = lister.list_all().await?;
+        if tools >= expect_tools {
+            break tools;
         }
         if Instant::now() >= give_up {
             anyhow::bail!(
-                "only {} of {expect_tools} tools were listed within {startup_limit:?}",
-                tools.len()
+                "only {tools} of {expect_tools} tools were listed within {startup_limit:?}"
             );
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -511,14 +576,14 @@ pub async fn scale(
             break;
         }
         let t = Instant::now();
-        pages = list_pages(session.peer()).await?.1;
+        pages = lister.list_all().await?.1;
         all.push(nanos(t.elapsed()));
         let t = Instant::now();
-        session.peer().list_tools(None).await?;
+        lister.first_page().await?;
         page.push(nanos(t.elapsed()));
     }
     let memory = pid.map(process_memory);
-    let _ = session.cancel().await;
+    lister.close().await;
     if let Some(pid) = pid.filter(|_| transport == "http") {
         // SIGTERM lets the gateway stop its servers; the drop's SIGKILL is the fallback.
         let _ = std::process::Command::new("kill")
@@ -531,6 +596,7 @@ pub async fn scale(
     let (rss, peak, children, children_rss) = memory.unwrap_or_default();
     Ok(ScaleReport {
         transport: transport.to_owned(),
+        client: if raw { "raw" } else { "rmcp" }.to_owned(),
         expect_tools,
         tools_listed,
         pages,

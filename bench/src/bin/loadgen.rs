@@ -105,6 +105,9 @@ enum Command {
         /// Give up on the cold start after this many seconds.
         #[arg(long, default_value_t = 60.0)]
         startup_limit: f64,
+        /// List with a raw client (answers read as bytes, tools counted, nothing typed).
+        #[arg(long)]
+        raw: bool,
     },
 }
 
@@ -173,6 +176,7 @@ async fn run(command: Command) -> anyhow::Result<(&'static str, Value)> {
             expect_tools,
             lists,
             startup_limit,
+            raw,
         } => {
             let target = match (spawn, url, stdio) {
                 (Some(spawn), Some(url), _) => ScaleTarget::Spawn {
@@ -188,6 +192,7 @@ async fn run(command: Command) -> anyhow::Result<(&'static str, Value)> {
                 expect_tools,
                 lists.min(10_000),
                 seconds(startup_limit),
+                raw,
             )
             .await?;
             ("scale", serde_json::to_value(report)?)
