@@ -446,7 +446,7 @@ pub enum ScaleTarget {
 /// (the answer's bytes only, see [`crate::raw`]).
 enum Lister {
     Typed(crate::client::Session),
-    Raw(crate::raw::RawClient),
+    Raw(Box<crate::raw::RawClient>),
 }
 
 impl Lister {
@@ -458,7 +458,7 @@ impl Lister {
             }
             (ScaleTarget::Stdio(words), true) => {
                 let (client, pid) = crate::raw::RawClient::stdio(words).await?;
-                (Lister::Raw(client), pid)
+                (Lister::Raw(Box::new(client)), pid)
             }
             (ScaleTarget::Spawn { url, .. }, false) => {
                 let target = Target::parse(Some(url), None)?;
@@ -470,10 +470,10 @@ impl Lister {
                 (Lister::Typed(session), None)
             }
             (ScaleTarget::Spawn { url, .. }, true) => (
-                Lister::Raw(
+                Lister::Raw(Box::new(
                     tokio::time::timeout(Duration::from_secs(5), crate::raw::RawClient::http(url))
                         .await??,
-                ),
+                )),
                 None,
             ),
         })
