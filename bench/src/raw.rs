@@ -18,8 +18,8 @@ const PROTOCOL: &str = "2025-11-25";
 /// A raw MCP client over stdio or streamable HTTP.
 pub struct RawClient(Wire);
 
-#[allow(clippy::large_enum_variant)] // one per client, never moved after it is made
-
+// One per client, never moved after it is made.
+#[allow(clippy::large_enum_variant)]
 enum Wire {
     /// A spawned server spoken to line by line.
     Stdio {
