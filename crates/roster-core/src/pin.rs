@@ -8,6 +8,7 @@
 //! approved tool shows up here however small the change.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -21,8 +22,9 @@ pub struct Pin {
     /// The description the model reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// The arguments' JSON Schema.
-    pub input_schema: Value,
+    /// The arguments' JSON Schema: the very object the listed tool holds while they are the
+    /// same definition (a pin costs no copy of its schema).
+    pub input_schema: Arc<Map<String, Value>>,
     /// The structured result's JSON Schema, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
@@ -137,7 +139,7 @@ impl Pin {
     pub fn of(tool: &Tool) -> Pin {
         Pin {
             description: tool.description.clone(),
-            input_schema: Value::Object(Map::clone(&tool.input_schema)),
+            input_schema: tool.input_schema.clone(),
             output_schema: tool.output_schema.clone(),
             annotations: tool.annotations.clone(),
         }
@@ -154,7 +156,8 @@ impl Pin {
     /// this is the check every listing makes for every tool.
     pub fn matches(&self, tool: &Tool) -> bool {
         self.description == tool.description
-            && self.input_schema.as_object() == Some(&*tool.input_schema)
+            && (Arc::ptr_eq(&self.input_schema, &tool.input_schema)
+                || self.input_schema == tool.input_schema)
             && self.output_schema == tool.output_schema
             && self.annotations == tool.annotations
     }
@@ -185,8 +188,8 @@ impl Pin {
             if pinned != listed {
                 changes.push(Change {
                     part,
-                    pinned: pinned.map(pretty).unwrap_or_default(),
-                    listed: listed.map(pretty).unwrap_or_default(),
+                    pinned: pinned.map(|p| p.pretty()).unwrap_or_default(),
+                    listed: listed.map(|l| l.pretty()).unwrap_or_default(),
                 });
             }
         }
@@ -197,7 +200,7 @@ impl Pin {
     pub fn as_new(&self) -> Drift {
         let empty = Pin {
             description: None,
-            input_schema: Value::Null,
+            input_schema: Arc::default(),
             output_schema: None,
             annotations: None,
         };
@@ -218,19 +221,48 @@ impl Pin {
             scan(Part::Description, "", description, &mut found);
         }
         for (part, value) in self.json_parts() {
-            if let Some(value) = value {
-                scan_json(part, &mut String::new(), value, &mut found);
+            match value {
+                Some(JsonPart::Object(map)) => scan_map(part, &mut String::new(), map, &mut found),
+                Some(JsonPart::Value(value)) => {
+                    scan_json(part, &mut String::new(), value, &mut found)
+                }
+                None => {}
             }
         }
         found
     }
 
-    fn json_parts(&self) -> [(Part, Option<&Value>); 3] {
+    fn json_parts(&self) -> [(Part, Option<JsonPart<'_>>); 3] {
         [
-            (Part::InputSchema, Some(&self.input_schema)),
-            (Part::OutputSchema, self.output_schema.as_ref()),
-            (Part::Annotations, self.annotations.as_ref()),
+            (
+                Part::InputSchema,
+                Some(JsonPart::Object(&self.input_schema)),
+            ),
+            (
+                Part::OutputSchema,
+                self.output_schema.as_ref().map(JsonPart::Value),
+            ),
+            (
+                Part::Annotations,
+                self.annotations.as_ref().map(JsonPart::Value),
+            ),
         ]
+    }
+}
+
+/// A JSON part of a definition: the input schema is an object, the others any value.
+#[derive(PartialEq)]
+enum JsonPart<'a> {
+    Object(&'a Map<String, Value>),
+    Value(&'a Value),
+}
+
+impl JsonPart<'_> {
+    fn pretty(&self) -> String {
+        match self {
+            JsonPart::Object(map) => pretty(&Value::Object(Map::clone(map))),
+            JsonPart::Value(value) => pretty(value),
+        }
     }
 }
 
@@ -468,17 +500,20 @@ fn scan_json(part: Part, path: &mut String, value: &Value, found: &mut Vec<Hidde
                 path.truncate(len);
             }
         }
-        Value::Object(map) => {
-            for (key, item) in map {
-                // A JSON pointer escapes `~` and `/` in a key.
-                path.push('/');
-                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                scan(part, path, key, found);
-                scan_json(part, path, item, found);
-                path.truncate(len);
-            }
-        }
+        Value::Object(map) => scan_map(part, path, map, found),
         _ => {}
+    }
+}
+
+fn scan_map(part: Part, path: &mut String, map: &Map<String, Value>, found: &mut Vec<Hidden>) {
+    let len = path.len();
+    for (key, item) in map {
+        // A JSON pointer escapes `~` and `/` in a key.
+        path.push('/');
+        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        scan(part, path, key, found);
+        scan_json(part, path, item, found);
+        path.truncate(len);
     }
 }
 

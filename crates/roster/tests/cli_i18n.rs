@@ -89,7 +89,9 @@ fn fill_inbox(dir: &Path) {
 fn definition(description: &str, input_schema: Value) -> Pin {
     Pin {
         description: Some(description.to_owned()),
-        input_schema,
+        input_schema: std::sync::Arc::new(
+            input_schema.as_object().cloned().expect("a schema object"),
+        ),
         output_schema: None,
         annotations: None,
     }

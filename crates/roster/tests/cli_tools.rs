@@ -50,7 +50,7 @@ fn failure_of(dir: &Path, args: &[&str]) -> String {
 fn definition(description: &str, schema: Value) -> Pin {
     Pin {
         description: Some(description.to_owned()),
-        input_schema: schema,
+        input_schema: std::sync::Arc::new(schema.as_object().cloned().expect("a schema object")),
         output_schema: None,
         annotations: None,
     }

@@ -112,7 +112,7 @@ impl Pinning {
                 tool: stale.clone(),
             });
         }
-        for tool in tools {
+        for mut tool in tools {
             let pin = pins.pins.get(&tool.name).map(|r| &r.pin);
             let review = pins.reviews.get(&tool.name);
             let verdict = judge(
@@ -124,6 +124,14 @@ impl Pinning {
             );
             match verdict {
                 Verdict::Serve => {
+                    if let Some(pin) = pin
+                        && !std::sync::Arc::ptr_eq(&pin.input_schema, &tool.input_schema)
+                    {
+                        // The same schema: the tool takes the pin's object, the one the registry
+                        // already holds for it (or will from this listing), so the pin and the
+                        // registry share one copy of every schema.
+                        tool.input_schema = pin.input_schema.clone();
+                    }
                     if review.is_some() {
                         writes.push(PinWrite::Settled {
                             tool: tool.name.clone(),
@@ -423,5 +431,51 @@ pub(crate) fn explain(
         if delta.removed.contains(&w.exposed) {
             delta.reasons.insert(w.exposed.clone(), w.reason.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn listed(description: &str) -> Tool {
+        let schema = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        Tool::new("search")
+            .with_description(description)
+            .with_input_schema(schema.as_object().cloned().unwrap_or_default())
+    }
+
+    /// A pin holds no copy of a schema the served tool holds: on first use it takes the tool's
+    /// object, and after a restart (pins read back from the store) the listed tool takes the
+    /// pin's, at every listing.
+    #[test]
+    fn a_pin_and_its_served_tool_share_one_schema_object() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = ServerConfig::stdio("true", Vec::new());
+        let first = Pinning::new(PinStore::open(dir.path()).expect("store")).expect("pins");
+        let served = first.gate("s", &config, vec![listed("Search.")]).tools;
+        {
+            let book = lock(&first.book);
+            let pin = &book.book.server("s").expect("pinned").pins["search"].pin;
+            assert!(Arc::ptr_eq(&pin.input_schema, &served[0].input_schema));
+        }
+        drop(first);
+
+        let again = Pinning::new(PinStore::open(dir.path()).expect("store")).expect("pins");
+        for _ in 0..2 {
+            let served = again.gate("s", &config, vec![listed("Search.")]).tools;
+            let book = lock(&again.book);
+            let pin = &book.book.server("s").expect("pinned").pins["search"].pin;
+            assert!(Arc::ptr_eq(&pin.input_schema, &served[0].input_schema));
+        }
+        // A drifted definition is served as listed; the pin keeps the approved one.
+        let gated = again.gate("s", &config, vec![listed("Search, and more.")]);
+        assert_eq!(gated.flagged.len(), 1, "{:?}", gated.flagged);
+        assert_eq!(
+            gated.tools[0].description.as_deref(),
+            Some("Search, and more.")
+        );
     }
 }
