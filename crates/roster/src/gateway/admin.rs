@@ -320,7 +320,7 @@ async fn run(gateway: &Arc<Gateway>, command: AdminCommand) -> Result<Value, Str
             gateway
                 .served_tools()
                 .servers()
-                .iter()
+                .into_iter()
                 .map(|t| json!({"name": t.name, "description": t.description}))
                 .collect(),
         ),

@@ -257,9 +257,11 @@ pub struct Admitted {
 pub(crate) struct ServedTools {
     /// The registry version the servers' tools were read at.
     version: u64,
-    /// The servers' tools in rmcp's model, under their exposed names.
-    servers: Vec<Tool>,
+    /// Native tools, then the servers' tools in rmcp's model under their exposed names (each
+    /// held once).
     tools: Vec<Tool>,
+    /// Servers' tools a native tool's name hides, each with its place among the servers' tools.
+    shadowed: Vec<(usize, Tool)>,
     index: HashMap<String, usize>,
     /// How many of `tools` (the first) are native.
     native: usize,
@@ -280,24 +282,26 @@ struct PageTexts {
 
 impl ServedTools {
     fn build(native: Vec<Tool>, version: u64, entries: Vec<ToolEntry>) -> Self {
-        let servers: Vec<Tool> = entries.into_iter().filter_map(to_rmcp).collect();
         let mut tools = native;
         let native_count = tools.len();
-        tools.reserve(servers.len());
+        tools.reserve(entries.len());
         let mut index: HashMap<String, usize> =
-            HashMap::with_capacity(native_count + servers.len());
+            HashMap::with_capacity(native_count + entries.len());
         for tool in &tools {
             index.insert(tool.name.to_string(), index.len());
         }
-        for tool in servers.iter() {
-            if !index.contains_key(tool.name.as_ref()) {
+        let mut shadowed = Vec::new();
+        for (at, tool) in entries.into_iter().filter_map(to_rmcp).enumerate() {
+            if index.contains_key(tool.name.as_ref()) {
+                shadowed.push((at, tool));
+            } else {
                 index.insert(tool.name.to_string(), tools.len());
-                tools.push(tool.clone());
+                tools.push(tool);
             }
         }
         Self {
             version,
-            servers,
+            shadowed,
             tools,
             index,
             native: native_count,
@@ -367,9 +371,22 @@ impl ServedTools {
             .collect()
     }
 
-    /// The servers' tools alone, in their registry order.
-    pub(crate) fn servers(&self) -> &[Tool] {
-        &self.servers
+    /// The servers' tools alone (those a native tool hides too), in their registry order.
+    pub(crate) fn servers(&self) -> Vec<&Tool> {
+        let mut served = self.tools[self.native..].iter();
+        let mut shadowed = self.shadowed.iter().peekable();
+        let mut all = Vec::with_capacity(self.tools.len() - self.native + self.shadowed.len());
+        loop {
+            let next = match shadowed.next_if(|(at, _)| *at == all.len()) {
+                Some((_, tool)) => tool,
+                None => match served.next() {
+                    Some(tool) => tool,
+                    None => break,
+                },
+            };
+            all.push(next);
+        }
+        all
     }
 
     /// Every tool, in the order `tools/list` pages them.
@@ -633,5 +650,45 @@ impl Gateway {
         self.shutdown.cancel();
         self.tasks.shutdown();
         self.roster.shutdown_and_wait().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str) -> ToolEntry {
+        ToolEntry {
+            exposed_name: name.to_owned(),
+            server: "s".to_owned(),
+            tool: roster_core::Tool::new(name),
+        }
+    }
+
+    fn native(name: &str) -> Tool {
+        Tool::new(
+            name.to_owned(),
+            "",
+            Arc::new(rmcp::model::JsonObject::new()),
+        )
+    }
+
+    /// Every tool is held once; a server's tool a native one hides is still among the
+    /// servers' tools, in its place, and never served.
+    #[test]
+    fn served_tools_hold_each_tool_once_and_keep_hidden_ones_in_place() {
+        let served = ServedTools::build(
+            vec![native("refresh_tools")],
+            1,
+            vec![entry("a"), entry("refresh_tools"), entry("b"), entry("c")],
+        );
+        let names =
+            |tools: &[&Tool]| -> Vec<String> { tools.iter().map(|t| t.name.to_string()).collect() };
+        let all: Vec<&Tool> = served.all().iter().collect();
+        assert_eq!(names(&all), ["refresh_tools", "a", "b", "c"]);
+        assert_eq!(names(&served.servers()), ["a", "refresh_tools", "b", "c"]);
+        assert!(served.is_native("refresh_tools"));
+        let last = ServedTools::build(vec![native("c")], 1, vec![entry("a"), entry("c")]);
+        assert_eq!(names(&last.servers()), ["a", "c"]);
     }
 }
