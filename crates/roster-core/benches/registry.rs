@@ -39,7 +39,9 @@ fn tool(name: &str, variant: usize) -> Tool {
             "required": ["query"],
             "additionalProperties": false
         })));
-    tool.annotations = Some(json!({"readOnlyHint": true, "openWorldHint": false}));
+    tool.annotations = Some(Box::new(
+        json!({"readOnlyHint": true, "openWorldHint": false}),
+    ));
     tool
 }
 

@@ -200,7 +200,7 @@ mod tests {
         assert_ne!(Fingerprint::of(&t1), Fingerprint::of(&swapped));
         let moved = Tool::new("t").with_input_schema(schema(json!({"type": "object"})));
         let as_output = Tool {
-            output_schema: Some(json!({"type": "object"})),
+            output_schema: Some(Box::new(json!({"type": "object"}))),
             ..Tool::new("t").with_input_schema(schema(json!({})))
         };
         assert_ne!(Fingerprint::of(&moved), Fingerprint::of(&as_output));

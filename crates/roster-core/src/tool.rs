@@ -24,18 +24,19 @@ pub struct Tool {
     /// the copies a gateway serves point at the registry's schema instead of duplicating it.
     #[serde(default = "empty_object_schema")]
     pub input_schema: Arc<Map<String, Value>>,
-    /// JSON Schema of the tool's structured result, when it declares one.
+    /// JSON Schema of the tool's structured result, when it declares one. (This and the other
+    /// optional parts are boxed: most tools have none, and a registry holds thousands of tools.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<Box<Value>>,
     /// Behaviour hints (`readOnlyHint`, `destructiveHint`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Value>,
+    pub annotations: Option<Box<Value>>,
     /// Icons for display.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Value>,
+    pub icons: Option<Box<Value>>,
     /// The `_meta` object.
     #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Value>,
+    pub meta: Option<Box<Value>>,
     /// Every field this struct does not name, kept as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

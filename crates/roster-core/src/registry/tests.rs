@@ -83,9 +83,9 @@ fn description_or_schema_change_is_changed() {
         (d.added.len(), d.changed, d.removed.len()),
         (0, names(&["a__y"]), 0)
     );
-    listing[1].output_schema = Some(json!({"type": "object"}));
+    listing[1].output_schema = Some(Box::new(json!({"type": "object"})));
     assert_eq!(r.reconcile("a", listing.clone()).changed, names(&["a__y"]));
-    listing[0].annotations = Some(json!({"readOnlyHint": true}));
+    listing[0].annotations = Some(Box::new(json!({"readOnlyHint": true})));
     assert_eq!(r.reconcile("a", listing).changed, names(&["a__x"]));
 }
 
@@ -95,11 +95,11 @@ fn title_and_meta_are_kept_but_are_no_news() {
     r.reconcile("a", tools(&["x"]));
     let mut listing = tools(&["x"]);
     listing[0].title = Some("X".into());
-    listing[0].meta = Some(json!({"v": 2}));
+    listing[0].meta = Some(Box::new(json!({"v": 2})));
     assert!(r.reconcile("a", listing).is_empty());
     let tool = r.route("a__x").expect("routes").tool;
     assert_eq!(tool.title.as_deref(), Some("X"));
-    assert_eq!(tool.meta, Some(json!({"v": 2})));
+    assert_eq!(tool.meta.as_deref(), Some(&json!({"v": 2})));
 }
 
 #[test]
