@@ -66,6 +66,9 @@ async fn read_line_capped<'a, R: AsyncBufRead + Unpin>(
     }
 }
 
+/// The most of a server's read buffer kept once it is empty (a larger one is let go).
+const KEPT_READ_BUFFER: usize = 16 * 1024;
+
 /// Newline-delimited JSON from a server's stdout, cut into lines as bytes arrive. An item is
 /// `None` for a line that is not JSON-RPC (logged and dropped by [`parse_line`]); a line longer
 /// than the limit is dropped whole. Unlike a read loop, a [`FramedRead`] keeps a half-read line
@@ -117,6 +120,11 @@ impl Decoder for JsonLines {
             };
             let line = src.split_to(self.scanned + at + 1);
             self.scanned = 0;
+            if src.is_empty() && src.capacity() > KEPT_READ_BUFFER {
+                // A large line (a listing) grew the buffer; most lines are small answers, so
+                // fifty idle servers do not each keep a listing's worth of buffer.
+                *src = BytesMut::new();
+            }
             if std::mem::take(&mut self.discarding) {
                 continue;
             }
@@ -398,6 +406,21 @@ mod tests {
             out.push(item);
         }
         out
+    }
+
+    #[test]
+    fn a_large_line_does_not_leave_its_buffer_behind() {
+        let mut decoder = JsonLines::new(Arc::from("s"), MAX_LINE_BYTES);
+        let big = format!("{{\"text\":\"{}\"}}\n", "x".repeat(200 * 1024));
+        // As a read grows it: room to spare past the line.
+        let mut buf = BytesMut::with_capacity(2 * big.len());
+        buf.extend_from_slice(big.as_bytes());
+        let line = decoder.decode(&mut buf).expect("decodes").flatten();
+        assert!(line.is_some_and(|v| v["text"].as_str().map(str::len) == Some(200 * 1024)));
+        assert!(buf.capacity() <= KEPT_READ_BUFFER, "{}", buf.capacity());
+        buf.extend_from_slice(b"{\"a\":1}\n");
+        let small = decoder.decode(&mut buf).expect("decodes").flatten();
+        assert_eq!(small, Some(serde_json::json!({"a": 1})));
     }
 
     #[test]
