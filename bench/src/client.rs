@@ -28,6 +28,18 @@ pub enum Target {
     Stdio(Vec<String>),
 }
 
+/// The HTTP client loadgen speaks streamable HTTP with: keep-alive connections and
+/// `TCP_NODELAY`, as the SDK clients people use (the TypeScript SDK's fetch, the Python SDK's
+/// httpx) keep theirs. rmcp's default client opens a connection per request (it turns idle
+/// pooling off against a Delayed-ACK stall with bodies left unread), which put a connect and an
+/// accept into every call loadgen timed over HTTP.
+fn keep_alive_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .unwrap_or_default()
+}
+
 /// Why a target could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
@@ -205,7 +217,8 @@ async fn open(target: &Target, watcher: Watcher) -> Result<(Session, Option<u32>
     };
     let (session, pid) = match target {
         Target::Http(url) => {
-            let transport = StreamableHttpClientTransport::from_config(
+            let transport = StreamableHttpClientTransport::with_client(
+                keep_alive_client(),
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()),
             );
             (watcher.serve(transport).await.map_err(handshake)?, None)
