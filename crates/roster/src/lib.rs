@@ -21,6 +21,7 @@ pub mod fuzzing;
 pub mod gateway;
 pub mod i18n;
 pub mod inbox;
+mod memory;
 pub mod metrics;
 pub mod oauth;
 mod roster;

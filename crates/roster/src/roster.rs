@@ -237,6 +237,8 @@ impl Roster {
         rt.launch()?;
         if !startup_wait.is_zero() {
             rt.wait_first_attempts(startup_wait).await;
+            // The first listings' parsing is over.
+            crate::memory::release_freed();
         }
         let default_session = Session::open(rt.clone());
         Ok(Roster {

@@ -708,6 +708,7 @@ impl Runtime {
                     self.sink.record(DRIFT_CHANNEL, DRIFT_METHOD, params, false);
                 }
                 self.publish(&slot.name, &delta);
+                crate::memory::release_freed_soon();
                 Ok(delta)
             }
             Err(error) => {

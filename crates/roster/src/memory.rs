@@ -1,0 +1,67 @@
+//! Giving freed heap back to the system. A listing is parsed, gated and reconciled through
+//! large short-lived values (a 100-tool page is a tree of thousands of allocations); glibc's
+//! allocator keeps the freed pages in its arenas, so a roster that just listed fifty servers
+//! would hold several MiB it no longer uses. After listings, and at most every
+//! [`TRIM_EVERY`], the pages are returned (`malloc_trim`). Other allocators and platforms: a
+//! no-op.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The shortest time between two trims after listings.
+const TRIM_EVERY_MS: u64 = 2_000;
+
+static LAST_TRIM_MS: AtomicU64 = AtomicU64::new(0);
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Returns freed heap to the system, unless that was done in the last two seconds.
+pub(crate) fn release_freed_soon() {
+    let now = now_ms();
+    let last = LAST_TRIM_MS.load(Ordering::Relaxed);
+    if now.saturating_sub(last) < TRIM_EVERY_MS
+        || LAST_TRIM_MS
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    release_freed();
+}
+
+/// Returns freed heap to the system now.
+#[allow(unsafe_code)]
+pub(crate) fn release_freed() {
+    LAST_TRIM_MS.store(now_ms(), Ordering::Relaxed);
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own arenas under their locks; any thread may call
+    // it at any time, and 0 asks it to keep no padding.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trims_after_listings_are_at_most_one_per_interval() {
+        release_freed();
+        let at = LAST_TRIM_MS.load(Ordering::Relaxed);
+        release_freed_soon();
+        assert_eq!(
+            LAST_TRIM_MS.load(Ordering::Relaxed),
+            at,
+            "too soon after the last"
+        );
+        LAST_TRIM_MS.store(at - TRIM_EVERY_MS, Ordering::Relaxed);
+        release_freed_soon();
+        assert!(LAST_TRIM_MS.load(Ordering::Relaxed) >= at, "due again");
+    }
+}
