@@ -11,7 +11,22 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The shortest time between two trims after listings.
 const TRIM_EVERY_MS: u64 = 2_000;
 
-static LAST_TRIM_MS: AtomicU64 = AtomicU64::new(0);
+/// When the last trim was, in milliseconds since the Unix epoch.
+struct LastTrim(AtomicU64);
+
+impl LastTrim {
+    /// Whether a trim is due at `now`; if so, `now` becomes the last trim.
+    fn due(&self, now: u64) -> bool {
+        let last = self.0.load(Ordering::Relaxed);
+        now.saturating_sub(last) >= TRIM_EVERY_MS
+            && self
+                .0
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+}
+
+static LAST_TRIM: LastTrim = LastTrim(AtomicU64::new(0));
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -22,22 +37,19 @@ fn now_ms() -> u64 {
 
 /// Returns freed heap to the system, unless that was done in the last two seconds.
 pub(crate) fn release_freed_soon() {
-    let now = now_ms();
-    let last = LAST_TRIM_MS.load(Ordering::Relaxed);
-    if now.saturating_sub(last) < TRIM_EVERY_MS
-        || LAST_TRIM_MS
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-    {
-        return;
+    if LAST_TRIM.due(now_ms()) {
+        trim();
     }
-    release_freed();
 }
 
 /// Returns freed heap to the system now.
-#[allow(unsafe_code)]
 pub(crate) fn release_freed() {
-    LAST_TRIM_MS.store(now_ms(), Ordering::Relaxed);
+    LAST_TRIM.0.store(now_ms(), Ordering::Relaxed);
+    trim();
+}
+
+#[allow(unsafe_code)]
+fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks glibc's own arenas under their locks; any thread may call
     // it at any time, and 0 asks it to keep no padding.
@@ -52,16 +64,13 @@ mod tests {
 
     #[test]
     fn trims_after_listings_are_at_most_one_per_interval() {
-        release_freed();
-        let at = LAST_TRIM_MS.load(Ordering::Relaxed);
-        release_freed_soon();
-        assert_eq!(
-            LAST_TRIM_MS.load(Ordering::Relaxed),
-            at,
+        let last = LastTrim(AtomicU64::new(0));
+        assert!(last.due(10_000));
+        assert!(
+            !last.due(10_000 + TRIM_EVERY_MS - 1),
             "too soon after the last"
         );
-        LAST_TRIM_MS.store(at - TRIM_EVERY_MS, Ordering::Relaxed);
-        release_freed_soon();
-        assert!(LAST_TRIM_MS.load(Ordering::Relaxed) >= at, "due again");
+        assert!(last.due(10_000 + TRIM_EVERY_MS), "due again");
+        assert!(!last.due(10_000 + TRIM_EVERY_MS), "once");
     }
 }
