@@ -16,7 +16,10 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 const PROTOCOL: &str = "2025-11-25";
 
 /// A raw MCP client over stdio or streamable HTTP.
-pub struct RawClient(Wire);
+pub struct RawClient {
+    wire: Wire,
+    next_id: u64,
+}
 
 // One per client, never moved after it is made.
 #[allow(clippy::large_enum_variant)]
@@ -28,14 +31,12 @@ enum Wire {
         stdin: ChildStdin,
         stdout: BufReader<ChildStdout>,
         line: Vec<u8>,
-        next_id: u64,
     },
     /// A streamable HTTP endpoint, one initialize-era session on keep-alive connections.
     Http {
         http: reqwest::Client,
         url: String,
         session: Option<String>,
-        next_id: u64,
     },
 }
 
@@ -97,13 +98,15 @@ impl RawClient {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             anyhow::bail!("{program:?} has no pipes");
         };
-        let mut client = RawClient(Wire::Stdio {
-            _child: child,
-            stdin,
-            stdout: BufReader::new(stdout),
-            line: Vec::new(),
+        let mut client = RawClient {
+            wire: Wire::Stdio {
+                _child: child,
+                stdin,
+                stdout: BufReader::new(stdout),
+                line: Vec::new(),
+            },
             next_id: 0,
-        });
+        };
         client.initialize().await?;
         Ok((client, pid))
     }
@@ -111,12 +114,14 @@ impl RawClient {
     /// Opens an initialize-era session at the streamable HTTP endpoint `url`.
     pub async fn http(url: &str) -> anyhow::Result<RawClient> {
         let http = reqwest::Client::builder().tcp_nodelay(true).build()?;
-        let mut client = RawClient(Wire::Http {
-            http,
-            url: url.to_owned(),
-            session: None,
+        let mut client = RawClient {
+            wire: Wire::Http {
+                http,
+                url: url.to_owned(),
+                session: None,
+            },
             next_id: 0,
-        });
+        };
         client.initialize().await?;
         Ok(client)
     }
@@ -133,22 +138,17 @@ impl RawClient {
 
     async fn notify(&mut self, method: &str) -> anyhow::Result<()> {
         let message = json!({"jsonrpc": "2.0", "method": method});
-        match &mut self.0 {
+        match &mut self.wire {
             Wire::Stdio { stdin, .. } => {
                 stdin.write_all(format!("{message}\n").as_bytes()).await?;
             }
             Wire::Http {
                 http, url, session, ..
             } => {
-                let mut post = http
-                    .post(url.as_str())
-                    .header("accept", "application/json, text/event-stream")
-                    .header("mcp-protocol-version", PROTOCOL)
-                    .json(&message);
-                if let Some(id) = session {
-                    post = post.header("mcp-session-id", id.as_str());
-                }
-                post.send().await?.error_for_status()?;
+                post(http, url, session.as_deref(), &message)
+                    .send()
+                    .await?
+                    .error_for_status()?;
             }
         }
         Ok(())
@@ -156,17 +156,16 @@ impl RawClient {
 
     /// Sends a request and reads its answer (passing over notifications before it).
     async fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Page> {
-        match &mut self.0 {
+        self.next_id += 1;
+        let message =
+            json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        match &mut self.wire {
             Wire::Stdio {
                 stdin,
                 stdout,
                 line,
-                next_id,
                 ..
             } => {
-                *next_id += 1;
-                let message =
-                    json!({"jsonrpc": "2.0", "id": *next_id, "method": method, "params": params});
                 stdin.write_all(format!("{message}\n").as_bytes()).await?;
                 loop {
                     line.clear();
@@ -179,24 +178,11 @@ impl RawClient {
                     }
                 }
             }
-            Wire::Http {
-                http,
-                url,
-                session,
-                next_id,
-            } => {
-                *next_id += 1;
-                let message =
-                    json!({"jsonrpc": "2.0", "id": *next_id, "method": method, "params": params});
-                let mut post = http
-                    .post(url.as_str())
-                    .header("accept", "application/json, text/event-stream")
-                    .header("mcp-protocol-version", PROTOCOL)
-                    .json(&message);
-                if let Some(id) = session.as_deref() {
-                    post = post.header("mcp-session-id", id);
-                }
-                let response = post.send().await?.error_for_status()?;
+            Wire::Http { http, url, session } => {
+                let response = post(http, url, session.as_deref(), &message)
+                    .send()
+                    .await?
+                    .error_for_status()?;
                 if let Some(id) = response.headers().get("mcp-session-id") {
                     *session = Some(id.to_str()?.to_owned());
                 }
@@ -252,6 +238,24 @@ impl RawClient {
             }
         }
         anyhow::bail!("tools/list did not end within 10000 pages")
+    }
+}
+
+/// A POST of `message` to the session's endpoint.
+fn post(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    message: &Value,
+) -> reqwest::RequestBuilder {
+    let post = http
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", PROTOCOL)
+        .json(message);
+    match session {
+        Some(id) => post.header("mcp-session-id", id),
+        None => post,
     }
 }
 

@@ -61,6 +61,30 @@ fn config_with(dir: &std::path::Path, gateway: &str) -> std::path::PathBuf {
     config
 }
 
+/// `roster serve` over stdio with `config`: the process (killed when dropped) and its pipes.
+fn serve_stdio(
+    config: &std::path::Path,
+) -> (
+    tokio::process::Child,
+    tokio::process::ChildStdout,
+    tokio::process::ChildStdin,
+) {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+        .arg("--config")
+        .arg(config)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start roster");
+    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+        panic!("roster's pipes");
+    };
+    (child, stdout, stdin)
+}
+
 fn request(name: &str, arguments: Value) -> ClientRequest {
     let arguments = arguments.as_object().cloned().unwrap_or_default();
     ClientRequest::CallToolRequest(CallToolRequest::new(
@@ -128,19 +152,7 @@ async fn walk(client: &Client, listener: &Listener, label: &str) {
 async fn over_stdio_a_cancelled_call_is_cancelled_at_the_server_and_progress_arrives() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = config(dir.path());
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"))
-        .arg("--config")
-        .arg(&config)
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start roster");
-    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-        panic!("roster's pipes");
-    };
+    let (_child, stdout, stdin) = serve_stdio(&config);
     let listener = Listener::default();
     let client = listener
         .clone()
@@ -174,19 +186,7 @@ struct RawStdio {
 impl RawStdio {
     fn start(config: &std::path::Path) -> RawStdio {
         use tokio::io::AsyncBufReadExt;
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"))
-            .arg("--config")
-            .arg(config)
-            .arg("serve")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start roster");
-        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-            panic!("roster's pipes");
-        };
+        let (child, stdout, stdin) = serve_stdio(config);
         RawStdio {
             _child: child,
             stdin,
