@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
@@ -192,60 +193,67 @@ async fn reload_until(
 
 /// Clicks the first element `css` matches on the current page.
 async fn click(browser: &Client, css: &str) {
-    for _ in 0..20 {
-        let element = browser
-            .find(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no {css} on the page: {e}"));
-        match element.click().await {
-            Ok(_) => return,
-            Err(e) if is_stale(&e) => continue,
-            Err(e) => panic!("clicking {css}: {e}"),
-        }
-    }
-    panic!("{css} was replaced every time it was clicked");
+    let find = async || on_page(browser, css).await;
+    fresh(css, "clicking", find, async |element: Element| {
+        element.click().await.map(drop)
+    })
+    .await
 }
 
 /// The text of `css` once it is on the page (after a click, the next page may still be loading).
 /// The page re-renders as it polls the gateway: an element found just before a re-render is
 /// gone when its text is read, so it is looked up again.
 async fn wait_text(browser: &Client, css: &str) -> String {
-    for _ in 0..20 {
-        let element = match browser
-            .wait()
-            .at_most(Duration::from_secs(30))
-            .for_element(Locator::Css(css))
-            .await
-        {
-            Ok(element) => element,
-            Err(e) => panic!(
-                "{css} never appeared ({e}); at {:?}: {}",
-                browser.current_url().await.map(|u| u.to_string()),
-                browser.source().await.unwrap_or_default()
-            ),
-        };
-        match element.text().await {
-            Ok(text) => return text,
-            Err(e) if is_stale(&e) => continue,
-            Err(e) => panic!("the text of {css}: {e}"),
-        }
-    }
-    panic!("{css} was replaced every time its text was read");
+    let find = async || match browser
+        .wait()
+        .at_most(Duration::from_secs(30))
+        .for_element(Locator::Css(css))
+        .await
+    {
+        Ok(element) => element,
+        Err(e) => panic!(
+            "{css} never appeared ({e}); at {:?}: {}",
+            browser.current_url().await.map(|u| u.to_string()),
+            browser.source().await.unwrap_or_default()
+        ),
+    };
+    fresh(css, "the text of", find, async |element: Element| {
+        element.text().await
+    })
+    .await
 }
 
 async fn text_of(browser: &Client, css: &str) -> String {
+    let find = async || on_page(browser, css).await;
+    fresh(css, "the text of", find, async |element: Element| {
+        element.text().await
+    })
+    .await
+}
+
+/// The first element `css` matches on the current page.
+async fn on_page(browser: &Client, css: &str) -> Element {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css} on the page: {e}"))
+}
+
+/// `act` on the element `find` gives, found again when a re-render replaced it in between.
+async fn fresh<T>(
+    css: &str,
+    what: &str,
+    find: impl AsyncFn() -> Element,
+    act: impl AsyncFn(Element) -> Result<T, fantoccini::error::CmdError>,
+) -> T {
     for _ in 0..20 {
-        let element = browser
-            .find(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no {css} on the page: {e}"));
-        match element.text().await {
-            Ok(text) => return text,
+        match act(find().await).await {
+            Ok(value) => return value,
             Err(e) if is_stale(&e) => continue,
-            Err(e) => panic!("the text of {css}: {e}"),
+            Err(e) => panic!("{what} {css}: {e}"),
         }
     }
-    panic!("{css} was replaced every time its text was read");
+    panic!("{css} was replaced every time ({what})");
 }
 
 /// The element was replaced by a re-render between finding it and using it.
