@@ -233,21 +233,27 @@ fn call_options(relay: CallRelay) -> (CallOptions, Forwarder) {
     };
     // The listener is synchronous and runs on the connection's reader; a channel hands each
     // update to a task so nothing waits on the reader (and order holds). Most calls send no
-    // progress: the task starts with the first update.
+    // progress: the task starts with the first update. A client that reads slower than the
+    // server reports misses updates past the backlog, never more than that is held.
     let slot = forwarder.0.clone();
     options.progress = Some(Arc::new(move |params: &Value| {
         let mut slot = lock(&slot);
         let (tx, _) = slot.get_or_insert_with(|| forward_progress(progress.clone()));
-        let _ = tx.send(params.clone());
+        if tx.try_send(params.clone()).is_err() {
+            tracing::debug!(
+                "a progress update was dropped: the client reads slower than the server reports"
+            );
+        }
     }));
     (options, forwarder)
 }
 
+/// The most progress updates of one call waiting for its client.
+const PROGRESS_BACKLOG: usize = 256;
+
 /// The task that sends a call's progress updates to its client, in order.
-fn forward_progress(
-    progress: ProgressRelay,
-) -> (mpsc::UnboundedSender<Value>, tokio::task::JoinHandle<()>) {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+fn forward_progress(progress: ProgressRelay) -> (mpsc::Sender<Value>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::channel::<Value>(PROGRESS_BACKLOG);
     let task = tokio::spawn(async move {
         while let Some(params) = rx.recv().await {
             let Some(value) = params.get("progress").and_then(Value::as_f64) else {
@@ -265,7 +271,7 @@ fn forward_progress(
 }
 
 /// A call's progress forwarder, once its first update came.
-type ForwarderSlot = Option<(mpsc::UnboundedSender<Value>, tokio::task::JoinHandle<()>)>;
+type ForwarderSlot = Option<(mpsc::Sender<Value>, tokio::task::JoinHandle<()>)>;
 
 #[derive(Default)]
 struct Forwarder(Arc<std::sync::Mutex<ForwarderSlot>>);

@@ -38,8 +38,8 @@ impl GatewayHandler {
             return false;
         }
         // A session opened without `initialize` (inline lifecycle) holds no peer info.
-        let inline = context.peer.peer_info().is_none()
-            || requested.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let inline =
+            context.peer.peer_info().is_none() || requested.is_some_and(|v| !v.has_initialize());
         !inline
             || context
                 .meta
@@ -57,17 +57,21 @@ impl GatewayHandler {
     ) -> Result<Arc<str>, ErrorData> {
         let trace = self.trace("list_tools", &request, &context);
         crate::telemetry::within(trace, async {
-            let session = self.session(&context);
-            session.begin_turn_keeping_note().await;
-            let _ = session.take_note(SchemaSource::ToolsList);
+            self.begin_listing(&context).await;
             let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-            let modern = context
-                .protocol_version()
-                .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
             let size = self.gateway.config().page_size;
+            let modern = caller::is_modern(&context);
             self.gateway.served_tools().page_text(cursor, size, modern)
         })
         .await
+    }
+
+    /// A listing's turn: stale servers are listed again first, and the session's pending note
+    /// goes (the list says what any note drained so far would).
+    async fn begin_listing(&self, context: &RequestContext<RoleServer>) {
+        let session = self.session(context);
+        session.begin_turn_keeping_note().await;
+        let _ = session.take_note(SchemaSource::ToolsList);
     }
 
     pub(super) async fn tools_page(
@@ -75,10 +79,7 @@ impl GatewayHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let session = self.session(&context);
-        session.begin_turn_keeping_note().await;
-        // The list says what any note drained so far would: this session needs none of them.
-        let _ = session.take_note(SchemaSource::ToolsList);
+        self.begin_listing(&context).await;
         let tools = self.gateway.served_tools();
         let who = self.identity(&context);
         let view = self.gateway.tool_view(&who);
