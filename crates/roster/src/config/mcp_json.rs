@@ -88,6 +88,7 @@ impl Config {
             skills: SkillsConfig::default(),
             clients: Vec::new(),
             auth: None,
+            store: None,
         })
     }
 }

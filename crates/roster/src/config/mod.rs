@@ -227,6 +227,18 @@ pub struct Config {
     pub clients: Vec<ClientConfig>,
     /// The `[auth]` table: JWT access tokens roster takes besides the `[[clients]]` tokens.
     pub auth: Option<AuthConfig>,
+    /// The `[store]` table: the PostgreSQL database replicas share. `None`: everything stays in
+    /// this process and its state directory.
+    pub store: Option<StoreConfig>,
+}
+
+/// `[store]`: where replicas share state (see `crate::store::postgres`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// `postgres://USER@HOST:PORT/DATABASE`, without a password.
+    pub url: String,
+    /// The environment variable holding the password, read at start.
+    pub password_env: Option<String>,
 }
 
 /// One `[[clients]]` entry. The token is named, never written: `token_env` (a variable read at
@@ -667,6 +679,7 @@ impl Config {
             skills: SkillsConfig::default(),
             clients: Vec::new(),
             auth: None,
+            store: None,
         }
     }
 }

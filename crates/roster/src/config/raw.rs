@@ -16,7 +16,8 @@ use super::filter::AlwaysListed;
 use super::state_dir;
 use super::{
     ClientConfig, Config, ConfigError, Era, GatewayConfig, NamingMode, OAuthConfig, OAuthGrant,
-    ServerConfig, ServerLimits, SkillsConfig, TaskPolicy, ToolFilter, ToolsMode, TransportConfig,
+    ServerConfig, ServerLimits, SkillsConfig, StoreConfig, TaskPolicy, ToolFilter, ToolsMode,
+    TransportConfig,
 };
 use roster_core::pin::{NewTools, PinPolicy};
 
@@ -33,6 +34,14 @@ struct RawToml {
     #[serde(default)]
     clients: Vec<RawClient>,
     auth: Option<RawAuth>,
+    store: Option<RawStore>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStore {
+    url: String,
+    password_env: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -229,6 +238,32 @@ pub(super) struct Ctx<'a> {
     env: EnvLookup<'a>,
 }
 
+/// `[store]`: a PostgreSQL URL (checked here, connected at start) and where its password is.
+fn build_store(ctx: &Ctx<'_>, raw: RawStore) -> Result<StoreConfig, ConfigError> {
+    let expected = "a PostgreSQL URL: postgres://USER@HOST:PORT/DATABASE (the password from \
+                    password_env, not in the URL)";
+    if !(raw.url.starts_with("postgres://") || raw.url.starts_with("postgresql://")) {
+        return Err(ctx.invalid("store.url", expected));
+    }
+    let parsed: postgres::Config = raw
+        .url
+        .parse()
+        .map_err(|e| ctx.invalid("store.url", format!("{expected} ({e})")))?;
+    if parsed.get_password().is_some() {
+        return Err(ctx.invalid(
+            "store.url",
+            "a URL without a password: name the variable that holds it in store.password_env",
+        ));
+    }
+    if raw.password_env.as_deref().is_some_and(str::is_empty) {
+        return Err(ctx.invalid("store.password_env", "the name of an environment variable"));
+    }
+    Ok(StoreConfig {
+        url: raw.url,
+        password_env: raw.password_env,
+    })
+}
+
 impl<'a> Ctx<'a> {
     pub(super) fn new(path: &Path, env: EnvLookup<'a>) -> Self {
         Ctx {
@@ -381,6 +416,10 @@ impl Config {
             Some(auth) => Some(build_auth(&ctx, auth)?),
             None => None,
         };
+        let store = match raw.store {
+            Some(store) => Some(build_store(&ctx, store)?),
+            None => None,
+        };
         Ok(Config {
             source: Some(path.to_owned()),
             server_order,
@@ -389,6 +428,7 @@ impl Config {
             skills,
             clients,
             auth,
+            store,
         })
     }
 }

@@ -284,6 +284,16 @@ pub(crate) struct FileRead {
 
 /// Reads every whole, parseable line of `path`. A missing file is empty. Unparseable lines are
 /// skipped with a warning; a last line without its newline is a torn write and is skipped too.
+/// The backup then the active file's records, in order (`roster inbox export`).
+pub(crate) fn read_all(dir: &Path) -> Result<Vec<AuditRecord>, InboxError> {
+    let mut records = Vec::new();
+    for path in [backup_path(dir), audit_path(dir)] {
+        let read = read_file(&path).map_err(|source| InboxError::ReadAudit { path, source })?;
+        records.extend(read.records);
+    }
+    Ok(records)
+}
+
 pub(crate) fn read_file(path: &Path) -> Result<FileRead, io::Error> {
     let file = match File::open(path) {
         Ok(file) => file,

@@ -137,20 +137,20 @@ impl Inner {
         decision: ConfirmDecision,
         reason: &str,
     ) -> Option<bool> {
-        let mut slot = self.view.pending.remove(&seq)?;
-        self.append(&AuditRecord::Decision {
+        if !self.view.pending.contains_key(&seq) {
+            return None;
+        }
+        // A shared inbox's request may wait on another replica: it gets the decision from
+        // the log, and only a request that waits here can be known to have stopped.
+        let waits_here = self.waiters.get(&seq).is_some_and(|w| !w.is_closed());
+        let waits_elsewhere = self.shared() && !self.waiters.contains_key(&seq);
+        self.commit(AuditRecord::Decision {
             seq,
             at: now_rfc3339(),
             decision,
             reason: reason.to_owned(),
         });
-        slot.entry.state = decision.state();
-        self.view.push_decided(slot.entry);
-        let delivered = self
-            .waiters
-            .remove(&seq)
-            .is_some_and(|waiter| waiter.send(decision).is_ok());
-        Some(delivered)
+        Some(waits_here || waits_elsewhere)
     }
 
     /// Expires confirms past their deadline, and those whose server stopped waiting (the
@@ -161,9 +161,14 @@ impl Inner {
             .pending
             .iter()
             .filter_map(|(&seq, slot)| {
+                let gone = match self.waiters.get(&seq) {
+                    Some(waiter) => waiter.is_closed(),
+                    // Shared: another replica's request waits for it.
+                    None => !self.shared(),
+                };
                 if slot.expires <= now {
                     Some((seq, "nobody decided before the deadline"))
-                } else if self.waiters.get(&seq).is_none_or(|w| w.is_closed()) {
+                } else if gone {
                     Some((seq, "the server stopped waiting"))
                 } else {
                     None
@@ -186,30 +191,29 @@ impl Inbox {
         let now = SystemTime::now();
         let expires = now.checked_add(request.ttl).unwrap_or(now);
         let mut inner = self.shared.lock();
-        let seq = inner.view.next_seq;
-        let entry = ConfirmEntry {
-            id: ConfirmId(seq),
+        let seq = inner.commit(AuditRecord::Confirm {
+            // Given by `commit`.
+            seq: 0,
             at: rfc3339(now),
             channel: channel.to_owned(),
             method: request.method,
             params: request.params,
-            state: EntryState::PendingConfirm,
             expires_at: rfc3339(expires),
-        };
-        inner.append(&AuditRecord::Confirm {
-            seq,
-            at: entry.at.clone(),
-            channel: entry.channel.clone(),
-            method: entry.method.clone(),
-            params: entry.params.clone(),
-            expires_at: entry.expires_at.clone(),
         });
-        inner.view.next_seq = seq + 1;
-        inner
-            .view
-            .pending
-            .insert(seq, PendingSlot { entry, expires });
-        inner.waiters.insert(seq, waiter);
+        if seq == 0 {
+            // The shared store cannot take it now: nobody could decide it, so it is answered
+            // at once (the waiter is dropped: `Expired`).
+            tracing::warn!(
+                channel,
+                "a confirm could not be recorded in the store; expired"
+            );
+        } else {
+            if let Some(slot) = inner.view.pending.get_mut(&seq) {
+                // The exact deadline (the record keeps it to the millisecond).
+                slot.expires = expires;
+            }
+            inner.waiters.insert(seq, waiter);
+        }
         PendingConfirm {
             id: ConfirmId(seq),
             expires_at: expires,
@@ -220,7 +224,7 @@ impl Inbox {
     /// A person's decision on a pending confirm: `yes` confirms, otherwise declines. A confirm
     /// past its deadline is expired instead, and reported as already decided.
     pub fn confirm(&self, id: ConfirmId, yes: bool) -> Result<ConfirmDecision, InboxError> {
-        let mut inner = self.shared.lock();
+        let mut inner = self.shared.fresh();
         inner.expire(SystemTime::now());
         if let Some(done) = inner.view.decided.iter().rev().find(|c| c.id == id) {
             let decision = match done.state {
@@ -252,13 +256,13 @@ impl Inbox {
     /// Confirms waiting for a person, oldest first (any past their deadline, or whose server
     /// stopped waiting, are expired first).
     pub fn pending_confirms(&self) -> Vec<ConfirmEntry> {
-        let mut inner = self.shared.lock();
+        let mut inner = self.shared.fresh();
         inner.expire(SystemTime::now());
         inner.view.pending_confirms()
     }
 
     /// Pending and recently decided confirms, by id: the person's history.
     pub fn confirms(&self) -> Vec<ConfirmEntry> {
-        self.shared.lock().view.confirms()
+        self.shared.fresh().view.confirms()
     }
 }

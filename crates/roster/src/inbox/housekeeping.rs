@@ -3,7 +3,10 @@
 
 use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How often a shared inbox's housekeeper looks whether its log should be cut.
+const COMPACTION_EVERY: Duration = Duration::from_secs(60);
 
 use super::{ConfirmDecision, Inbox, Shared};
 use crate::sync::lock;
@@ -35,6 +38,7 @@ pub(super) fn start(shared: &Arc<Shared>, tick: Duration) -> Option<JoinHandle<(
 /// The thread's loop: every `tick`, expire what is due and sync a quiet trail, until the inbox
 /// is dropped.
 fn housekeep(shared: &Shared, tick: Duration) {
+    let mut last_compaction = Instant::now();
     let mut stop = lock(&shared.stop);
     loop {
         let (guard, _) = shared
@@ -47,8 +51,15 @@ fn housekeep(shared: &Shared, tick: Duration) {
         }
         let due = {
             let mut inner = shared.lock();
+            // A shared inbox also catches up here (a missed NOTIFY costs at most a tick) and
+            // now and then cuts its log.
+            inner.catch_up();
             inner.expire(SystemTime::now());
-            inner.audit.take_due_sync()
+            if last_compaction.elapsed() >= COMPACTION_EVERY {
+                last_compaction = Instant::now();
+                inner.compact_if_needed();
+            }
+            inner.trail.take_due_sync()
         };
         if let Some(file) = due
             && let Err(error) = file.sync_data()
@@ -66,8 +77,8 @@ impl Drop for Inbox {
             let _ = handle.join();
         }
         let mut inner = self.shared.lock();
-        if inner.audit.interval().is_some() {
-            inner.audit.sync();
+        if inner.trail.interval().is_some() {
+            inner.trail.sync();
         }
         for (_, waiter) in inner.waiters.drain() {
             let _ = waiter.send(ConfirmDecision::Expired);

@@ -55,6 +55,7 @@ mod record;
 mod render;
 mod replay;
 mod ring;
+mod shared;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -83,6 +84,9 @@ use audit::AuditFile;
 use record::{AuditRecord, RecordedEntry, RecordedState};
 use replay::replay;
 use ring::View;
+use shared::SharedLog;
+
+pub use shared::CHANNEL as STORE_CHANNEL;
 
 /// The position of an entry in the inbox; increases by one per recorded notification or
 /// pending confirm, across restarts.
@@ -116,7 +120,7 @@ pub fn ensure_state_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Where the inbox keeps its audit trail and how big it may grow.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct InboxConfig {
     /// The state directory (`audit.jsonl`, `audit.jsonl.1` and `inbox.lock` live here). Created
     /// if missing.
@@ -130,6 +134,9 @@ pub struct InboxConfig {
     /// Client identities (besides the local default) whose read state is kept; an ack by one
     /// more is refused with [`InboxError::TooManyIdentities`].
     pub max_identities: usize,
+    /// The store replicas share (`[store]`): with one, the audit trail is its log instead of
+    /// `audit.jsonl`, and every replica's inbox shows the same entries and read state.
+    pub store: Option<crate::store::postgres::Pg>,
 }
 
 impl InboxConfig {
@@ -141,6 +148,7 @@ impl InboxConfig {
             rotate_bytes: DEFAULT_ROTATE_BYTES,
             fsync: FsyncPolicy::default(),
             max_identities: DEFAULT_MAX_IDENTITIES,
+            store: None,
         }
     }
 }
@@ -215,6 +223,12 @@ pub enum InboxError {
         /// The bound.
         max: usize,
     },
+    /// `roster inbox export` could not write.
+    #[error("cannot export the audit trail: {0}")]
+    Export(String),
+    /// The shared store could not be read (`[store]`).
+    #[error("the inbox's shared store: {0}")]
+    Store(#[from] crate::store::StoreError),
     /// The decision was recorded, but the server that asked had stopped waiting for it.
     #[error(
         "confirm {id} was recorded as {decision}, but the server that asked is no longer waiting"
@@ -316,19 +330,145 @@ fn rfc3339(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
 }
 
+/// Where the records go: this process's JSONL file, or the log replicas share.
+enum Trail {
+    File(AuditFile),
+    Shared(SharedLog),
+}
+
+impl Trail {
+    fn interval(&self) -> Option<Duration> {
+        match self {
+            Trail::File(audit) => audit.interval(),
+            Trail::Shared(_) => None,
+        }
+    }
+
+    fn sync(&mut self) {
+        if let Trail::File(audit) = self {
+            audit.sync();
+        }
+    }
+
+    fn take_due_sync(&mut self) -> Option<Arc<File>> {
+        match self {
+            Trail::File(audit) => audit.take_due_sync(),
+            Trail::Shared(_) => None,
+        }
+    }
+
+    fn failing(&self) -> Option<&str> {
+        match self {
+            Trail::File(audit) => audit.failing(),
+            Trail::Shared(log) => log.failing(),
+        }
+    }
+}
+
 struct Inner {
     view: View,
     attribution: Attribution,
-    audit: AuditFile,
+    trail: Trail,
     waiters: HashMap<Seq, oneshot::Sender<ConfirmDecision>>,
 }
 
 impl Inner {
-    fn append(&mut self, record: &AuditRecord) {
-        let view = &self.view;
-        self.audit
-            .append_rotating(record, || view.fresh_file_head());
+    /// Whether replicas share this inbox (its log is in the store).
+    fn shared(&self) -> bool {
+        matches!(self.trail, Trail::Shared(_))
     }
+
+    /// Records `record` and applies it (with whatever other replicas appended before it). A
+    /// notification or confirm takes the next seq; returns it (0 while the store cannot take
+    /// the record: it waits in memory and gets its seq when it is appended).
+    fn commit(&mut self, mut record: AuditRecord) -> Seq {
+        match &mut self.trail {
+            Trail::File(audit) => {
+                let seq = self.view.next_seq;
+                shared::set_seq(&mut record, seq);
+                let view = &self.view;
+                audit.append_rotating(&record, || view.fresh_file_head());
+                let takes = shared::takes_seq(&record);
+                self.apply(record);
+                if takes { seq } else { 0 }
+            }
+            Trail::Shared(log) => {
+                let seq = log.append(record).unwrap_or(0);
+                self.catch_up();
+                seq
+            }
+        }
+    }
+
+    /// Applies what other replicas appended since the last catch-up (nothing for a file).
+    fn catch_up(&mut self) {
+        let Trail::Shared(log) = &mut self.trail else {
+            return;
+        };
+        log.flush();
+        match log.since() {
+            Ok(records) => records.into_iter().for_each(|r| self.apply(r)),
+            Err(error) => {
+                tracing::warn!(%error, "inbox: cannot read the shared log; showing what this replica has")
+            }
+        }
+    }
+
+    /// Cuts a shared log that holds more than it keeps (see `shared::retain`).
+    fn compact_if_needed(&mut self) {
+        let Trail::Shared(log) = &self.trail else {
+            return;
+        };
+        if !log.needs_compaction() {
+            return;
+        }
+        if let Err(error) = self.compact(|view| view.fresh_file_head()) {
+            tracing::warn!(%error, "inbox: could not cut the shared log");
+        }
+    }
+
+    /// Applies one record to the view; a decision also reaches the request waiting for it.
+    fn apply(&mut self, record: AuditRecord) {
+        apply_record(&mut self.view, &mut self.waiters, record);
+    }
+
+    /// Cuts the shared log: `head(view)` (the view caught up with every record so far, all
+    /// appends held off) is written and everything before it deleted. `Ok(false)`: another
+    /// replica appended meanwhile, or the trail is a file; nothing was cut.
+    fn compact(
+        &mut self,
+        head: impl FnOnce(&mut View) -> Vec<AuditRecord>,
+    ) -> Result<bool, crate::store::StoreError> {
+        let Inner {
+            view,
+            trail,
+            waiters,
+            ..
+        } = self;
+        let Trail::Shared(log) = trail else {
+            return Ok(false);
+        };
+        log.compact(|missing| {
+            for record in missing {
+                apply_record(view, waiters, record);
+            }
+            head(view)
+        })
+    }
+}
+
+fn apply_record(
+    view: &mut View,
+    waiters: &mut HashMap<Seq, oneshot::Sender<ConfirmDecision>>,
+    record: AuditRecord,
+) {
+    if let AuditRecord::Decision { seq, decision, .. } = &record
+        && view.pending.contains_key(seq)
+        && let Some(waiter) = waiters.remove(seq)
+    {
+        let _ = waiter.send(*decision);
+    }
+    view.apply(record);
 }
 
 struct Shared {
@@ -343,6 +483,14 @@ impl Shared {
         // write_all), so the state is still fit to use.
         crate::sync::lock(&self.inner)
     }
+
+    /// The inner state, caught up with what other replicas appended: every read goes through
+    /// here, so a client whose requests alternate between replicas reads its own changes.
+    fn fresh(&self) -> MutexGuard<'_, Inner> {
+        let mut inner = self.lock();
+        inner.catch_up();
+        inner
+    }
 }
 
 /// The inbox of one state directory. Share it behind an `Arc`; every method takes `&self`.
@@ -350,8 +498,9 @@ pub struct Inbox {
     shared: Arc<Shared>,
     housekeeper: Option<JoinHandle<()>>,
     dir: PathBuf,
-    /// Held for the inbox's lifetime; the advisory lock goes with the handle.
-    _lock: File,
+    /// Held for the inbox's lifetime; the advisory lock goes with the handle. None for a shared
+    /// inbox (no process owns it).
+    _lock: Option<File>,
 }
 
 impl fmt::Debug for Inbox {
@@ -371,24 +520,46 @@ impl Inbox {
             dir: config.dir.clone(),
             source,
         })?;
-        let lock = lock::take_lock(&config.dir)?;
-        let (view, valid_len) = replay(&config.dir, config.capacity, config.max_identities)?;
-        let audit = AuditFile::open(&config.dir, valid_len, config.rotate_bytes, config.fsync)?;
-        let mut inner = Inner {
-            view,
-            attribution: Attribution::default(),
-            audit,
-            waiters: HashMap::new(),
+        let (inner, lock) = match config.store {
+            // Replicas share the log: no process owns it, and a confirm another replica waits
+            // on is not an orphan (one nobody waits on expires at its deadline).
+            Some(pg) => {
+                let (log, records) = SharedLog::open(pg, config.capacity)?;
+                let mut view = View::new(config.capacity, config.max_identities);
+                records.into_iter().for_each(|r| view.apply(r));
+                view.settle();
+                let inner = Inner {
+                    view,
+                    attribution: Attribution::default(),
+                    trail: Trail::Shared(log),
+                    waiters: HashMap::new(),
+                };
+                (inner, None)
+            }
+            None => {
+                let lock = lock::take_lock(&config.dir)?;
+                let (view, valid_len) =
+                    replay(&config.dir, config.capacity, config.max_identities)?;
+                let audit =
+                    AuditFile::open(&config.dir, valid_len, config.rotate_bytes, config.fsync)?;
+                let mut inner = Inner {
+                    view,
+                    attribution: Attribution::default(),
+                    trail: Trail::File(audit),
+                    waiters: HashMap::new(),
+                };
+                let orphans: Vec<Seq> = inner.view.pending.keys().copied().collect();
+                for seq in orphans {
+                    inner.decide(
+                        seq,
+                        ConfirmDecision::Expired,
+                        "roster restarted before anyone decided",
+                    );
+                }
+                (inner, Some(lock))
+            }
         };
-        let orphans: Vec<Seq> = inner.view.pending.keys().copied().collect();
-        for seq in orphans {
-            inner.decide(
-                seq,
-                ConfirmDecision::Expired,
-                "roster restarted before anyone decided",
-            );
-        }
-        let tick = housekeeping::tick(inner.audit.interval());
+        let tick = housekeeping::tick(inner.trail.interval());
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
             stop: Mutex::new(false),
@@ -401,6 +572,38 @@ impl Inbox {
             dir: config.dir,
             _lock: lock,
         })
+    }
+
+    /// Whether this inbox is shared by replicas (`[store]`).
+    pub fn is_shared(&self) -> bool {
+        self.shared.lock().shared()
+    }
+
+    /// Applies what other replicas appended, now (the store's listener calls this on every
+    /// `NOTIFY`, so a decision made elsewhere reaches the request waiting here).
+    pub fn catch_up(&self) {
+        self.shared.lock().catch_up();
+    }
+
+    /// Every record of the trail as JSON lines, oldest first: the shared log of `[store]`, or
+    /// `audit.jsonl.1` then `audit.jsonl` (`roster inbox export`).
+    pub fn export(&self, out: &mut dyn std::io::Write) -> Result<usize, InboxError> {
+        let inner = self.shared.lock();
+        let records = match &inner.trail {
+            Trail::Shared(log) => log.all()?,
+            Trail::File(_) => audit::read_all(&self.dir)?,
+        };
+        drop(inner);
+        let mut n = 0;
+        for record in &records {
+            let line = record
+                .to_line()
+                .map_err(|e| InboxError::Export(e.to_string()))?;
+            out.write_all(&line)
+                .map_err(|e| InboxError::Export(e.to_string()))?;
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// The state directory.
@@ -424,9 +627,9 @@ impl Inbox {
         } else {
             inner.attribution.owners(channel)
         };
-        let seq = inner.view.next_seq;
         let recorded = RecordedEntry {
-            seq,
+            // Given by `commit`.
+            seq: 0,
             at: now_rfc3339(),
             channel: channel.to_owned(),
             method: method.to_owned(),
@@ -438,13 +641,7 @@ impl Inbox {
             },
             owners,
         };
-        let entry = Entry::from(recorded.clone());
-        inner.append(&AuditRecord::Entry(recorded));
-        // Only now: a rotation during the append writes a checkpoint whose next_seq must be
-        // this entry's seq, which follows it in the fresh file.
-        inner.view.next_seq = seq + 1;
-        inner.view.push_entry(entry);
-        seq
+        inner.commit(AuditRecord::Entry(recorded))
     }
 
     /// The most recent entries the local default identity sees, newest first, optionally of
@@ -456,7 +653,7 @@ impl Inbox {
     /// The most recent entries client identity `who` sees (its own and everyone's), newest
     /// first, with read state as `who` acknowledged them.
     pub fn list_for(&self, who: &str, channel: Option<&str>, limit: usize) -> Vec<Entry> {
-        self.shared.lock().view.list(who, channel, limit)
+        self.shared.fresh().view.list(who, channel, limit)
     }
 
     /// Entries the local default identity has not acknowledged, oldest first. Handled entries
@@ -467,22 +664,22 @@ impl Inbox {
 
     /// Entries client identity `who` sees and has not acknowledged, oldest first.
     pub fn unread_for(&self, who: &str) -> Vec<Entry> {
-        self.shared.lock().view.unread(who)
+        self.shared.fresh().view.unread(who)
     }
 
     /// How many entries the local default identity has unread.
     pub fn unread_count(&self) -> usize {
-        self.shared.lock().view.unread_count(LOCAL_IDENTITY)
+        self.shared.fresh().view.unread_count(LOCAL_IDENTITY)
     }
 
     /// How many entries the ring holds now (at most its capacity).
     pub fn entry_count(&self) -> usize {
-        self.shared.lock().view.ring.len()
+        self.shared.fresh().view.ring.len()
     }
 
     /// The highest seq given out so far (0 before the first).
     pub fn last_seq(&self) -> Seq {
-        self.shared.lock().view.last_seq()
+        self.shared.fresh().view.last_seq()
     }
 
     /// Marks everything up to `up_to` (or everything so far, with `None`) as read for the local
@@ -497,14 +694,14 @@ impl Inbox {
     /// [`InboxError::TooManyIdentities`] when `who` would be one identity beyond
     /// [`InboxConfig::max_identities`].
     pub fn ack_for(&self, who: &str, up_to: Option<Seq>) -> Result<usize, InboxError> {
-        let mut inner = self.shared.lock();
+        let mut inner = self.shared.fresh();
         let last = inner.view.last_seq();
         let target = up_to.map_or(last, |seq| seq.min(last));
         if target <= inner.view.acked_for(who) {
             return Ok(0);
         }
         let changed = inner.view.ack(who, target)?;
-        inner.append(&AuditRecord::Ack {
+        inner.commit(AuditRecord::Ack {
             at: now_rfc3339(),
             up_to: target,
             who: Some(who.to_owned()),
@@ -519,7 +716,7 @@ impl Inbox {
     /// as [`ClearReport::partial_warning`]; the in-memory drain always happens and later appends
     /// still land.
     pub fn clear(&self, all: bool) -> ClearReport {
-        let mut inner = self.shared.lock();
+        let mut inner = self.shared.fresh();
         let cleared = inner.view.ring.len();
         inner.view.ring.clear();
         inner.view.decided.clear();
@@ -532,14 +729,50 @@ impl Inbox {
         let newly_acked = last > inner.view.acked_through;
         inner.view.acked_through = inner.view.acked_through.max(last);
         let mut partial_warning = None;
-        if all {
+        if all && inner.shared() {
+            // Every replica applies the checkpoint (purged through here); the log before it
+            // goes. Appends by others meanwhile make it try again.
+            let mut done = false;
+            for _ in 0..3 {
+                match inner.compact(|view| {
+                    view.purge_through(view.last_seq());
+                    view.acked_through = view.acked_through.max(view.last_seq());
+                    vec![view.checkpoint()]
+                }) {
+                    Ok(true) => {
+                        done = true;
+                        break;
+                    }
+                    Ok(false) => {}
+                    Err(error) => {
+                        partial_warning = Some(format!(
+                            "the inbox is empty here, but the shared log was not purged: {error}"
+                        ));
+                        break;
+                    }
+                }
+            }
+            if !done && partial_warning.is_none() {
+                partial_warning = Some(
+                    "the inbox is empty here, but other replicas kept appending and the shared \
+                     log was not purged; try again"
+                        .to_owned(),
+                );
+            }
+        } else if all {
             inner.view.purged_through = last;
-            let problems = inner.audit.purge();
+            let Trail::File(audit) = &mut inner.trail else {
+                unreachable!("a shared trail is purged above")
+            };
+            let problems = audit.purge();
             let checkpoint = inner.view.checkpoint();
-            inner.audit.append(&checkpoint);
-            inner.audit.sync();
+            let Trail::File(audit) = &mut inner.trail else {
+                unreachable!("a shared trail is purged above")
+            };
+            audit.append(&checkpoint);
+            audit.sync();
             let mut problems = problems;
-            if let Some(failing) = inner.audit.failing() {
+            if let Some(failing) = audit.failing() {
                 problems.push(format!("could not record the purge: {failing}"));
             }
             if !problems.is_empty() {
@@ -549,7 +782,7 @@ impl Inbox {
                 ));
             }
         } else if newly_acked {
-            inner.append(&AuditRecord::Ack {
+            inner.commit(AuditRecord::Ack {
                 at: now_rfc3339(),
                 up_to: last,
                 who: None,
@@ -564,12 +797,12 @@ impl Inbox {
 
     /// fsyncs the audit trail now, whatever the policy.
     pub fn sync(&self) {
-        self.shared.lock().audit.sync();
+        self.shared.lock().trail.sync();
     }
 
     /// The last disk error, while writes to the audit trail are failing.
     pub fn audit_error(&self) -> Option<String> {
-        self.shared.lock().audit.failing().map(str::to_owned)
+        self.shared.lock().trail.failing().map(str::to_owned)
     }
 }
 

@@ -12,6 +12,7 @@
 
 mod dir;
 mod pins;
+pub mod postgres;
 mod sqlite;
 mod tokens;
 
@@ -63,6 +64,29 @@ pub enum StoreError {
         /// The SQLite error.
         source: rusqlite::Error,
     },
+    /// The PostgreSQL store could not be reached, or a statement failed.
+    #[error("store {url}: {source}")]
+    Postgres {
+        /// `[store] url` (it holds no password).
+        url: String,
+        /// The PostgreSQL error.
+        source: ::postgres::Error,
+    },
+    /// `[store] password_env` names a variable that is not set.
+    #[error("[store] password_env: the environment variable {var} is not set")]
+    PasswordEnv {
+        /// The variable.
+        var: String,
+    },
+    /// The store's own thread could not be started.
+    #[error("cannot start the store's thread: {source}")]
+    Thread {
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The store's thread has stopped (it panicked); nothing more can be read or written.
+    #[error("the store's connection thread has stopped")]
+    Stopped,
     /// The skills directory could not be read.
     #[error("cannot read skills directory {path}: {source}")]
     Io {

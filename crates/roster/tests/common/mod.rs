@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 mod gateway;
+pub mod infra;
 
 // Each test binary compiles this module and uses only some of it.
 #[allow(unused_imports)]

@@ -1,0 +1,287 @@
+//! The inbox of several replicas: its audit records in one PostgreSQL table, in one order.
+//!
+//! Every change is an [`AuditRecord`] appended to `roster_inbox_log` at the next position; each
+//! replica applies the log to its own [`View`](super::ring::View) in position order, so all
+//! replicas show the same inbox. An append takes the one row of `roster_inbox_head` (its
+//! position, and the entry's seq for a notification or confirm) in the same statement that
+//! inserts the record, so appends from several replicas are serialized by that row's lock and
+//! committed in position order: a reader that has applied position `p` never later finds a
+//! record below `p` (nothing is lost or applied twice). The seq lives in its own column, the
+//! record's own `seq` is set from it when read.
+//!
+//! Reads catch up first (one query for the records past the last applied one), so a client
+//! whose requests alternate between replicas reads its own acknowledgements. A `NOTIFY` on
+//! [`CHANNEL`] after each append lets a replica catch up without waiting for a read: that is how
+//! a decision made on one replica reaches the server request waiting on another.
+//!
+//! The log is bounded: past [`retain`] records, [`SharedLog::compact`] writes the state a replay
+//! needs (a checkpoint and the confirms still pending, as at the head of a rotated file) and
+//! deletes what is before it.
+
+use std::collections::VecDeque;
+
+use super::record::AuditRecord;
+use crate::store::StoreError;
+use crate::store::postgres::Pg;
+
+/// The `NOTIFY` channel of inbox appends; the payload is the new position.
+pub const CHANNEL: &str = "roster_inbox";
+
+/// Records waiting for the store while it cannot be reached; past this the oldest is dropped.
+const BACKLOG: usize = 1000;
+
+/// How many records the log keeps before [`SharedLog::compact`] cuts it: the ring's capacity
+/// many times over, so acknowledgements and decisions of the entries shown are kept.
+pub(super) fn retain(capacity: usize) -> i64 {
+    (capacity.saturating_mul(20)).max(20_000) as i64
+}
+
+/// The shared log as one replica sees it: the store, and how far this replica has applied it.
+pub(super) struct SharedLog {
+    pg: Pg,
+    /// The last position applied to this replica's view.
+    applied: i64,
+    /// Records not yet appended because the store could not be reached, in order.
+    backlog: VecDeque<AuditRecord>,
+    failing: Option<String>,
+    retain: i64,
+}
+
+/// Whether the record takes the next seq (a notification or a confirm).
+pub(super) fn takes_seq(record: &AuditRecord) -> bool {
+    matches!(record, AuditRecord::Entry(_) | AuditRecord::Confirm { .. })
+}
+
+pub(super) fn set_seq(record: &mut AuditRecord, to: u64) {
+    match record {
+        AuditRecord::Entry(entry) => entry.seq = to,
+        AuditRecord::Confirm { seq, .. } => *seq = to,
+        _ => {}
+    }
+}
+
+fn decode(pos: i64, seq: Option<i64>, text: &str) -> Option<AuditRecord> {
+    match serde_json::from_str::<AuditRecord>(text) {
+        Ok(mut record) => {
+            if let Some(seq) = seq {
+                set_seq(&mut record, seq as u64);
+            }
+            Some(record)
+        }
+        Err(error) => {
+            tracing::warn!(pos, %error, "inbox: skipping an unreadable record in the shared log");
+            None
+        }
+    }
+}
+
+impl SharedLog {
+    /// The log from its start (what a replay applies), and this replica's place in it.
+    pub(super) fn open(
+        pg: Pg,
+        capacity: usize,
+    ) -> Result<(SharedLog, Vec<AuditRecord>), StoreError> {
+        let mut log = SharedLog {
+            pg,
+            applied: 0,
+            backlog: VecDeque::new(),
+            failing: None,
+            retain: retain(capacity),
+        };
+        let records = log.since()?;
+        Ok((log, records))
+    }
+
+    /// The records past the last applied one, in order; they count as applied.
+    pub(super) fn since(&mut self) -> Result<Vec<AuditRecord>, StoreError> {
+        let after = self.applied;
+        let rows = self.pg.run(move |client| {
+            client.query(
+                "SELECT pos, seq, record FROM roster_inbox_log WHERE pos > $1 ORDER BY pos",
+                &[&after],
+            )
+        })?;
+        let mut records = Vec::with_capacity(rows.len());
+        for row in rows {
+            let pos: i64 = row.get(0);
+            self.applied = self.applied.max(pos);
+            if let Some(record) = decode(pos, row.get(1), row.get(2)) {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
+    /// Appends `record` (after any records still waiting for the store). A record the store
+    /// cannot take now waits in the backlog and goes first at the next append or catch-up.
+    /// Returns the seq it took, when it took one and is in the store now.
+    pub(super) fn append(&mut self, record: AuditRecord) -> Option<u64> {
+        if self.backlog.len() >= BACKLOG {
+            self.backlog.pop_front();
+            tracing::warn!(
+                max = BACKLOG,
+                "inbox: the store has been unreachable for {BACKLOG} records; dropping the oldest"
+            );
+        }
+        self.backlog.push_back(record);
+        self.flush()
+    }
+
+    /// Appends what waits in the backlog, in order, until one fails. Returns the seq of the
+    /// last record appended, when the backlog is empty now and that record took one.
+    pub(super) fn flush(&mut self) -> Option<u64> {
+        let mut last = None;
+        while let Some(record) = self.backlog.front() {
+            let text = match serde_json::to_string(record) {
+                Ok(text) => text,
+                Err(error) => {
+                    tracing::warn!(%error, "inbox: a record could not be encoded; dropped");
+                    self.backlog.pop_front();
+                    continue;
+                }
+            };
+            let step = i64::from(takes_seq(record));
+            let appended = self.pg.run(move |client| {
+                client.query_one(
+                    "WITH head AS (
+                         UPDATE roster_inbox_head
+                            SET next_pos = next_pos + 1, next_seq = next_seq + $2
+                          WHERE id = 1
+                      RETURNING next_pos - 1 AS pos, next_seq - $2 AS seq
+                     ), added AS (
+                         INSERT INTO roster_inbox_log (pos, seq, record)
+                         SELECT pos, CASE WHEN $2 > 0 THEN seq END, $1 FROM head
+                      RETURNING pos, seq
+                     )
+                     SELECT seq, pg_notify($3, pos::text)::text FROM added",
+                    &[&text, &step, &CHANNEL],
+                )
+            });
+            match appended {
+                Ok(row) => {
+                    last = row.get::<_, Option<i64>>(0).map(|seq| seq as u64);
+                    self.backlog.pop_front();
+                    if self.failing.take().is_some() {
+                        tracing::info!("inbox: the store takes records again");
+                    }
+                }
+                Err(error) => {
+                    if self.failing.is_none() {
+                        tracing::warn!(%error, "inbox: cannot append to the store; records wait in memory");
+                    }
+                    self.failing = Some(error.to_string());
+                    return None;
+                }
+            }
+        }
+        last
+    }
+
+    /// The last store error while appends are failing.
+    pub(super) fn failing(&self) -> Option<&str> {
+        self.failing.as_deref()
+    }
+
+    /// Whether the log holds more than it keeps; cheap (one query), for the housekeeper.
+    pub(super) fn needs_compaction(&self) -> bool {
+        let retain = self.retain;
+        self.pg
+            .run(move |client| {
+                let row = client.query_one(
+                    "SELECT coalesce(max(pos) - min(pos), 0) > $1 FROM roster_inbox_log",
+                    &[&retain],
+                )?;
+                Ok(row.get::<_, bool>(0))
+            })
+            .unwrap_or(false)
+    }
+
+    /// Cuts the log: with every append held off (the head row locked), `head` is written at
+    /// the next positions (it must be the state after every record so far: the caller catches
+    /// up inside `prepare`) and every record before it deleted. `prepare` gets the records
+    /// this replica had not applied yet and returns the head to write.
+    pub(super) fn compact(
+        &mut self,
+        prepare: impl FnOnce(Vec<AuditRecord>) -> Vec<AuditRecord>,
+    ) -> Result<bool, StoreError> {
+        // The head row's lock is held for the whole transaction: read what is new, build the
+        // head from it, write, cut.
+        let after = self.applied;
+        let (applied, missing) = self.pg.run(move |client| {
+            let mut tx = client.transaction()?;
+            tx.query_one(
+                "SELECT next_pos FROM roster_inbox_head WHERE id = 1 FOR UPDATE",
+                &[],
+            )?;
+            let rows = tx.query(
+                "SELECT pos, seq, record FROM roster_inbox_log WHERE pos > $1 ORDER BY pos",
+                &[&after],
+            )?;
+            tx.commit()?;
+            Ok(rows
+                .iter()
+                .fold((after, Vec::new()), |(applied, mut records), row| {
+                    let pos: i64 = row.get(0);
+                    if let Some(record) = decode(pos, row.get(1), row.get(2)) {
+                        records.push(record);
+                    }
+                    (applied.max(pos), records)
+                }))
+        })?;
+        self.applied = applied;
+        let head = prepare(missing);
+        let texts: Vec<String> = head
+            .iter()
+            .filter_map(|r| serde_json::to_string(r).ok())
+            .collect();
+        let before = self.applied;
+        let len = texts.len() as i64;
+        let first = self.pg.run(move |client| {
+            let mut tx = client.transaction()?;
+            let next: i64 = tx
+                .query_one(
+                    "SELECT next_pos FROM roster_inbox_head WHERE id = 1 FOR UPDATE",
+                    &[],
+                )?
+                .get(0);
+            if next != before + 1 {
+                // Someone appended between the catch-up and now: try again later.
+                return Ok(None);
+            }
+            for (i, text) in texts.iter().enumerate() {
+                tx.execute(
+                    "INSERT INTO roster_inbox_log (pos, seq, record) VALUES ($1, NULL, $2)",
+                    &[&(next + i as i64), text],
+                )?;
+            }
+            tx.execute(
+                "UPDATE roster_inbox_head SET next_pos = $1 WHERE id = 1",
+                &[&(next + texts.len() as i64)],
+            )?;
+            tx.execute("DELETE FROM roster_inbox_log WHERE pos < $1", &[&next])?;
+            tx.commit()?;
+            Ok(Some(next))
+        })?;
+        let Some(first) = first else {
+            return Ok(false);
+        };
+        tracing::info!(kept_from = first, "inbox: compacted the shared log");
+        // What was written is this replica's own state: nothing to apply.
+        self.applied = first + len - 1;
+        Ok(true)
+    }
+
+    /// Every record in the log, oldest first (`roster inbox export`).
+    pub(super) fn all(&self) -> Result<Vec<AuditRecord>, StoreError> {
+        let rows = self.pg.run(|client| {
+            client.query(
+                "SELECT pos, seq, record FROM roster_inbox_log ORDER BY pos",
+                &[],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| decode(row.get(0), row.get(1), row.get(2)))
+            .collect())
+    }
+}

@@ -1,0 +1,290 @@
+//! The store several replicas share: PostgreSQL (`[store] url`).
+//!
+//! [`Pg`] owns one connection on a thread of its own and runs jobs on it in order: the inbox's
+//! API is synchronous and runs on whatever thread calls it (a tokio worker included), where
+//! the synchronous client cannot run, so a job is sent to the thread and its answer waited for
+//! ([`Pg::run`], or [`Pg::run_async`] from async code). A lost connection is made again on the
+//! next job. [`Pg::listen`] runs a second connection that `LISTEN`s and calls back for every
+//! `NOTIFY` (and once after each reconnect, when notifications may have been missed).
+//!
+//! The schema is made by numbered migrations at start ([`MIGRATIONS`]), under an advisory lock
+//! so replicas starting together do not race; the applied ones are in `roster_schema`.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{Client, NoTls};
+
+use super::StoreError;
+use crate::config::StoreConfig;
+
+/// The key of the advisory lock migrations run under.
+const MIGRATION_LOCK: i64 = 0x726f_7374_6572; // "roster"
+
+/// The schema, one migration per entry; never edit one that shipped, add the next.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: the inbox's shared log and HTTP sessions.
+    "CREATE TABLE roster_inbox_head (
+         id integer PRIMARY KEY CHECK (id = 1),
+         next_pos bigint NOT NULL,
+         next_seq bigint NOT NULL
+     );
+     INSERT INTO roster_inbox_head VALUES (1, 1, 1);
+     CREATE TABLE roster_inbox_log (
+         pos bigint PRIMARY KEY,
+         seq bigint,
+         record text NOT NULL
+     );
+     CREATE TABLE roster_sessions (
+         id text PRIMARY KEY,
+         owner text,
+         state text NOT NULL,
+         created_at timestamptz NOT NULL DEFAULT now(),
+         seen_at timestamptz NOT NULL DEFAULT now()
+     );",
+];
+
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// The store's connection: made on first use and again after it was lost.
+struct Connection {
+    config: postgres::Config,
+    client: Option<Client>,
+}
+
+impl Connection {
+    fn client(&mut self) -> Result<&mut Client, postgres::Error> {
+        if self.client.as_ref().is_none_or(Client::is_closed) {
+            self.client = Some(self.config.connect(NoTls)?);
+        }
+        Ok(self.client.as_mut().expect("just connected"))
+    }
+}
+
+/// A handle on the shared PostgreSQL store; clones share its connection thread.
+#[derive(Clone)]
+pub struct Pg {
+    jobs: mpsc::Sender<Job>,
+    config: Arc<postgres::Config>,
+    /// The URL as configured (it holds no password), for messages.
+    url: Arc<str>,
+    stop: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Pg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pg").field("url", &self.url).finish()
+    }
+}
+
+impl Pg {
+    /// Connects to `[store]` (the password from its `password_env`), runs the migrations and
+    /// starts the connection thread. Fails at once, naming the URL, when the database cannot
+    /// be reached: a replica must not start without the state it shares.
+    pub fn connect(store: &StoreConfig) -> Result<Pg, StoreError> {
+        let url: Arc<str> = store.url.as_str().into();
+        let mut config =
+            postgres::Config::from_str(&store.url).map_err(|source| StoreError::Postgres {
+                url: store.url.clone(),
+                source,
+            })?;
+        if let Some(var) = &store.password_env {
+            let password =
+                std::env::var(var).map_err(|_| StoreError::PasswordEnv { var: var.clone() })?;
+            config.password(password);
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("roster");
+        }
+        let error = |source| StoreError::Postgres {
+            url: store.url.clone(),
+            source,
+        };
+        let mut client = config.connect(NoTls).map_err(error)?;
+        migrate(&mut client).map_err(error)?;
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let mut connection = Connection {
+            config: config.clone(),
+            client: Some(client),
+        };
+        std::thread::Builder::new()
+            .name("roster-store".into())
+            .spawn(move || {
+                for job in queue {
+                    job(&mut connection);
+                }
+            })
+            .map_err(|source| StoreError::Thread { source })?;
+        Ok(Pg {
+            jobs,
+            config: Arc::new(config),
+            url,
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The URL as configured, for messages.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn job<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<R, postgres::Error> + Send + 'static,
+        answer: impl FnOnce(Result<R, StoreError>) + Send + 'static,
+    ) {
+        let url = self.url.clone();
+        let job: Job = Box::new(move |connection: &mut Connection| {
+            let result = connection.client().and_then(f);
+            if result.is_err() && connection.client.as_ref().is_some_and(Client::is_closed) {
+                connection.client = None;
+            }
+            answer(result.map_err(|source| StoreError::Postgres {
+                url: url.to_string(),
+                source,
+            }));
+        });
+        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
+            // The thread is gone (it panicked): say so through the answer.
+            drop(job);
+        }
+    }
+
+    /// Runs `f` on the store's connection and waits for it on this thread (any thread, a tokio
+    /// worker included: it blocks for one round trip, as a file write would).
+    pub fn run<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<R, postgres::Error> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.job(f, move |result| {
+            let _ = tx.send(result);
+        });
+        rx.recv().unwrap_or(Err(StoreError::Stopped))
+    }
+
+    /// [`run`](Self::run) for async code: awaits the answer instead of blocking.
+    pub async fn run_async<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<R, postgres::Error> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.job(f, move |result| {
+            let _ = tx.send(result);
+        });
+        rx.await.unwrap_or(Err(StoreError::Stopped))
+    }
+
+    /// Calls `on(channel, payload)` for every `NOTIFY` on `channels`, from a thread with a
+    /// connection of its own, until this store (every clone) is dropped. After the connection
+    /// was (re)made, `on("", "")` says notifications may have been missed.
+    pub fn listen(
+        &self,
+        channels: &[&str],
+        on: impl Fn(&str, &str) + Send + 'static,
+    ) -> Result<(), StoreError> {
+        let config = self.config.clone();
+        let stop = self.stop.clone();
+        let sql: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
+        let url = self.url.clone();
+        std::thread::Builder::new()
+            .name("roster-store-listen".into())
+            .spawn(move || listen_loop(&config, &sql, &stop, &url, &on))
+            .map_err(|source| StoreError::Thread { source })?;
+        Ok(())
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        // The last handle stops the listener; the connection thread ends with the channel.
+        if Arc::strong_count(&self.stop) == 1 {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+fn listen_loop(
+    config: &postgres::Config,
+    sql: &str,
+    stop: &AtomicBool,
+    url: &str,
+    on: &dyn Fn(&str, &str),
+) {
+    let mut backoff = Duration::from_millis(100);
+    while !stop.load(Ordering::Relaxed) {
+        let mut client = match config.connect(NoTls).and_then(|mut c| {
+            c.batch_execute(sql)?;
+            Ok(c)
+        }) {
+            Ok(client) => client,
+            Err(error) => {
+                tracing::warn!(%url, %error, "store: cannot listen for other replicas' changes; retrying");
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(100);
+        on("", "");
+        'connection: loop {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            // Wakes at least twice a second to see whether it should stop.
+            let mut notifications = client.notifications();
+            let mut batch = notifications.timeout_iter(Duration::from_millis(500));
+            loop {
+                match batch.next() {
+                    Ok(Some(n)) => on(n.channel(), n.payload()),
+                    Ok(None) => break,
+                    Err(error) => {
+                        tracing::warn!(%url, %error, "store: the listening connection failed; reconnecting");
+                        break 'connection;
+                    }
+                }
+            }
+            drop(batch);
+            drop(notifications);
+            if client.is_closed() {
+                break;
+            }
+        }
+    }
+}
+
+/// Runs the migrations not yet applied, each in its own transaction, under an advisory lock.
+fn migrate(client: &mut Client) -> Result<(), postgres::Error> {
+    client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])?;
+    let result = (|| {
+        client
+            .batch_execute("CREATE TABLE IF NOT EXISTS roster_schema (version integer NOT NULL)")?;
+        let applied: i32 = client
+            .query_one("SELECT coalesce(max(version), 0) FROM roster_schema", &[])?
+            .get(0);
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied as usize) {
+            let version = i as i32 + 1;
+            let mut tx = client.transaction()?;
+            tx.batch_execute(sql)?;
+            tx.execute(
+                "INSERT INTO roster_schema (version) VALUES ($1)",
+                &[&version],
+            )?;
+            tx.commit()?;
+            tracing::info!(version, "store: migrated");
+        }
+        Ok(())
+    })();
+    client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])?;
+    result
+}
