@@ -296,9 +296,20 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!("skill left out: {problem}");
     }
     let skills = Arc::new(skills);
+    // Replicas share their state through `[store]`: without it nothing starts.
+    let store = match &config.store {
+        Some(store) => Some(
+            roster::store::postgres::Pg::connect(store)
+                .map_err(anyhow::Error::from)
+                .map_err(|e| e.context("cannot reach the [store] database replicas share"))?,
+        ),
+        None => None,
+    };
     // One gateway owns a state directory's inbox; another one on the same directory (a second
-    // stdio client) runs without it, and without the `channels` tool.
+    // stdio client) runs without it, and without the `channels` tool. A shared inbox has no
+    // owner: every replica has it.
     let inbox_config = InboxConfig {
+        store: store.clone(),
         // Read state is kept per client identity: every configured client has a place.
         max_identities: config
             .clients
@@ -308,11 +319,23 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     let inbox = match Inbox::open(inbox_config) {
         Ok(inbox) => Some(Arc::new(inbox)),
+        Err(e) if store.is_some() => {
+            return Err(anyhow::Error::from(e).context("cannot open the inbox replicas share"));
+        }
         Err(e) => {
             tracing::warn!("no inbox for this gateway: {e}");
             None
         }
     };
+    if let (Some(store), Some(inbox)) = (&store, &inbox) {
+        // What another replica appends reaches this one at once (a decision included).
+        let inbox = Arc::downgrade(inbox);
+        store.listen(&[roster::inbox::STORE_CHANNEL], move |_, _| {
+            if let Some(inbox) = inbox.upgrade() {
+                inbox.catch_up();
+            }
+        })?;
+    }
     let options = RosterOptions {
         sink: match &inbox {
             Some(inbox) => inbox.clone(),
@@ -363,7 +386,8 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let outcome = match args.http {
         Some(addr) if !args.stdio => {
             let addr = if addr.is_empty() { listen } else { addr };
-            let settings = roster::gateway::http::HttpSettings::from_gateway(&config.gateway)?;
+            let settings = roster::gateway::http::HttpSettings::from_gateway(&config.gateway)?
+                .with_store(store.clone());
             let endpoint = roster::gateway::http::HttpEndpoint::bind(gateway.clone(), &addr)
                 .await?
                 .with_settings(settings);

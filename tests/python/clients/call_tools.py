@@ -3,7 +3,8 @@
 Usage: call_tools.py (--url URL [--token T] | --stdio ROSTER CONFIG) --calls JSON
 
 `--calls` is a JSON list of `[tool, arguments]` pairs; the pseudo-call `["wait:list_changed", {}]`
-waits (at most 30 s) for the next `notifications/tools/list_changed` and records whether it came.
+waits (at most 30 s) for the next `notifications/tools/list_changed` and records whether it came;
+`["pause", {"seconds": S}]` sends nothing for S seconds (a window for the test to act in).
 The output is one JSON object:
 `results` (each call's result as the wire carries it, or its JSON-RPC error) and `resources`
 (the URIs of `resources/list`).
@@ -36,6 +37,11 @@ async def main() -> dict:
     server = roster_client.server(args)
     async with Client(server, mode="legacy", cache=None, message_handler=on_message) as client:
         for name, arguments in json.loads(args.calls):
+            if name == "pause":
+                # Nothing in flight from this client for `seconds` (the test acts meanwhile).
+                await anyio.sleep(arguments["seconds"])
+                out["results"].append({"paused": arguments["seconds"]})
+                continue
             if name == "wait:list_changed":
                 with anyio.move_on_after(roster_client.WAIT):
                     await changed.wait()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import traceback
 import sys
 
 import anyio
@@ -81,5 +82,6 @@ def report(main) -> None:
     try:
         print(json.dumps(anyio.run(main)))
     except Exception as e:  # noqa: BLE001 - reported to the Rust test
+        traceback.print_exc()
         print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
         sys.exit(1)

@@ -70,6 +70,9 @@ pub enum InboxCommand {
         /// Your answer.
         answer: Answer,
     },
+    /// Write the whole audit trail as JSON lines to stdout, oldest first: `audit.jsonl.1` and
+    /// `audit.jsonl`, or with `[store]` the log every replica shares.
+    Export,
     /// Empty the inbox (acknowledging everything, declining pending requests). The audit trail
     /// stays on disk, so a restart replays it; --all purges it too.
     Clear {
@@ -128,6 +131,53 @@ impl DirectBackend {
             ..InboxConfig::new(&self.dir)
         };
         Ok(Inbox::open(config)?)
+    }
+}
+
+/// Works on the inbox replicas share (`[store]`): it is the same inbox every gateway shows, and
+/// a decision reaches the server request waiting for it on whichever replica that is.
+#[derive(Debug)]
+pub struct SharedBackend {
+    inbox: Inbox,
+}
+
+impl SharedBackend {
+    /// Opens the shared inbox.
+    pub fn open(dir: &Path, store: crate::store::postgres::Pg) -> anyhow::Result<Self> {
+        let config = InboxConfig {
+            store: Some(store),
+            max_identities: usize::MAX,
+            ..InboxConfig::new(dir)
+        };
+        Ok(SharedBackend {
+            inbox: Inbox::open(config)?,
+        })
+    }
+}
+
+impl InboxBackend for SharedBackend {
+    fn list(&self, channel: Option<&str>, limit: usize) -> anyhow::Result<Vec<Entry>> {
+        Ok(self.inbox.list(channel, limit))
+    }
+
+    fn unread(&self) -> anyhow::Result<Vec<Entry>> {
+        Ok(self.inbox.unread())
+    }
+
+    fn pending_confirms(&self) -> anyhow::Result<Vec<ConfirmEntry>> {
+        Ok(self.inbox.pending_confirms())
+    }
+
+    fn ack(&self, up_to: Option<Seq>) -> anyhow::Result<usize> {
+        Ok(self.inbox.ack(up_to))
+    }
+
+    fn clear(&self, all: bool) -> anyhow::Result<ClearReport> {
+        Ok(self.inbox.clear(all))
+    }
+
+    fn confirm(&self, id: ConfirmId, yes: bool) -> anyhow::Result<ConfirmDecision> {
+        Ok(self.inbox.confirm(id, yes)?)
     }
 }
 
@@ -274,12 +324,33 @@ pub fn backend_for(dir: &Path) -> anyhow::Result<Box<dyn InboxBackend>> {
     Ok(Box::new(DirectBackend::new(dir)))
 }
 
+/// The shared store the configuration at `config_path` names (`[store]`), connected; `None`
+/// without one (or without a readable configuration: the state directory's inbox then).
+fn shared_store(config_path: &Path) -> anyhow::Result<Option<crate::store::postgres::Pg>> {
+    let Ok(config) = crate::config::Config::load(config_path) else {
+        return Ok(None);
+    };
+    match config.store {
+        Some(store) => Ok(Some(crate::store::postgres::Pg::connect(&store)?)),
+        None => Ok(None),
+    }
+}
+
 /// Runs one `roster inbox` command; `config_path` is the configuration `--config` names.
 pub fn run(args: InboxArgs, config_path: &Path) -> anyhow::Result<()> {
     let dir = resolve_state_dir(args.state_dir, config_path)?;
-    let backend = backend_for(&dir)?;
+    let store = shared_store(config_path)?;
     let mut out = std::io::stdout().lock();
+    if let InboxCommand::Export = args.command {
+        crate::inbox::export(&dir, store.as_ref(), &mut out)?;
+        return Ok(());
+    }
+    let backend: Box<dyn InboxBackend> = match store {
+        Some(store) => Box::new(SharedBackend::open(&dir, store)?),
+        None => backend_for(&dir)?,
+    };
     match args.command {
+        InboxCommand::Export => unreachable!("exported above"),
         InboxCommand::List {
             channel,
             limit,

@@ -119,6 +119,28 @@ pub fn ensure_state_dir(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
+/// Writes every record of the audit trail as JSON lines, oldest first: the shared log when
+/// `store` is given (`[store]`), else `audit.jsonl.1` then `audit.jsonl` in `dir`, read without
+/// the lock (a running gateway keeps it). Returns how many (`roster inbox export`).
+pub fn export(
+    dir: &Path,
+    store: Option<&crate::store::postgres::Pg>,
+    out: &mut dyn std::io::Write,
+) -> Result<usize, InboxError> {
+    let records = match store {
+        Some(pg) => shared::all(pg)?,
+        None => audit::read_all(dir)?,
+    };
+    for record in &records {
+        let line = record
+            .to_line()
+            .map_err(|e| InboxError::Export(e.to_string()))?;
+        out.write_all(&line)
+            .map_err(|e| InboxError::Export(e.to_string()))?;
+    }
+    Ok(records.len())
+}
+
 /// Where the inbox keeps its audit trail and how big it may grow.
 #[derive(Debug, Clone)]
 pub struct InboxConfig {
@@ -583,27 +605,6 @@ impl Inbox {
     /// `NOTIFY`, so a decision made elsewhere reaches the request waiting here).
     pub fn catch_up(&self) {
         self.shared.lock().catch_up();
-    }
-
-    /// Every record of the trail as JSON lines, oldest first: the shared log of `[store]`, or
-    /// `audit.jsonl.1` then `audit.jsonl` (`roster inbox export`).
-    pub fn export(&self, out: &mut dyn std::io::Write) -> Result<usize, InboxError> {
-        let inner = self.shared.lock();
-        let records = match &inner.trail {
-            Trail::Shared(log) => log.all()?,
-            Trail::File(_) => audit::read_all(&self.dir)?,
-        };
-        drop(inner);
-        let mut n = 0;
-        for record in &records {
-            let line = record
-                .to_line()
-                .map_err(|e| InboxError::Export(e.to_string()))?;
-            out.write_all(&line)
-                .map_err(|e| InboxError::Export(e.to_string()))?;
-            n += 1;
-        }
-        Ok(n)
     }
 
     /// The state directory.

@@ -270,18 +270,18 @@ impl SharedLog {
         self.applied = first + len - 1;
         Ok(true)
     }
+}
 
-    /// Every record in the log, oldest first (`roster inbox export`).
-    pub(super) fn all(&self) -> Result<Vec<AuditRecord>, StoreError> {
-        let rows = self.pg.run(|client| {
-            client.query(
-                "SELECT pos, seq, record FROM roster_inbox_log ORDER BY pos",
-                &[],
-            )
-        })?;
-        Ok(rows
-            .iter()
-            .filter_map(|row| decode(row.get(0), row.get(1), row.get(2)))
-            .collect())
-    }
+/// Every record in the log, oldest first (`roster inbox export`).
+pub(super) fn all(pg: &Pg) -> Result<Vec<AuditRecord>, StoreError> {
+    let rows = pg.run(|client| {
+        client.query(
+            "SELECT pos, seq, record FROM roster_inbox_log ORDER BY pos",
+            &[],
+        )
+    })?;
+    Ok(rows
+        .iter()
+        .filter_map(|row| decode(row.get(0), row.get(1), row.get(2)))
+        .collect())
 }

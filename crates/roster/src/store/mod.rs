@@ -13,6 +13,7 @@
 mod dir;
 mod pins;
 pub mod postgres;
+pub mod sessions;
 mod sqlite;
 mod tokens;
 

@@ -106,25 +106,38 @@ impl Pg {
         if config.get_application_name().is_none() {
             config.application_name("roster");
         }
-        let error = |source| StoreError::Postgres {
-            url: store.url.clone(),
-            source,
-        };
-        let mut client = config.connect(NoTls).map_err(error)?;
-        migrate(&mut client).map_err(error)?;
         let (jobs, queue) = mpsc::channel::<Job>();
+        let (ready, started) = mpsc::sync_channel(1);
         let mut connection = Connection {
             config: config.clone(),
-            client: Some(client),
+            client: None,
         };
+        // The synchronous client runs its own runtime: it connects on its thread, never on
+        // the caller's (which may be a tokio worker).
         std::thread::Builder::new()
             .name("roster-store".into())
             .spawn(move || {
+                let first = connection.client().and_then(migrate);
+                let failed = first.is_err();
+                let _ = ready.send(first);
+                if failed {
+                    return;
+                }
                 for job in queue {
                     job(&mut connection);
                 }
             })
             .map_err(|source| StoreError::Thread { source })?;
+        match started.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(source)) => {
+                return Err(StoreError::Postgres {
+                    url: store.url.clone(),
+                    source,
+                });
+            }
+            Err(_) => return Err(StoreError::Stopped),
+        }
         Ok(Pg {
             jobs,
             config: Arc::new(config),

@@ -280,7 +280,8 @@ fn pg_command(bin: &Path, program: &str, run_as: Option<&str>, cwd: &Path) -> Co
 /// request on its own, including consecutive requests on one keep-alive client connection
 /// (no stickiness, no `prefer-last-server`), so a client's session is spread over the
 /// backends. Timeouts (client, server, tunnel, keep-alive) are an hour, so SSE streams stay
-/// open; no health checks. Killed, and its dir removed, when dropped.
+/// open; a backend that stops is taken out by health checks (`/healthz` every 200 ms) and its
+/// requests redispatched. Killed, and its dir removed, when dropped.
 pub struct Balancer {
     /// `http://127.0.0.1:PORT` (no path: append the backends' own, e.g. `/mcp`).
     pub url: String,
@@ -372,7 +373,7 @@ fn haproxy_config(port: u16, backends: &[SocketAddr]) -> String {
                 SocketAddr::V4(a) => format!("{}:{}", a.ip(), a.port()),
                 SocketAddr::V6(a) => format!("ipv6@{}:{}", a.ip(), a.port()),
             };
-            format!("    server r{i} {address}\n")
+            format!("    server r{i} {address} check inter 200ms fall 1 rise 1\n")
         })
         .collect();
     format!(
@@ -382,6 +383,9 @@ fn haproxy_config(port: u16, backends: &[SocketAddr]) -> String {
 defaults
     mode http
     option http-keep-alive
+    # A stopped backend: its requests go to another one, and checks take it out.
+    option redispatch 1
+    retries 3
     timeout connect 5s
     timeout client 1h
     timeout server 1h
@@ -395,6 +399,8 @@ frontend replicas
 
 backend roster
     balance roundrobin
+    option httpchk
+    http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host localhost
 {servers}"
     )
 }

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sessions::BoundSessions;
 use crate::gateway::ClientIdentity;
+use crate::store::sessions::SharedSessions;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -42,6 +43,8 @@ const JSON_ANSWER_WAIT: Duration = Duration::from_secs(10);
 pub(super) struct Front {
     pub(super) metrics: crate::metrics::Metrics,
     pub(super) sessions: Arc<BoundSessions>,
+    /// Sessions shared with other replicas (`[store]`).
+    pub(super) shared: Option<SharedSessions>,
     pub(super) max_body_bytes: usize,
     pub(super) body_read_timeout: Duration,
     pub(super) shutdown: CancellationToken,
@@ -80,6 +83,64 @@ pub(super) async fn mcp_front(
 ) -> Response {
     let client = client_key(&request);
     let session = session_id(request.headers());
+    if let (Some(shared), Some(id)) = (&front.shared, &session)
+        && let Err(response) = adopt_shared(&front.sessions, shared, id, &client).await
+    {
+        return response;
+    }
+    let response = serve(&front, client, session.clone(), request, next).await;
+    if let (Some(shared), Some(id)) = (&front.shared, &session) {
+        if response.status() == StatusCode::NOT_FOUND {
+            // Adopted, but rmcp could not restore it (it ended meanwhile).
+            front.sessions.forget_unserved(id);
+        } else if front.sessions.touch_due(id) {
+            let (shared, id) = (shared.clone(), id.clone());
+            tokio::spawn(async move {
+                if let Err(error) = shared.touch(&id).await {
+                    tracing::warn!(%error, "could not mark a shared session as used");
+                }
+            });
+        }
+    }
+    response
+}
+
+/// A session this replica does not hold but the store does: taken on when it is `client`'s
+/// (rmcp then restores it), answered as not found when it is someone else's.
+async fn adopt_shared(
+    sessions: &BoundSessions,
+    shared: &SharedSessions,
+    id: &str,
+    client: &str,
+) -> Result<(), Response> {
+    if sessions.known(id) {
+        return Ok(());
+    }
+    match shared.owner(id).await {
+        Ok(Some(Some(owner))) if owner == client => {
+            sessions.adopt(id, client);
+            Ok(())
+        }
+        Ok(Some(_)) => Err(session_not_found()),
+        // Unknown everywhere: rmcp says so.
+        Ok(None) => Ok(()),
+        Err(error) => {
+            tracing::warn!(%error, "cannot read shared sessions");
+            Err(plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("roster cannot reach the store that holds this session: {error}"),
+            ))
+        }
+    }
+}
+
+async fn serve(
+    front: &Front,
+    client: String,
+    session: Option<String>,
+    request: Request,
+    next: Next,
+) -> Response {
     match *request.method() {
         Method::DELETE => {
             match &session {
@@ -98,7 +159,7 @@ pub(super) async fn mcp_front(
             }
             response
         }
-        Method::POST => post(&front, client, session, request, next).await,
+        Method::POST => post(front, client, session, request, next).await,
         _ => {
             if session
                 .as_deref()
@@ -175,6 +236,12 @@ async fn post(
         && let Some(id) = session_id(response.headers())
     {
         reservation.claim(&id);
+        // Before the client has the id: its next request may land on another replica.
+        if let Some(shared) = &front.shared
+            && let Err(error) = shared.claim(&id, &client).await
+        {
+            tracing::warn!(%error, "a new session could not be shared with the other replicas");
+        }
     }
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && sent_json {
         // rmcp's answer to JSON that is no JSON-RPC message.

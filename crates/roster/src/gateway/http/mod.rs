@@ -25,6 +25,7 @@ mod front;
 mod listener;
 mod sessions;
 
+use crate::store::sessions::SharedSessions;
 use front::Front;
 use sessions::{BoundSessions, SessionLimits};
 
@@ -61,9 +62,17 @@ pub struct HttpSettings {
     gateway: GatewayConfig,
     /// SHA-256 of the admin token that unlocks the full `/healthz` (`None`: nothing does).
     admin_digest: Option<[u8; 32]>,
+    /// The store replicas share (`[store]`): initialize-era sessions live there too.
+    store: Option<crate::store::postgres::Pg>,
 }
 
 impl HttpSettings {
+    /// Sessions shared with the other replicas through `store`.
+    pub fn with_store(mut self, store: Option<crate::store::postgres::Pg>) -> Self {
+        self.store = store;
+        self
+    }
+
     /// The settings a `[gateway]` table gives; reads the admin token from its variable.
     pub fn from_gateway(gateway: &GatewayConfig) -> Result<Self, HttpError> {
         let admin_digest = match &gateway.admin_token_env {
@@ -75,6 +84,7 @@ impl HttpSettings {
         };
         Ok(Self {
             gateway: gateway.clone(),
+            store: None,
             admin_digest,
         })
     }
@@ -87,6 +97,7 @@ impl Default for HttpSettings {
             // Only the HTTP limits are read, and none of them comes from the environment.
             gateway: GatewayConfig::defaults(&|_| None),
             admin_digest: None,
+            store: None,
         }
     }
 }
@@ -182,7 +193,7 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
     let rebinding = Rebinding::for_config(&gateway.config());
     let hosts = rebinding.hosts.clone();
     let origins = rebinding.origins.clone();
-    let mcp_config = StreamableHttpServerConfig::default()
+    let mut mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .enforce_origin_validation()
@@ -197,6 +208,14 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
         max_per_client: settings.gateway.max_sessions_per_client,
         idle_timeout: settings.gateway.session_idle_timeout,
     });
+    // With [store], a session any replica made is served here too: rmcp replays its stored
+    // `initialize`; a DELETE on any replica ends every replica's copy.
+    let shared = settings.store.clone().map(|pg| {
+        let shared = SharedSessions::new(pg.clone(), settings.gateway.session_idle_timeout);
+        mcp_config.session_store = Some(Arc::new(shared.clone()));
+        sessions.close_deleted(&pg);
+        shared
+    });
     let factory_gateway = gateway.clone();
     let mcp: StreamableHttpService<GatewayHandler, BoundSessions> = StreamableHttpService::new(
         move || Ok(GatewayHandler::new(factory_gateway.clone())),
@@ -209,6 +228,7 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
     let front = Arc::new(Front {
         metrics,
         sessions: sessions.clone(),
+        shared,
         max_body_bytes: MAX_BODY_BYTES,
         body_read_timeout: settings.gateway.body_read_timeout,
         shutdown: gateway.shutdown_token(),

@@ -18,6 +18,7 @@ use rmcp::transport::WorkerTransport;
 use crate::gateway::lane::FastLane;
 use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
 use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::RestoreOutcome;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
 };
@@ -55,6 +56,8 @@ struct Owners {
     per_client: HashMap<String, usize>,
     /// `initialize`s in flight (their sessions may not exist yet).
     pending: usize,
+    /// When the shared store last heard a session was used (`[store]` only).
+    touched: HashMap<SessionId, std::time::Instant>,
 }
 
 /// The session manager of the HTTP front.
@@ -124,8 +127,79 @@ impl BoundSessions {
         self.owners().by_session.len()
     }
 
+    /// Whether this replica holds (or is making) session `id`.
+    pub(super) fn known(&self, id: &str) -> bool {
+        let id: SessionId = id.to_owned().into();
+        self.owners().by_session.contains_key(&id)
+    }
+
+    /// Takes on `client`'s session `id` that another replica made (rmcp restores it at the
+    /// request); it counts as held here until it ends.
+    pub(super) fn adopt(&self, id: &str, client: &str) {
+        let id: SessionId = id.to_owned().into();
+        let mut owners = self.owners();
+        if owners.by_session.contains_key(&id) {
+            return;
+        }
+        owners.by_session.insert(id, Some(client.to_owned()));
+        *owners.per_client.entry(client.to_owned()).or_default() += 1;
+    }
+
+    /// An adopted session rmcp could not restore (it ended on every replica).
+    pub(super) fn forget_unserved(&self, id: &str) {
+        let id: SessionId = id.to_owned().into();
+        let held = self.inner.sessions.try_read().map(|s| s.contains_key(&id));
+        if matches!(held, Ok(false)) {
+            self.forget(&id);
+        }
+    }
+
+    /// Whether the store should hear that `id` was used (at most four times per idle timeout,
+    /// so a session in use on one replica does not expire for the others).
+    pub(super) fn touch_due(&self, id: &str) -> bool {
+        let id: SessionId = id.to_owned().into();
+        let every = self.limits.idle_timeout / 4;
+        let mut owners = self.owners();
+        if !owners.by_session.contains_key(&id) {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        match owners.touched.get(&id) {
+            Some(at) if now.duration_since(*at) < every => false,
+            _ => {
+                owners.touched.insert(id, now);
+                true
+            }
+        }
+    }
+
+    /// Ends this replica's copy of every session another replica deleted (`DELETE`), as the
+    /// store announces them.
+    pub(super) fn close_deleted(self: &Arc<Self>, pg: &crate::store::postgres::Pg) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let sessions = Arc::downgrade(self);
+        let listening = pg.listen(&[crate::store::sessions::CHANNEL], move |_, id| {
+            let Some(sessions) = sessions.upgrade() else {
+                return;
+            };
+            if id.is_empty() || !sessions.known(id) {
+                return;
+            }
+            let id: SessionId = id.to_owned().into();
+            runtime.spawn(async move {
+                let _ = sessions.close_session(&id).await;
+            });
+        });
+        if let Err(error) = listening {
+            tracing::warn!(%error, "sessions deleted on other replicas will end here only when idle");
+        }
+    }
+
     fn forget(&self, id: &SessionId) {
         let mut owners = self.owners();
+        owners.touched.remove(id);
         if let Some(Some(owner)) = owners.by_session.remove(id) {
             release(&mut owners.per_client, &owner);
         }
@@ -223,6 +297,21 @@ impl SessionManager for BoundSessions {
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.inner.create_standalone_stream(id).await
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        // A session another replica made: the front adopted it for its owner already.
+        match self.inner.restore_session(id.clone()).await? {
+            RestoreOutcome::Restored(transport) => {
+                self.owners().by_session.entry(id).or_insert(None);
+                Ok(RestoreOutcome::Restored(FastLane::new(transport)))
+            }
+            RestoreOutcome::AlreadyPresent => Ok(RestoreOutcome::AlreadyPresent),
+            _ => Ok(RestoreOutcome::NotSupported),
+        }
     }
 
     async fn resume(

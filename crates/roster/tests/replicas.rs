@@ -1,0 +1,339 @@
+//! Several `roster serve --http` replicas sharing one PostgreSQL database (`[store]`), behind a
+//! real round-robin load balancer (HAProxy): a client is served by them as if by one.
+//!
+//! Real parts: PostgreSQL and HAProxy from Debian's packages (scripts/test installs them), each
+//! started in a temp dir of its own; the official Python SDK client; the Python SDK server
+//! fixture `dynamic.py` behind every replica (each replica runs its own copy, as each replica
+//! of a deployment has its own stdio servers).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::infra::{Balancer, Postgres};
+use serde_json::{Value, json};
+
+const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
+const PASSWORD_ENV: &str = "ROSTER_TEST_STORE_PASSWORD";
+const ADMIN_TOKEN: &str = "replica-admin";
+
+/// A replica's config: its own state dir, the shared store, the `dynamic` fixture server.
+fn replica_config(dir: &Path, pg: &Postgres) -> String {
+    format!(
+        "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\nadmin_token_env = \"ROSTER_TEST_ADMIN\"\n\n\
+         [store]\nurl = {url:?}\npassword_env = {PASSWORD_ENV:?}\n\n\
+         [servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\nprotocol = \"legacy\"\n",
+        state = dir.join("state"),
+        url = pg.url,
+        py = common::python(),
+        fixture = common::python_fixture("dynamic.py"),
+    )
+}
+
+fn start_replicas(pg: &Postgres, n: usize) -> Vec<common::Gateway> {
+    (0..n)
+        .map(|_| {
+            common::Gateway::start(
+                |dir| replica_config(dir, pg),
+                &[
+                    (PASSWORD_ENV, Postgres::PASSWORD),
+                    ("ROSTER_TEST_ADMIN", ADMIN_TOKEN),
+                ],
+            )
+        })
+        .collect()
+}
+
+fn balancer(replicas: &[common::Gateway]) -> Balancer {
+    let addrs: Vec<SocketAddr> = replicas
+        .iter()
+        .map(|r| r.addr().parse().expect("a socket address"))
+        .collect();
+    Balancer::start(&addrs)
+}
+
+fn config_of(replica: &common::Gateway) -> PathBuf {
+    replica.dir.path().join("roster.toml")
+}
+
+/// `roster --config CONFIG ARGS` as a person at one replica's machine runs it.
+fn roster(config: &Path, args: &[&str]) -> Output {
+    Command::new(ROSTER)
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env(PASSWORD_ENV, Postgres::PASSWORD)
+        .env("ROSTER_LANG", "en")
+        .env_remove("ROSTER_STATE_DIR")
+        .output()
+        .expect("run roster")
+}
+
+fn stdout_of(config: &Path, args: &[&str]) -> String {
+    let out = roster(config, args);
+    assert!(
+        out.status.success(),
+        "roster {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn call(url: &str, calls: Value) -> Value {
+    common::call_tools(&["--url", url], &calls)
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The seqs of the `notifications/message` entries in the inbox as `url`'s replica shows it.
+fn note_seqs(url: &str) -> Vec<u64> {
+    let report = call(url, json!([["channels", {"action": "list", "limit": 500}]]));
+    let mut seqs: Vec<u64> = report["results"][0]["structuredContent"]["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("channels lists entries: {report}"))
+        .iter()
+        .filter(|e| e["method"] == "notifications/message")
+        .map(|e| e["seq"].as_u64().expect("a seq"))
+        .collect();
+    seqs.sort_unstable();
+    seqs
+}
+
+#[test]
+fn a_client_behind_a_round_robin_balancer_is_served_by_three_replicas_as_by_one() {
+    let pg = Postgres::start();
+    let replicas = start_replicas(&pg, 3);
+    let lb = balancer(&replicas);
+    let url = format!("{}/mcp", lb.url);
+
+    // One initialize-era session (the SDK's legacy mode: Mcp-Session-Id) whose every request
+    // HAProxy sends to the next replica: initialize, initialized, the GET stream, each call.
+    // Without shared sessions the second request already ends in 404.
+    let report = call(
+        &url,
+        json!([
+            ["dynamic__echo", {"text": "one"}],
+            ["dynamic__note", {"text": "noted-through-the-balancer"}],
+            ["channels", {"action": "unread"}],
+            ["dynamic__echo", {"text": "two"}],
+            ["channels", {"action": "ack"}],
+            ["channels", {"action": "unread"}],
+            ["dynamic__echo", {"text": "three"}],
+            ["dynamic__echo", {"text": "four"}]
+        ]),
+    );
+    let results = report["results"].as_array().expect("results");
+    for (i, word) in [(0, "one"), (3, "two"), (6, "three"), (7, "four")] {
+        assert_eq!(
+            text_of(&results[i]),
+            format!("dynamic: {word}"),
+            "call {i}: {report}"
+        );
+    }
+    // The note reached the inbox of the replica that ran the call; the next request's replica
+    // shows it unread, another acknowledges it, and a third shows it read.
+    assert!(
+        text_of(&results[2]).contains("noted-through-the-balancer"),
+        "unread on another replica shows the note: {report}"
+    );
+    assert!(
+        results[4]["structuredContent"]["acknowledged"]
+            .as_u64()
+            .is_some_and(|n| n >= 1),
+        "the ack marked it read: {report}"
+    );
+    assert!(
+        !text_of(&results[5]).contains("noted-through-the-balancer"),
+        "read on every replica after the ack: {report}"
+    );
+
+    // The client's DELETE at its end landed on one replica; the session is gone from the
+    // store, and every replica let its copy go (round-robin over three: each replica served
+    // some of the session's dozen requests, so each held a copy).
+    assert_eq!(pg.psql("SELECT count(*) FROM roster_sessions").trim(), "0");
+    for (i, replica) in replicas.iter().enumerate() {
+        let rt = tokio::runtime::Runtime::new().expect("a runtime");
+        common::wait_until(&format!("replica {i} holds no session"), || {
+            rt.block_on(replica.health(ADMIN_TOKEN))["sessions"] == 0
+        });
+    }
+    for (i, replica) in replicas.iter().enumerate() {
+        let seqs = note_seqs(&replica.url);
+        assert_eq!(seqs.len(), 1, "replica {i} shows the one note: {seqs:?}");
+    }
+    assert!(
+        lb.log().is_empty() || !lb.log().contains("ALERT"),
+        "{}",
+        lb.log()
+    );
+}
+
+#[test]
+fn two_replicas_appending_at_once_lose_and_duplicate_no_line() {
+    let pg = Postgres::start();
+    let replicas = start_replicas(&pg, 2);
+    const EACH: usize = 40;
+    let clients: Vec<_> = replicas
+        .iter()
+        .enumerate()
+        .map(|(r, replica)| {
+            let calls: Vec<Value> = (0..EACH)
+                .map(|i| json!(["dynamic__note", {"text": format!("r{r}-{i}")}]))
+                .collect();
+            common::python_client(&common::python(), "call_tools.py")
+                .args([
+                    "--url",
+                    &replica.url,
+                    "--calls",
+                    &Value::from(calls).to_string(),
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("run the Python client")
+        })
+        .collect();
+    for client in clients {
+        let output = client.wait_with_output().expect("the client ends");
+        common::client_report("call_tools.py", &output);
+    }
+
+    // The audit trail, exported from the store: every note once, seqs one sequence.
+    let exported = json_lines(&stdout_of(&config_of(&replicas[0]), &["inbox", "export"]));
+    let notes: Vec<&Value> = exported
+        .iter()
+        .filter(|r| r["kind"] == "entry" && r["method"] == "notifications/message")
+        .collect();
+    assert_eq!(notes.len(), 2 * EACH, "every note, once: {notes:?}");
+    let mut texts: Vec<String> = notes
+        .iter()
+        .map(|n| n["params"]["data"].to_string())
+        .collect();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), 2 * EACH, "no note twice: {texts:?}");
+    let mut seqs: Vec<u64> = exported
+        .iter()
+        .filter(|r| r["kind"] == "entry")
+        .map(|r| r["seq"].as_u64().expect("a seq"))
+        .collect();
+    let in_order = seqs.clone();
+    seqs.sort_unstable();
+    assert_eq!(in_order, seqs, "the trail is in seq order");
+    seqs.dedup();
+    assert_eq!(seqs.len(), in_order.len(), "no seq twice");
+    assert_eq!(
+        seqs.last().copied(),
+        Some(seqs.len() as u64),
+        "seqs 1..=n, none skipped: {seqs:?}"
+    );
+
+    // Both replicas show the same inbox.
+    let first = note_seqs(&replicas[0].url);
+    assert_eq!(first.len(), 2 * EACH);
+    assert_eq!(first, note_seqs(&replicas[1].url));
+}
+
+#[test]
+fn a_confirm_waiting_on_one_replica_is_decided_from_any_machine() {
+    let pg = Postgres::start();
+    let replicas = start_replicas(&pg, 2);
+    let client = common::python_client(&common::python(), "call_tools.py")
+        .args([
+            "--url",
+            &replicas[0].url,
+            "--calls",
+            &json!([["dynamic__confirm_delete", {"path": "/tmp/shared"}]]).to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the Python client");
+    // A person at the other replica's machine sees it and says yes.
+    let elsewhere = config_of(&replicas[1]);
+    let mut pending = Vec::new();
+    common::wait_until("the elicitation waits in the shared inbox", || {
+        pending = json_lines(&stdout_of(&elsewhere, &["inbox", "pending", "--json"]));
+        !pending.is_empty()
+    });
+    assert_eq!(pending[0]["params"]["message"], "Delete /tmp/shared?");
+    let id = pending[0]["id"].as_u64().expect("an id").to_string();
+    let decided = stdout_of(&elsewhere, &["inbox", "confirm", &id, "yes"]);
+    assert_eq!(decided.trim(), format!("request {id}: confirmed"));
+    let output = client.wait_with_output().expect("the client ends");
+    let report = common::client_report("call_tools.py", &output);
+    assert_eq!(
+        text_of(&report["results"][0]),
+        "accept confirm=True",
+        "the server on the first replica got the answer given at the second: {report}"
+    );
+    assert!(json_lines(&stdout_of(&elsewhere, &["inbox", "pending", "--json"])).is_empty());
+}
+
+#[test]
+fn a_killed_replica_costs_the_client_only_its_in_flight_calls() {
+    let pg = Postgres::start();
+    let mut replicas = start_replicas(&pg, 3);
+    let lb = balancer(&replicas);
+    let url = format!("{}/mcp", lb.url);
+    // A session that spans the kill: calls before, a pause (no call in flight) while a
+    // replica is killed, calls after. (A call in flight at the killed replica is lost with
+    // it; the Python SDK's client then fails its whole session, so none is in flight here.)
+    let calls = json!([
+        ["dynamic__echo", {"text": "before-1"}],
+        ["dynamic__echo", {"text": "before-2"}],
+        ["dynamic__note", {"text": "kept-across-the-kill"}],
+        ["pause", {"seconds": 3}],
+        ["dynamic__echo", {"text": "after-1"}],
+        ["dynamic__echo", {"text": "after-2"}],
+        ["dynamic__echo", {"text": "after-3"}],
+        ["channels", {"action": "unread"}]
+    ]);
+    let client = common::python_client(&common::python(), "call_tools.py")
+        .args(["--url", &url, "--calls", &calls.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the Python client");
+    // Once the note is in (the third call returned), the client pauses.
+    common::wait_until("the note is in the shared inbox", || {
+        pg.psql("SELECT count(*) FROM roster_inbox_log WHERE record LIKE '%kept-across-the-kill%'")
+            .trim()
+            == "1"
+    });
+    let killed = replicas.remove(1);
+    drop(killed);
+    let output = client.wait_with_output().expect("the client ends");
+    let report = common::client_report("call_tools.py", &output);
+    let results = report["results"].as_array().expect("results");
+    for (i, word) in [
+        (0, "before-1"),
+        (1, "before-2"),
+        (4, "after-1"),
+        (5, "after-2"),
+        (6, "after-3"),
+    ] {
+        assert_eq!(
+            text_of(&results[i]),
+            format!("dynamic: {word}"),
+            "call {i}: {report}"
+        );
+    }
+    assert!(
+        text_of(&results[7]).contains("kept-across-the-kill"),
+        "the inbox outlives the replica: {report}"
+    );
+}
