@@ -357,6 +357,9 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         skills,
         inbox,
     )?;
+    if let Some(store) = &store {
+        gateway.share(store)?;
+    }
     let reloader = Reloader::new(config_path, &gateway);
     gateway.set_reloader(reloader.clone());
     if config.gateway.watch_config {

@@ -19,24 +19,33 @@ const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
 const PASSWORD_ENV: &str = "ROSTER_TEST_STORE_PASSWORD";
 const ADMIN_TOKEN: &str = "replica-admin";
 
-/// A replica's config: its own state dir, the shared store, the `dynamic` fixture server.
-fn replica_config(dir: &Path, pg: &Postgres) -> String {
-    format!(
-        "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\nadmin_token_env = \"ROSTER_TEST_ADMIN\"\n\n\
-         [store]\nurl = {url:?}\npassword_env = {PASSWORD_ENV:?}\n\n\
-         [servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\nprotocol = \"legacy\"\n",
-        state = dir.join("state"),
-        url = pg.url,
+/// A replica's config: its own state dir, the shared store, the `dynamic` fixture server
+/// (or `servers`, a config fragment).
+fn replica_config(dir: &Path, pg: &Postgres, servers: Option<&str>) -> String {
+    let dynamic = format!(
+        "[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\nprotocol = \"legacy\"\n",
         py = common::python(),
         fixture = common::python_fixture("dynamic.py"),
+    );
+    format!(
+        "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\nadmin_token_env = \"ROSTER_TEST_ADMIN\"\n\
+         startup_wait = \"20s\"\n\n\
+         [store]\nurl = {url:?}\npassword_env = {PASSWORD_ENV:?}\n\n{servers}",
+        state = dir.join("state"),
+        url = pg.url,
+        servers = servers.unwrap_or(&dynamic),
     )
 }
 
 fn start_replicas(pg: &Postgres, n: usize) -> Vec<common::Gateway> {
+    start_replicas_with(pg, n, None)
+}
+
+fn start_replicas_with(pg: &Postgres, n: usize, servers: Option<&str>) -> Vec<common::Gateway> {
     (0..n)
         .map(|_| {
             common::Gateway::start(
-                |dir| replica_config(dir, pg),
+                |dir| replica_config(dir, pg, servers),
                 &[
                     (PASSWORD_ENV, Postgres::PASSWORD),
                     ("ROSTER_TEST_ADMIN", ADMIN_TOKEN),
@@ -336,4 +345,96 @@ fn a_killed_replica_costs_the_client_only_its_in_flight_calls() {
         text_of(&results[7]).contains("kept-across-the-kill"),
         "the inbox outlives the replica: {report}"
     );
+}
+
+type Client = rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig>;
+
+/// An rmcp client opted in to tasks (no official SDK client speaks SEP-2663 yet): an
+/// initialize-era session, or 2026-07-28 requests.
+async fn tasks_client(url: &str, modern: bool) -> Client {
+    use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+    use rmcp::transport::StreamableHttpClientTransport;
+    let transport = StreamableHttpClientTransport::from_uri(url);
+    let capabilities = ClientCapabilities::builder().enable_tasks().build();
+    let info = ClientConfig::new(capabilities, Implementation::new("replicas-test", "1"));
+    let mode = if modern {
+        rmcp::ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        rmcp::ClientLifecycleMode::Initialize
+    };
+    rmcp::serve_client_with_lifecycle(info, transport, mode)
+        .await
+        .expect("connect to roster")
+}
+
+async fn start_task(client: &Client, arguments: Value) -> String {
+    use rmcp::model::{CallToolRequestParams, CallToolResponse};
+    let arguments = arguments.as_object().cloned().unwrap_or_default();
+    let request = CallToolRequestParams::new("slow_compute").with_arguments(arguments);
+    match client.peer().call_tool_once(request).await {
+        Ok(CallToolResponse::Task(created)) => created.task.task_id,
+        other => panic!("slow_compute did not become a task: {other:?}"),
+    }
+}
+
+/// Polls `tasks/get` (each poll to the balancer's next replica) until the task settles.
+async fn settled(client: &Client, id: &str) -> rmcp::model::DetailedTask {
+    use rmcp::model::GetTaskParams;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let task = client
+            .peer()
+            .get_task(GetTaskParams::new(id.to_owned()))
+            .await
+            .unwrap_or_else(|e| panic!("tasks/get {id} on some replica: {e}"))
+            .task;
+        if task.status().is_terminal() {
+            return task;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "task {id} never settled"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_started_on_one_replica_is_followed_and_cancelled_on_any() {
+    use rmcp::model::{CancelTaskParams, TaskPayload, TaskStatus};
+    let pg = Postgres::start();
+    let fixture = format!(
+        "[servers.fixture]\ncommand = {py:?}\nargs = [{fixture:?}]\n",
+        py = common::python(),
+        fixture = common::workspace_root().join("tests/python/conformance_server.py"),
+    );
+    let replicas = start_replicas_with(&pg, 3, Some(&fixture));
+    let lb = balancer(&replicas);
+    let url = format!("{}/mcp", lb.url);
+    for modern in [false, true] {
+        let client = tasks_client(&url, modern).await;
+        // A slow call becomes a task on the replica it landed on; every later tasks/get goes
+        // to the next replica, which answers from what the running one published.
+        let id = start_task(&client, json!({"seconds": 1, "label": "shared"})).await;
+        let done = settled(&client, &id).await;
+        match &done.payload {
+            TaskPayload::Completed { result } => assert_eq!(
+                result["content"][0]["text"], "computed shared after 1.0s",
+                "{done:?}"
+            ),
+            other => panic!("the task did not complete (modern: {modern}): {other:?}"),
+        }
+        // A cancel on whichever replica reaches the one running the call.
+        let long = start_task(&client, json!({"seconds": 30, "label": "stopped"})).await;
+        client
+            .peer()
+            .cancel_task(CancelTaskParams::new(long.clone()))
+            .await
+            .expect("tasks/cancel on some replica");
+        let stopped = settled(&client, &long).await;
+        assert_eq!(stopped.status(), TaskStatus::Cancelled, "{stopped:?}");
+        client.cancel().await.expect("close the client");
+    }
 }

@@ -308,7 +308,7 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let owner = self.task_owner(&context);
-        self.gateway.tasks().get(&owner, &request.task_id)
+        self.gateway.tasks().get(&owner, &request.task_id).await
     }
 
     async fn update_task(
@@ -320,6 +320,7 @@ impl ServerHandler for GatewayHandler {
         self.gateway
             .tasks()
             .update(&owner, &request.task_id, request.input_responses)
+            .await
     }
 
     async fn cancel_task(
@@ -328,7 +329,7 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let owner = self.task_owner(&context);
-        self.gateway.tasks().cancel(&owner, &request.task_id)
+        self.gateway.tasks().cancel(&owner, &request.task_id).await
     }
 }
 

@@ -213,7 +213,7 @@ pub struct Gateway {
     /// (verified tokens bring identities from outside; the least recently used goes first).
     stateless: Mutex<HashMap<String, (Arc<Session>, std::time::Instant)>>,
     paused: Arc<caller::Paused<Outcome>>,
-    tasks: Tasks,
+    tasks: Arc<Tasks>,
     served: Mutex<Option<Arc<ServedTools>>>,
     shutdown: CancellationToken,
     /// Reloads the configuration file (`roster serve` sets it; an embedder may not).
@@ -443,7 +443,7 @@ impl Gateway {
         skills: Arc<Skills>,
         inbox: Option<Arc<crate::inbox::Inbox>>,
     ) -> Result<Arc<Self>, ClientEntryError> {
-        let tasks = Tasks::new(config.tasks.clone());
+        let tasks = Arc::new(Tasks::new(config.tasks.clone()));
         let gateway = Arc::new(Self {
             roster,
             attribution: inbox.as_ref().map(|inbox| inbox.attribution()),
@@ -526,6 +526,16 @@ impl Gateway {
     /// The tasks roster runs for its clients.
     pub(crate) fn tasks(&self) -> &Tasks {
         &self.tasks
+    }
+
+    /// Shares this gateway's tasks with the other replicas of `[store]` (its sessions and inbox
+    /// are shared where they are made: the HTTP front, `Inbox::open`).
+    pub fn share(
+        &self,
+        store: &crate::store::postgres::Pg,
+    ) -> Result<(), crate::store::StoreError> {
+        self.tasks
+            .share(crate::store::tasks::SharedTasks::new(store.clone()))
     }
 
     /// The `[gateway]` settings in force.

@@ -24,7 +24,7 @@ use std::time::Duration;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, ErrorCode,
-    GetTaskResult, InputRequiredResult, InputResponses, JsonObject,
+    GetTaskResult, InputRequiredResult, InputResponses, JsonObject, TaskStatus,
 };
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use serde_json::Value;
@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use super::{CallError, Gateway, native};
 use crate::config::TaskSupport;
 use crate::servers::{CallerRelay, InputRound};
+use crate::store::tasks::{SharedTasks, TaskOp};
 
 /// How often a client is asked to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
@@ -95,6 +96,8 @@ pub(crate) struct Tasks {
     settings: TaskSettings,
     by_owner: Mutex<HashMap<String, TaskManager>>,
     running: Arc<AtomicUsize>,
+    /// With `[store]`: tasks every replica answers for (see `crate::store::tasks`).
+    shared: std::sync::OnceLock<SharedTasks>,
 }
 
 impl Tasks {
@@ -103,6 +106,60 @@ impl Tasks {
             settings,
             by_owner: Mutex::new(HashMap::new()),
             running: Arc::new(AtomicUsize::new(0)),
+            shared: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Shares tasks with the other replicas through `shared`: this replica publishes the
+    /// state of the tasks it runs, answers `tasks/get` for theirs, and carries out the
+    /// `tasks/cancel` and `tasks/update` they pass on for its own.
+    pub(crate) fn share(
+        self: &Arc<Self>,
+        shared: SharedTasks,
+    ) -> Result<(), crate::store::StoreError> {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Ok(());
+        };
+        let tasks = Arc::downgrade(self);
+        shared
+            .pg()
+            .listen(&[crate::store::tasks::CHANNEL], move |_, payload| {
+                let (Some(tasks), Ok(op)) =
+                    (tasks.upgrade(), serde_json::from_str::<TaskOp>(payload))
+                else {
+                    return;
+                };
+                runtime.spawn(async move { tasks.carry_out(op) });
+            })?;
+        let _ = self.shared.set(shared);
+        Ok(())
+    }
+
+    /// A request another replica passed on, for a task that runs here (else not ours).
+    fn carry_out(&self, op: TaskOp) {
+        let (owner, id) = match &op {
+            TaskOp::Cancel { owner, id } | TaskOp::Update { owner, id, .. } => {
+                (owner.clone(), id.clone())
+            }
+        };
+        let (owner, id) = (owner.as_str(), id.as_str());
+        let Some(manager) = self.manager(owner) else {
+            return;
+        };
+        if manager.get_task(id).is_err() {
+            return;
+        }
+        let done = match op {
+            TaskOp::Cancel { .. } => manager.cancel_task(id),
+            TaskOp::Update { responses, .. } => {
+                match serde_json::from_value::<InputResponses>(responses) {
+                    Ok(responses) => manager.update_task(id, responses),
+                    Err(e) => Err(ErrorData::invalid_params(e.to_string(), None)),
+                }
+            }
+        };
+        if let Err(error) = done {
+            tracing::warn!(task = %id, %error, "a task request from another replica failed");
         }
     }
 
@@ -191,32 +248,103 @@ impl Tasks {
         let task = manager.spawn(options, move |context| {
             Box::pin(crate::telemetry::carried(work.run(round, context)))
         });
+        if let Some(shared) = self.shared.get() {
+            let publisher = Publisher {
+                manager,
+                owner: owner.to_owned(),
+                id: task.task_id.clone(),
+                shared: shared.clone(),
+                ttl: self.settings.ttl,
+                last: String::new(),
+            };
+            // Published before the client has the id: its next request may land elsewhere.
+            tokio::spawn(publisher.start().await);
+        }
         Ok(Dispatch::Answered(Box::new(CallToolResponse::Task(
             CreateTaskResult::new(task),
         ))))
     }
 
-    /// `tasks/get`: the task with its result, error or pending input requests.
-    pub(crate) fn get(&self, owner: &str, task_id: &str) -> Result<GetTaskResult, ErrorData> {
-        let manager = self.manager(owner).ok_or_else(|| unknown_task(task_id))?;
-        Ok(GetTaskResult::new(manager.get_task(task_id)?))
+    /// The owner's task runs here.
+    fn local(&self, owner: &str, task_id: &str) -> Option<TaskManager> {
+        self.manager(owner)
+            .filter(|manager| manager.get_task(task_id).is_ok())
+    }
+
+    /// `tasks/get`: the task with its result, error or pending input requests (one another
+    /// replica runs, as it last published it).
+    pub(crate) async fn get(&self, owner: &str, task_id: &str) -> Result<GetTaskResult, ErrorData> {
+        if let Some(manager) = self.local(owner, task_id) {
+            return Ok(GetTaskResult::new(manager.get_task(task_id)?));
+        }
+        let state = self.elsewhere(owner, task_id).await?;
+        serde_json::from_str(&state).map_err(|e| {
+            ErrorData::internal_error(format!("a task's shared state is unreadable: {e}"), None)
+        })
+    }
+
+    /// A task another replica runs, as it last published it.
+    async fn elsewhere(&self, owner: &str, task_id: &str) -> Result<String, ErrorData> {
+        let Some(shared) = self.shared.get() else {
+            return Err(unknown_task(task_id));
+        };
+        match shared.get(owner, task_id).await {
+            Ok(Some(state)) => Ok(state),
+            Ok(None) => Err(unknown_task(task_id)),
+            Err(e) => Err(ErrorData::internal_error(
+                format!("roster cannot reach the store that holds this task: {e}"),
+                None,
+            )),
+        }
+    }
+
+    /// Passes `op` to the replica running the task, which must be one of the store's.
+    async fn pass_on(&self, owner: &str, task_id: &str, op: TaskOp) -> Result<(), ErrorData> {
+        self.elsewhere(owner, task_id).await?;
+        let shared = self.shared.get().ok_or_else(|| unknown_task(task_id))?;
+        match shared.send(&op).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(ErrorData::invalid_params(
+                "these answers are too large to pass to the replica running the task",
+                None,
+            )),
+            Err(e) => Err(ErrorData::internal_error(
+                format!("roster cannot reach the store that holds this task: {e}"),
+                None,
+            )),
+        }
     }
 
     /// `tasks/update`: answers to the task's input requests (unknown keys are ignored).
-    pub(crate) fn update(
+    pub(crate) async fn update(
         &self,
         owner: &str,
         task_id: &str,
         responses: InputResponses,
     ) -> Result<(), ErrorData> {
-        let manager = self.manager(owner).ok_or_else(|| unknown_task(task_id))?;
-        manager.update_task(task_id, responses)
+        if let Some(manager) = self.local(owner, task_id) {
+            return manager.update_task(task_id, responses);
+        }
+        let responses = serde_json::to_value(responses)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let op = TaskOp::Update {
+            owner: owner.to_owned(),
+            id: task_id.to_owned(),
+            responses,
+        };
+        self.pass_on(owner, task_id, op).await
     }
 
     /// `tasks/cancel`: the call is cancelled at its server; the task settles `cancelled`.
-    pub(crate) fn cancel(&self, owner: &str, task_id: &str) -> Result<(), ErrorData> {
-        let manager = self.manager(owner).ok_or_else(|| unknown_task(task_id))?;
-        manager.cancel_task(task_id)
+    pub(crate) async fn cancel(&self, owner: &str, task_id: &str) -> Result<(), ErrorData> {
+        if let Some(manager) = self.local(owner, task_id) {
+            return manager.cancel_task(task_id);
+        }
+        let op = TaskOp::Cancel {
+            owner: owner.to_owned(),
+            id: task_id.to_owned(),
+        };
+        self.pass_on(owner, task_id, op).await
     }
 
     /// Drops every task (their calls are cancelled with them).
@@ -224,6 +352,58 @@ impl Tasks {
         for manager in self.owners().values() {
             manager.shutdown();
         }
+    }
+}
+
+/// How often the replica running a task looks whether its state changed, to publish it.
+const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+
+/// Publishes a task's state to the store each time it changes, until it settles (or is gone).
+struct Publisher {
+    manager: TaskManager,
+    owner: String,
+    id: String,
+    shared: SharedTasks,
+    ttl: Duration,
+    /// What was published last.
+    last: String,
+}
+
+impl Publisher {
+    /// Publishes the state now; then the rest is to run in the background.
+    async fn start(mut self) -> impl std::future::Future<Output = ()> {
+        self.step().await;
+        async move {
+            while !self.step().await {
+                tokio::time::sleep(PUBLISH_EVERY).await;
+            }
+        }
+    }
+
+    /// Publishes the state if it changed; whether the task is settled (or gone) and published.
+    async fn step(&mut self) -> bool {
+        let Ok(task) = self.manager.get_task(&self.id) else {
+            return true;
+        };
+        let settled = matches!(
+            task.status(),
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        );
+        let state = serde_json::to_string(&GetTaskResult::new(task)).unwrap_or_default();
+        if state != self.last {
+            match self
+                .shared
+                .publish(&self.owner, &self.id, state.clone(), self.ttl)
+                .await
+            {
+                Ok(()) => self.last = state,
+                Err(error) => {
+                    tracing::warn!(task = %self.id, %error, "could not publish a task's state to the store");
+                    return false;
+                }
+            }
+        }
+        settled
     }
 }
 

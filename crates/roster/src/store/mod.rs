@@ -15,6 +15,7 @@ mod pins;
 pub mod postgres;
 pub mod sessions;
 mod sqlite;
+pub mod tasks;
 mod tokens;
 
 use roster_core::catalog::Catalog;

@@ -46,6 +46,14 @@ pub const MIGRATIONS: &[&str] = &[
          created_at timestamptz NOT NULL DEFAULT now(),
          seen_at timestamptz NOT NULL DEFAULT now()
      );",
+    // 2: tasks as every replica sees them (the replica running one publishes its state).
+    "CREATE TABLE roster_tasks (
+         owner text NOT NULL,
+         id text NOT NULL,
+         state text NOT NULL,
+         expires_at timestamptz NOT NULL,
+         PRIMARY KEY (owner, id)
+     );",
 ];
 
 /// How long a connection attempt may take.
