@@ -438,3 +438,102 @@ async fn a_task_started_on_one_replica_is_followed_and_cancelled_on_any() {
         client.cancel().await.expect("close the client");
     }
 }
+
+/// An rmcp client in an initialize-era session (tool lists and plain calls).
+async fn plain_client(url: &str) -> Client {
+    use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
+    let info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("replicas-test", "1"),
+    );
+    rmcp::serve_client_with_lifecycle(info, transport, rmcp::ClientLifecycleMode::Initialize)
+        .await
+        .expect("connect")
+}
+
+async fn tool_names(client: &Client) -> Vec<String> {
+    client
+        .peer()
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
+async fn call_tool(client: &Client, name: &str, arguments: Value) -> String {
+    use rmcp::model::CallToolRequestParams;
+    let arguments = arguments.as_object().cloned().unwrap_or_default();
+    let result = client
+        .peer()
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    serde_json::to_value(&result).expect("JSON")["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Lists at `client` until `name` shows (each listing is a turn: a stale server re-lists).
+async fn until_listed(client: &Client, name: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !tool_names(client).await.iter().any(|n| n == name) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name} never showed on the other replica"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_one_replica_hears_of_reaches_the_others() {
+    // One remote server both replicas connect to, each in a session of its own: the server
+    // announces a change only in the session that made it (and its listing holds for an hour).
+    let (_server, port) = common::spawn_http_fixture("streamable-http", &[]);
+    let remote = format!(
+        "[servers.dynamic]\nurl = \"http://127.0.0.1:{port}/mcp\"\nprotocol = \"legacy\"\n"
+    );
+    let pg = Postgres::start();
+    let replicas = start_replicas_with(&pg, 2, Some(&remote));
+    let first = plain_client(&replicas[0].url).await;
+    let second = plain_client(&replicas[1].url).await;
+    assert!(
+        !tool_names(&second)
+            .await
+            .contains(&"dynamic__fresh".to_owned())
+    );
+
+    // A change made through the first replica: its list_changed, recorded in the shared
+    // inbox, makes the second replica re-list its own session with the server.
+    assert_eq!(
+        call_tool(&first, "dynamic__add_tool", json!({"name": "fresh"})).await,
+        "added fresh"
+    );
+    until_listed(&second, "dynamic__fresh").await;
+    assert_eq!(
+        call_tool(&second, "dynamic__fresh", json!({})).await,
+        "I am fresh"
+    );
+
+    // A change nobody announced (made at the server directly) shows on every replica after a
+    // refresh_tools on one of them.
+    let direct = plain_client(&format!("http://127.0.0.1:{port}/mcp")).await;
+    assert_eq!(
+        call_tool(&direct, "add_tool", json!({"name": "quiet"})).await,
+        "added quiet"
+    );
+    assert!(
+        !tool_names(&second)
+            .await
+            .contains(&"dynamic__quiet".to_owned())
+    );
+    call_tool(&first, "refresh_tools", json!({})).await;
+    until_listed(&second, "dynamic__quiet").await;
+    for client in [first, second, direct] {
+        client.cancel().await.expect("close");
+    }
+}

@@ -198,6 +198,16 @@ impl Default for ServeConfig {
 /// used one's session ends (its next request opens a new one).
 pub const MAX_STATELESS_IDENTITIES: usize = 4096;
 
+/// The `NOTIFY` channel of refreshes (`refresh_tools`); the payload is the replica that asked.
+const REFRESH_CHANNEL: &str = "roster_refresh";
+
+/// How this replica's refreshes reach the others.
+struct Fanout {
+    pg: crate::store::postgres::Pg,
+    /// This replica's id, so it does not refresh twice on its own notice.
+    origin: String,
+}
+
 /// The gateway's shared state: the roster it serves, who may connect, and the sessions of
 /// clients that speak the stateless (2026-07-28) era, keyed by who they are.
 pub struct Gateway {
@@ -217,6 +227,8 @@ pub struct Gateway {
     served: Mutex<Option<Arc<ServedTools>>>,
     shutdown: CancellationToken,
     /// Reloads the configuration file (`roster serve` sets it; an embedder may not).
+    /// With `[store]`: how a refresh reaches the other replicas.
+    fanout: std::sync::OnceLock<Fanout>,
     reloader: std::sync::OnceLock<Arc<reload::Reloader>>,
     /// Who may use the dashboard (`/ui`): its sessions and one-time tokens, shared by every
     /// listener that serves it.
@@ -460,6 +472,7 @@ impl Gateway {
             served: Mutex::new(None),
             shutdown: CancellationToken::new(),
             reloader: std::sync::OnceLock::new(),
+            fanout: std::sync::OnceLock::new(),
             ui: ui::Access::default(),
         });
         gateway
@@ -498,6 +511,21 @@ impl Gateway {
     /// configured (what `refresh_tools` and `roster refresh` report).
     pub(crate) fn refresh(&self) -> usize {
         self.roster.refresh();
+        if let (Some(fanout), Ok(runtime)) =
+            (self.fanout.get(), tokio::runtime::Handle::try_current())
+        {
+            let (pg, origin) = (fanout.pg.clone(), fanout.origin.clone());
+            runtime.spawn(async move {
+                let sent = pg
+                    .run_async(move |client| {
+                        client.execute("SELECT pg_notify($1, $2)", &[&REFRESH_CHANNEL, &origin])
+                    })
+                    .await;
+                if let Err(error) = sent {
+                    tracing::warn!(%error, "the other replicas did not hear of this refresh");
+                }
+            });
+        }
         self.roster.status().len()
     }
 
@@ -528,14 +556,54 @@ impl Gateway {
         &self.tasks
     }
 
-    /// Shares this gateway's tasks with the other replicas of `[store]` (its sessions and inbox
-    /// are shared where they are made: the HTTP front, `Inbox::open`).
+    /// Shares this gateway with the other replicas of `[store]` (its sessions and inbox are
+    /// shared where they are made: the HTTP front, `Inbox::open`): its tasks; a server's
+    /// `list_changed` another replica recorded re-lists this replica's own copy of that server
+    /// (debounced); a `refresh_tools` on any replica marks every replica's servers stale.
     pub fn share(
-        &self,
+        self: &Arc<Self>,
         store: &crate::store::postgres::Pg,
     ) -> Result<(), crate::store::StoreError> {
         self.tasks
-            .share(crate::store::tasks::SharedTasks::new(store.clone()))
+            .share(crate::store::tasks::SharedTasks::new(store.clone()))?;
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Ok(());
+        };
+        if let Some(inbox) = &self.inbox {
+            let pending = Arc::new(Mutex::new(std::collections::HashSet::<String>::new()));
+            let roster = self.roster.clone();
+            let debounce = self.roster.running_gateway().debounce;
+            let rt = runtime.clone();
+            inbox.on_remote_change(Arc::new(move |server, _method| {
+                if !lock(&pending).insert(server.to_owned()) {
+                    return;
+                }
+                let (roster, pending, server) = (roster.clone(), pending.clone(), server.to_owned());
+                rt.spawn(async move {
+                    tokio::time::sleep(debounce).await;
+                    lock(&pending).remove(&server);
+                    if let Err(error) = roster.relist(&server).await {
+                        tracing::debug!(%server, %error, "re-list after another replica's list_changed failed");
+                    }
+                });
+            }));
+        }
+        let origin = uuid::Uuid::new_v4().to_string();
+        let weak = Arc::downgrade(self);
+        let own = origin.clone();
+        store.listen(&[REFRESH_CHANNEL], move |_, payload| {
+            if payload.is_empty() || payload == own {
+                return;
+            }
+            if let Some(gateway) = weak.upgrade() {
+                gateway.roster.refresh();
+            }
+        })?;
+        let _ = self.fanout.set(Fanout {
+            pg: store.clone(),
+            origin,
+        });
+        Ok(())
     }
 
     /// The `[gateway]` settings in force.

@@ -387,11 +387,15 @@ impl Trail {
     }
 }
 
+/// Told when another replica recorded a `*/list_changed` of a server: `(server, method)`.
+pub type RemoteChangeHook = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
 struct Inner {
     view: View,
     attribution: Attribution,
     trail: Trail,
     waiters: HashMap<Seq, oneshot::Sender<ConfirmDecision>>,
+    remote_change: Option<RemoteChangeHook>,
 }
 
 impl Inner {
@@ -429,7 +433,18 @@ impl Inner {
         };
         log.flush();
         match log.since() {
-            Ok(records) => records.into_iter().for_each(|r| self.apply(r)),
+            Ok(records) => {
+                for (record, foreign) in records {
+                    if foreign
+                        && let (Some(hook), AuditRecord::Entry(entry)) =
+                            (&self.remote_change, &record)
+                        && entry.method.ends_with("/list_changed")
+                    {
+                        hook(&entry.channel, &entry.method);
+                    }
+                    self.apply(record);
+                }
+            }
             Err(error) => {
                 tracing::warn!(%error, "inbox: cannot read the shared log; showing what this replica has")
             }
@@ -555,6 +570,7 @@ impl Inbox {
                     attribution: Attribution::default(),
                     trail: Trail::Shared(log),
                     waiters: HashMap::new(),
+                    remote_change: None,
                 };
                 (inner, None)
             }
@@ -569,6 +585,7 @@ impl Inbox {
                     attribution: Attribution::default(),
                     trail: Trail::File(audit),
                     waiters: HashMap::new(),
+                    remote_change: None,
                 };
                 let orphans: Vec<Seq> = inner.view.pending.keys().copied().collect();
                 for seq in orphans {
@@ -599,6 +616,12 @@ impl Inbox {
     /// Whether this inbox is shared by replicas (`[store]`).
     pub fn is_shared(&self) -> bool {
         self.shared.lock().shared()
+    }
+
+    /// Calls `hook` whenever another replica recorded a server's `*/list_changed` (a shared
+    /// inbox only): its own copy of that server may have changed too.
+    pub fn on_remote_change(&self, hook: RemoteChangeHook) {
+        self.shared.lock().remote_change = Some(hook);
     }
 
     /// Applies what other replicas appended, now (the store's listener calls this on every

@@ -45,6 +45,9 @@ pub(super) struct SharedLog {
     backlog: VecDeque<AuditRecord>,
     failing: Option<String>,
     retain: i64,
+    /// Positions of records this replica appended and has not applied yet: what it applies
+    /// from elsewhere is told apart from its own.
+    own: std::collections::HashSet<i64>,
 }
 
 /// Whether the record takes the next seq (a notification or a confirm).
@@ -87,13 +90,15 @@ impl SharedLog {
             backlog: VecDeque::new(),
             failing: None,
             retain: retain(capacity),
+            own: std::collections::HashSet::new(),
         };
-        let records = log.since()?;
+        let records = log.since()?.into_iter().map(|(r, _)| r).collect();
         Ok((log, records))
     }
 
-    /// The records past the last applied one, in order; they count as applied.
-    pub(super) fn since(&mut self) -> Result<Vec<AuditRecord>, StoreError> {
+    /// The records past the last applied one, in order, each with whether another replica
+    /// appended it; they count as applied.
+    pub(super) fn since(&mut self) -> Result<Vec<(AuditRecord, bool)>, StoreError> {
         let after = self.applied;
         let rows = self.pg.run(move |client| {
             client.query(
@@ -105,8 +110,9 @@ impl SharedLog {
         for row in rows {
             let pos: i64 = row.get(0);
             self.applied = self.applied.max(pos);
+            let foreign = !self.own.remove(&pos);
             if let Some(record) = decode(pos, row.get(1), row.get(2)) {
-                records.push(record);
+                records.push((record, foreign));
             }
         }
         Ok(records)
@@ -153,13 +159,17 @@ impl SharedLog {
                          SELECT pos, CASE WHEN $2 > 0 THEN seq END, $1 FROM head
                       RETURNING pos, seq
                      )
-                     SELECT seq, pg_notify($3, pos::text)::text FROM added",
+                     SELECT seq, pos, pg_notify($3, pos::text)::text FROM added",
                     &[&text, &step, &CHANNEL],
                 )
             });
             match appended {
                 Ok(row) => {
                     last = row.get::<_, Option<i64>>(0).map(|seq| seq as u64);
+                    // Bounded: a record is applied (and forgotten here) at the next catch-up.
+                    if self.own.len() < BACKLOG {
+                        self.own.insert(row.get(1));
+                    }
                     self.backlog.pop_front();
                     if self.failing.take().is_some() {
                         tracing::info!("inbox: the store takes records again");
