@@ -344,6 +344,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         on_reconcile: None,
         // Pins outlive the process: a redefined tool is caught after a restart too.
         pins_dir: Some(config.gateway.state_dir.clone()),
+        pins_store: store.clone(),
     };
     let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);

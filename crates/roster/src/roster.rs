@@ -142,6 +142,8 @@ pub struct RosterOptions {
     /// The state directory whose store keeps tool pins across restarts (`roster serve` gives
     /// `[gateway] state_dir`). `None`: pins live as long as this roster.
     pub pins_dir: Option<std::path::PathBuf>,
+    /// The store replicas share (`[store]`): pins live there instead of in `pins_dir`.
+    pub pins_store: Option<crate::store::postgres::Pg>,
 }
 
 impl Default for RosterOptions {
@@ -150,6 +152,7 @@ impl Default for RosterOptions {
             sink: Arc::new(LogSink),
             on_reconcile: None,
             pins_dir: None,
+            pins_store: None,
         }
     }
 }
@@ -190,8 +193,9 @@ impl Drop for Lifetime {
 #[derive(Clone)]
 pub struct Roster {
     rt: Arc<Runtime>,
-    /// Where the pin store lives (`RosterOptions::pins_dir`); `None`: in memory.
-    pins_dir: Option<std::path::PathBuf>,
+    /// Where the pin store lives (`RosterOptions::pins_dir` or `pins_store`); `None`: in
+    /// memory.
+    pins_at: Option<crate::store::PinsAt>,
     default_session: Arc<Session>,
     _lifetime: Arc<Lifetime>,
 }
@@ -218,10 +222,16 @@ impl Roster {
         config.gateway.schedule_config().validate()?;
         let startup_wait = config.gateway.startup_wait;
         let running = config.clone();
-        let pins_dir = options.pins_dir.clone();
-        let store = match &options.pins_dir {
-            Some(dir) => PinStore::open(dir)?,
-            None => PinStore::open_in_memory()?,
+        let (store, pins_at) = match (&options.pins_store, &options.pins_dir) {
+            (Some(pg), _) => (
+                PinStore::shared(pg)?,
+                Some(crate::store::PinsAt::Shared(pg.clone())),
+            ),
+            (None, Some(dir)) => (
+                PinStore::open(dir)?,
+                Some(crate::store::PinsAt::Dir(dir.clone())),
+            ),
+            (None, None) => (PinStore::open_in_memory()?, None),
         };
         let rt = Runtime::new(
             config.gateway,
@@ -243,7 +253,7 @@ impl Roster {
         let default_session = Session::open(rt.clone());
         Ok(Roster {
             rt,
-            pins_dir,
+            pins_at,
             default_session,
             _lifetime: lifetime,
         })
@@ -723,11 +733,11 @@ impl Roster {
         lock(&self.rt.running).gateway.clone()
     }
 
-    /// The directory of the pin store a person decides in (`None`: pins live in memory), and
-    /// the naming that runs (how `roster tools drift` names a waiting tool).
-    pub(crate) fn pins_place(&self) -> (Option<std::path::PathBuf>, roster_core::NamingConfig) {
+    /// The pin store a person decides in (`None`: pins live in memory), and the naming that
+    /// runs (how `roster tools drift` names a waiting tool).
+    pub(crate) fn pins_place(&self) -> (Option<crate::store::PinsAt>, roster_core::NamingConfig) {
         let naming = lock(&self.rt.running).gateway.naming_config();
-        (self.pins_dir.clone(), naming)
+        (self.pins_at.clone(), naming)
     }
 
     /// The recent deltas of every server, newest first (at most

@@ -22,7 +22,7 @@ use serde::Serialize;
 use super::inbox::resolve_state_dir;
 use crate::config::Config;
 use crate::i18n::text;
-use crate::store::{Decision, PinBook, PinStore};
+use crate::store::{Decision, PinBook, PinsAt};
 
 /// `roster tools`: without a subcommand, the running gateway's tools.
 #[derive(Debug, Args)]
@@ -435,10 +435,21 @@ pub fn naming_for(config_path: &Path) -> anyhow::Result<NamingConfig> {
     }
 }
 
-/// What waits in the store of `state_dir`, named by `naming`. No store file means nothing
-/// waits (and no file is made).
-pub fn load_pending(state_dir: &Path, naming: &NamingConfig) -> anyhow::Result<Vec<Pending>> {
-    let Some(store) = PinStore::open_existing(state_dir)? else {
+/// Where the pins of the configuration at `config_path` are: the `[store]` database replicas
+/// share, else the state directory (`--state-dir`, else the configuration's).
+pub fn pins_at(state_dir: Option<PathBuf>, config_path: &Path) -> anyhow::Result<PinsAt> {
+    if let Ok(config) = crate::config::Config::load(config_path)
+        && let Some(store) = &config.store
+    {
+        return Ok(PinsAt::Shared(crate::store::postgres::Pg::connect(store)?));
+    }
+    Ok(PinsAt::Dir(resolve_state_dir(state_dir, config_path)?))
+}
+
+/// What waits in the pin store at `at`, named by `naming`. No store file means nothing waits
+/// (and no file is made).
+pub fn load_pending(at: &PinsAt, naming: &NamingConfig) -> anyhow::Result<Vec<Pending>> {
+    let Some(store) = at.open_existing()? else {
         return Ok(Vec::new());
     };
     Ok(pending(&store.load()?, naming))
@@ -450,8 +461,8 @@ pub fn run(command: ToolsCommand, config_path: &Path) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let (decision, args) = match command {
         ToolsCommand::Drift(args) => {
-            let dir = resolve_state_dir(args.state_dir, config_path)?;
-            let pending = load_pending(&dir, &naming)?;
+            let at = pins_at(args.state_dir, config_path)?;
+            let pending = load_pending(&at, &naming)?;
             if args.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&pending)?)?;
             } else {
@@ -462,8 +473,8 @@ pub fn run(command: ToolsCommand, config_path: &Path) -> anyhow::Result<()> {
         ToolsCommand::Approve(args) => (Decision::Approve, args),
         ToolsCommand::Reject(args) => (Decision::Reject, args),
     };
-    let dir = resolve_state_dir(args.state_dir, config_path)?;
-    let Some(done) = decide(&dir, &naming, decision, &args.names, &args.server, args.all)? else {
+    let at = pins_at(args.state_dir, config_path)?;
+    let Some(done) = decide(&at, &naming, decision, &args.names, &args.server, args.all)? else {
         writeln!(out, "{}", text("cli.tools.nothing_waits", &[]))?;
         return Ok(());
     };
@@ -504,14 +515,14 @@ pub struct Decided {
 /// `all`. A name or server that picks nothing is an error and nothing is decided; `Ok(None)`:
 /// nothing waits.
 pub fn decide(
-    dir: &Path,
+    at: &PinsAt,
     naming: &NamingConfig,
     decision: Decision,
     names: &[String],
     servers: &[String],
     all: bool,
 ) -> anyhow::Result<Option<Decided>> {
-    let store = PinStore::open_existing(dir)?;
+    let store = at.open_existing()?;
     let pending = match &store {
         Some(store) => pending(&store.load()?, naming),
         None => Vec::new(),
@@ -527,7 +538,7 @@ pub fn decide(
         let keys: Vec<(String, String)> = selection.chosen.iter().map(|p| p.key()).collect();
         decided = store
             .decide(decision, &keys)
-            .with_context(|| format!("nothing was decided (the store in {})", dir.display()))?;
+            .with_context(|| format!("nothing was decided (the store {at})"))?;
     }
     let mut done = Decided::default();
     for entry in &selection.chosen {
@@ -553,11 +564,11 @@ pub fn complete_pending(
     config_path: &Path,
     out: &mut impl std::io::Write,
 ) -> std::io::Result<()> {
-    let Ok(dir) = resolve_state_dir(state_dir, config_path) else {
+    let Ok(at) = pins_at(state_dir, config_path) else {
         return Ok(());
     };
     let naming = naming_for(config_path).unwrap_or_default();
-    let Ok(pending) = load_pending(&dir, &naming) else {
+    let Ok(pending) = load_pending(&at, &naming) else {
         return Ok(());
     };
     for entry in pending {

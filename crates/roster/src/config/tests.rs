@@ -705,3 +705,37 @@ fn tools_mode_and_always_parse_per_gateway_and_client_and_bad_ones_are_named() {
         .expect_err("bad glob");
     assert!(err.to_string().contains("clients[0].always"), "{err}");
 }
+
+#[test]
+fn store_url_parses_and_mistakes_name_the_key() {
+    let config =
+        parse("[store]\nurl = \"postgres://roster@db:5432/roster\"\npassword_env = \"PGPASS\"\n")
+            .expect("a store");
+    let store = config.store.expect("[store]");
+    assert_eq!(store.url, "postgres://roster@db:5432/roster");
+    assert_eq!(store.password_env.as_deref(), Some("PGPASS"));
+    assert!(parse("").expect("empty").store.is_none());
+    for (text, key) in [
+        ("[store]\nurl = \"mysql://x@y/z\"\n", "store.url"),
+        (
+            "[store]\nurl = \"postgres://roster:secret@db/roster\"\n",
+            "store.url",
+        ),
+        (
+            "[store]\nurl = \"postgres://db/r?sslmode=bogus\"\n",
+            "store.url",
+        ),
+        (
+            "[store]\nurl = \"postgres://db/r\"\npassword_env = \"\"\n",
+            "store.password_env",
+        ),
+    ] {
+        let err = parse(text).expect_err(text);
+        assert!(
+            matches!(&err, ConfigError::Invalid { key: k, .. } if k == key),
+            "{text}: {err}"
+        );
+    }
+    let err = parse("[store]\npassword_env = \"X\"\n").expect_err("no url");
+    assert!(err.to_string().contains("url"), "{err}");
+}

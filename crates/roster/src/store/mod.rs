@@ -12,6 +12,7 @@
 
 mod dir;
 mod pins;
+mod pins_shared;
 pub mod postgres;
 pub mod sessions;
 mod sqlite;
@@ -25,7 +26,7 @@ pub use dir::{
     DEFAULT_MAX_SKILL_FILE_SIZE, SkillDirScan, UnreadableSkill, read_skill_file, scan_skills_dir,
 };
 pub use pins::{
-    DecidedBy, Decision, PinBook, PinRecord, PinStore, PinWrite, ReviewEntry, ReviewRecord,
+    DecidedBy, Decision, PinBook, PinRecord, PinStore, PinWrite, PinsAt, ReviewEntry, ReviewRecord,
     STORE_FILE, ServerPins, now_ms,
 };
 pub use sqlite::SqliteStore;
@@ -79,6 +80,14 @@ pub enum StoreError {
     PasswordEnv {
         /// The variable.
         var: String,
+    },
+    /// A stored value could not be read back.
+    #[error("store {store}: {what}")]
+    Corrupt {
+        /// The store (`[store] url`).
+        store: String,
+        /// What is unreadable, and why.
+        what: String,
     },
     /// The store's own thread could not be started.
     #[error("cannot start the store's thread: {source}")]

@@ -240,9 +240,51 @@ pub enum Decision {
     Reject,
 }
 
-/// The SQLite file holding pins and reviews.
+/// Where pins and reviews are kept: the SQLite file in the state directory, or (`[store]`)
+/// the PostgreSQL database replicas share.
 #[derive(Debug)]
 pub struct PinStore {
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Sqlite(SqlitePins),
+    Shared(super::pins_shared::SharedPins),
+}
+
+/// Where a gateway's pins are: its state directory's SQLite file, or the store replicas share.
+#[derive(Debug, Clone)]
+pub enum PinsAt {
+    /// `roster.sqlite3` in this state directory.
+    Dir(PathBuf),
+    /// The `[store]` database.
+    Shared(super::postgres::Pg),
+}
+
+impl std::fmt::Display for PinsAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PinsAt::Dir(dir) => write!(f, "in {}", dir.display()),
+            PinsAt::Shared(pg) => write!(f, "at {}", pg.url()),
+        }
+    }
+}
+
+impl PinsAt {
+    /// Opens the pins for a one-shot read or decision; `None` when there is no store file
+    /// yet (nothing was ever pinned there).
+    pub fn open_existing(&self) -> Result<Option<PinStore>, StoreError> {
+        match self {
+            PinsAt::Dir(dir) => PinStore::open_existing(dir),
+            PinsAt::Shared(pg) => PinStore::shared_once(pg).map(Some),
+        }
+    }
+}
+
+/// The SQLite file holding pins and reviews.
+#[derive(Debug)]
+struct SqlitePins {
     conn: Connection,
     path: String,
 }
@@ -269,7 +311,9 @@ impl PinStore {
             source,
         })?;
         let (conn, path) = super::open_sqlite(Some(&path), SCHEMA)?;
-        Ok(PinStore { conn, path })
+        Ok(PinStore {
+            kind: Kind::Sqlite(SqlitePins { conn, path }),
+        })
     }
 
     /// Opens the store in `state_dir` only if its file exists (for commands that only read).
@@ -284,9 +328,84 @@ impl PinStore {
     /// A store that lives as long as this value.
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let (conn, path) = super::open_sqlite(None, SCHEMA)?;
-        Ok(PinStore { conn, path })
+        Ok(PinStore {
+            kind: Kind::Sqlite(SqlitePins { conn, path }),
+        })
     }
 
+    /// The pins every replica shares (`[store]`): one replica's first use or a person's
+    /// decision on any machine holds for all. Its data version follows every replica's writes.
+    pub fn shared(pg: &super::postgres::Pg) -> Result<Self, StoreError> {
+        Ok(PinStore {
+            kind: Kind::Shared(super::pins_shared::SharedPins::open(pg, true)?),
+        })
+    }
+
+    /// [`PinStore::shared`] for a one-shot reader or decider (no listening connection).
+    pub fn shared_once(pg: &super::postgres::Pg) -> Result<Self, StoreError> {
+        Ok(PinStore {
+            kind: Kind::Shared(super::pins_shared::SharedPins::open(pg, false)?),
+        })
+    }
+
+    /// Changes whenever another connection (another process, another replica) committed to
+    /// the store.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        match &self.kind {
+            Kind::Sqlite(store) => store.data_version(),
+            Kind::Shared(store) => Ok(store.data_version()),
+        }
+    }
+
+    /// Everything in the store.
+    pub fn load(&self) -> Result<PinBook, StoreError> {
+        match &self.kind {
+            Kind::Sqlite(store) => store.load(),
+            Kind::Shared(store) => store.load(),
+        }
+    }
+
+    /// Writes what one listing of `server` changed, in one transaction.
+    pub fn apply(&mut self, server: &str, writes: &[PinWrite]) -> Result<(), StoreError> {
+        self.apply_at(server, writes, now_ms())
+    }
+
+    /// [`PinStore::apply`] with the time to record.
+    pub fn apply_at(
+        &mut self,
+        server: &str,
+        writes: &[PinWrite],
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        match &mut self.kind {
+            Kind::Sqlite(store) => store.apply_at(server, writes, now_ms),
+            Kind::Shared(store) => store.apply_at(server, writes, now_ms),
+        }
+    }
+
+    /// A person's decision on the waiting definitions of `keys` (server, tool), in one
+    /// transaction. Returns the keys that had a waiting definition; the others are left alone.
+    pub fn decide(
+        &mut self,
+        decision: Decision,
+        keys: &[(String, String)],
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        match &mut self.kind {
+            Kind::Sqlite(store) => store.decide(decision, keys),
+            Kind::Shared(store) => store.decide(decision, keys),
+        }
+    }
+}
+
+/// A stored pin's decider as the column holds it.
+pub(super) fn decided_by(text: &str) -> DecidedBy {
+    DecidedBy::parse(text)
+}
+
+impl SqlitePins {
     fn error(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.clone(),
@@ -302,8 +421,7 @@ impl PinStore {
         ))
     }
 
-    /// Changes whenever another connection (another process) committed to the store.
-    pub fn data_version(&self) -> Result<i64, StoreError> {
+    fn data_version(&self) -> Result<i64, StoreError> {
         // Asked at every turn: the statement is parsed once.
         self.conn
             .prepare_cached("PRAGMA data_version")
@@ -312,7 +430,7 @@ impl PinStore {
     }
 
     /// Everything in the store.
-    pub fn load(&self) -> Result<PinBook, StoreError> {
+    fn load(&self) -> Result<PinBook, StoreError> {
         let mut book = PinBook::default();
         let mut select = self
             .conn
@@ -381,21 +499,12 @@ impl PinStore {
         Ok(book)
     }
 
-    /// Writes what one listing of `server` changed, in one transaction.
-    pub fn apply(&mut self, server: &str, writes: &[PinWrite]) -> Result<(), StoreError> {
-        self.apply_at(server, writes, now_ms())
-    }
-
-    /// [`PinStore::apply`] with the time to record.
-    pub fn apply_at(
+    fn apply_at(
         &mut self,
         server: &str,
         writes: &[PinWrite],
         now_ms: u64,
     ) -> Result<(), StoreError> {
-        if writes.is_empty() {
-            return Ok(());
-        }
         let now = now_ms as i64;
         let path = self.path.clone();
         let error = |source| StoreError::Sqlite {
@@ -448,7 +557,7 @@ impl PinStore {
 
     /// A person's decision on the waiting definitions of `keys` (server, tool), in one
     /// transaction. Returns the keys that had a waiting definition; the others are left alone.
-    pub fn decide(
+    fn decide(
         &mut self,
         decision: Decision,
         keys: &[(String, String)],

@@ -54,6 +54,24 @@ pub const MIGRATIONS: &[&str] = &[
          expires_at timestamptz NOT NULL,
          PRIMARY KEY (owner, id)
      );",
+    // 3: tool pins and the definitions waiting for a person, as in the SQLite store.
+    "CREATE TABLE roster_tool_pin (
+         server text NOT NULL,
+         tool text NOT NULL,
+         definition text NOT NULL,
+         decided_by text NOT NULL,
+         decided_at bigint NOT NULL,
+         PRIMARY KEY (server, tool)
+     );
+     CREATE TABLE roster_tool_review (
+         server text NOT NULL,
+         tool text NOT NULL,
+         definition text NOT NULL,
+         withheld boolean NOT NULL,
+         rejected boolean NOT NULL,
+         seen_at bigint NOT NULL,
+         PRIMARY KEY (server, tool)
+     );",
 ];
 
 /// How long a connection attempt may take.

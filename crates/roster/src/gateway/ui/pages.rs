@@ -10,7 +10,7 @@ use rust_i18n::t;
 use serde_json::Value;
 
 use super::{Flash, Gateway};
-use crate::store::{Decision, PinBook, PinStore};
+use crate::store::{Decision, PinBook};
 
 /// What a page is rendered for.
 pub(super) struct View<'a> {
@@ -323,7 +323,7 @@ pub(super) fn servers(view: &View<'_>) -> (String, String) {
 fn pin_book(view: &View<'_>) -> (Option<PinBook>, roster_core::NamingConfig) {
     let (dir, naming) = view.gateway.roster().pins_place();
     let book = dir
-        .and_then(|dir| PinStore::open_existing(&dir).ok().flatten())
+        .and_then(|at| at.open_existing().ok().flatten())
         .and_then(|store| store.load().ok());
     (book, naming)
 }
@@ -583,7 +583,8 @@ pub(super) fn decide(
 ) -> Result<String, String> {
     let (dir, naming) = gateway.roster().pins_place();
     let dir = dir.ok_or("this gateway keeps its pins in memory; nothing can be decided here")?;
-    let done = crate::cli::tools::decide(&dir, &naming, decision, &[name.to_owned()], &[], false)
+    let dir = &dir;
+    let done = crate::cli::tools::decide(dir, &naming, decision, &[name.to_owned()], &[], false)
         .map_err(|e| format!("{e:#}"))?;
     let shown = crate::cli::tools::visible(name);
     if done.is_none_or(|done| done.decided.is_empty()) {
