@@ -299,7 +299,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     // Replicas share their state through `[store]`: without it nothing starts.
     let store = match &config.store {
         Some(store) => Some(
-            roster::store::postgres::Pg::connect(store)
+            roster::store::postgres::Pg::for_config(store)
                 .map_err(anyhow::Error::from)
                 .map_err(|e| e.context("cannot reach the [store] database replicas share"))?,
         ),

@@ -7,40 +7,14 @@
 
 mod common;
 
-use std::io::BufRead as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use common::{Gateway, KillOnDrop, call_tools, free_port, python, python_fixture};
-
-/// The OAuth-protected fixture server on a free port; tokens last `token_ttl` seconds.
-fn protected_server(transport: &str, token_ttl: u64) -> (KillOnDrop, String) {
-    let port = free_port();
-    let child = Command::new(python())
-        .arg(python_fixture("oauth_protected.py"))
-        .args(["--port", &port.to_string()])
-        .args(["--token-ttl", &token_ttl.to_string()])
-        .args(["--transport", transport])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the OAuth-protected fixture");
-    let guard = KillOnDrop(child);
-    // The SDK's imports take a while on a loaded machine; wait_for_port's 30 s is not always enough.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the OAuth fixture never listened on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let path = if transport == "sse" { "sse" } else { "mcp" };
-    (guard, format!("http://127.0.0.1:{port}/{path}"))
-}
+use common::oauth::{login_as_a_person, protected_server};
+use common::{Gateway, call_tools, python, python_fixture};
 
 fn config(dir: &Path, url: &str, transport: &str) -> String {
     format!(
@@ -120,53 +94,6 @@ fn wait_for_status(gateway: &Gateway, server: &str, ready: impl Fn(&Value) -> bo
     }
 }
 
-/// `roster auth login SERVER --no-browser`, the test playing the browser: it reads the printed
-/// URL, GETs it and follows the redirects to roster's loopback callback.
-fn login_as_a_person(config: &Path, server: &str) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_roster"))
-        .arg("--config")
-        .arg(config)
-        .args(["auth", "login", server, "--no-browser", "--timeout", "60s"])
-        .env_remove("ROSTER_STATE_DIR")
-        // The English this test reads, whatever the machine's LANG.
-        .env("ROSTER_LANG", "en")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start roster auth login");
-    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut printed = String::new();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("roster auth login printed the URL")
-            .expect("a line");
-        printed.push_str(&line);
-        printed.push('\n');
-        if let Some(url) = line.trim().strip_prefix("http") {
-            break format!("http{url}");
-        }
-    };
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let page = runtime.block_on(async {
-        let response = reqwest::get(&url).await.expect("the browser's GET");
-        assert!(response.status().is_success(), "{}", response.status());
-        response.text().await.expect("a page")
-    });
-    assert!(page.contains("logged in"), "{page}");
-    for line in lines {
-        printed.push_str(&line.expect("a line"));
-        printed.push('\n');
-    }
-    let out = child.wait_with_output().expect("roster auth login ends");
-    assert!(
-        out.status.success(),
-        "roster auth login failed: {printed}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    printed
-}
-
 /// The access token in the store (to check it is never printed).
 fn stored_access_token(state: &Path, server: &str) -> String {
     let conn = rusqlite::Connection::open(state.join("oauth/tokens.sqlite3")).expect("open store");
@@ -223,7 +150,7 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
         "{inbox}"
     );
 
-    let printed = login_as_a_person(&config, "notes");
+    let printed = login_as_a_person(&config, "notes", &[]);
     assert!(printed.contains("Logged in to `notes`"), "{printed}");
 
     // The running gateway picks the login up: the server's tools appear, no restart.
@@ -265,7 +192,7 @@ fn tokens_are_refreshed_before_they_expire_and_when_the_server_refuses_them() {
     let gateway = Gateway::start(|dir| config(dir, &url, "streamable-http"), &[]);
     let config = gateway.dir.path().join("roster.toml");
     wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
-    login_as_a_person(&config, "notes");
+    login_as_a_person(&config, "notes", &[]);
     wait_for_status(&gateway, "notes", |s| s["tools"] == 4);
 
     let stats = |gateway: &Gateway| -> Value {
@@ -315,7 +242,7 @@ fn step_up(transport: &str) {
     let gateway = Gateway::start(|dir| config(dir, &url, transport), &[]);
     let config = gateway.dir.path().join("roster.toml");
     wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
-    login_as_a_person(&config, "notes");
+    login_as_a_person(&config, "notes", &[]);
     wait_for_status(&gateway, "notes", |s| s["tools"] == 4);
 
     // The server wants `extra` for this tool: the call fails, the server waits for a login.
@@ -331,7 +258,7 @@ fn step_up(transport: &str) {
     assert_eq!(waiting["tools"], 0, "{waiting}");
 
     // The next login asks for the scope held and the one the 403 named.
-    let printed = login_as_a_person(&config, "notes");
+    let printed = login_as_a_person(&config, "notes", &[]);
     assert!(printed.contains("scope=mcp+extra"), "{printed}");
     wait_for_status(&gateway, "notes", |s| {
         s["connection"] == "connected" && s["tools"] == 4
@@ -350,7 +277,7 @@ fn a_legacy_sse_server_behind_oauth_serves_its_tools_after_a_login() {
     let gateway = Gateway::start(|dir| config(dir, &url, "sse"), &[]);
     let config = gateway.dir.path().join("roster.toml");
     wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
-    login_as_a_person(&config, "notes");
+    login_as_a_person(&config, "notes", &[]);
     wait_for_status(&gateway, "notes", |s| {
         s["connection"] == "connected" && s["tools"] == 4
     });

@@ -620,3 +620,58 @@ async fn a_pin_and_a_persons_approval_hold_on_every_replica() {
         client.cancel().await.expect("close");
     }
 }
+
+/// `roster status --json`'s entry of `server` at `replica` (its admin socket), if it answers.
+fn server_status(replica: &common::Gateway, server: &str) -> Option<Value> {
+    let out = roster(&config_of(replica), &["status", "--json"]);
+    if !out.status.success() {
+        return None;
+    }
+    let status: Value = serde_json::from_slice(&out.stdout).ok()?;
+    status["servers"]
+        .as_array()
+        .or_else(|| status.as_array())
+        .and_then(|servers| servers.iter().find(|s| s["name"] == server))
+        .cloned()
+}
+
+#[test]
+fn one_login_serves_every_replica() {
+    let (_server, url) = common::oauth::protected_server("streamable-http", 3600);
+    let notes = format!("[servers.notes]\nurl = {url:?}\nauth = \"oauth\"\n");
+    let pg = Postgres::start();
+    let replicas = start_replicas_with(&pg, 2, Some(&notes));
+    for replica in &replicas {
+        common::wait_until("the server waits for a login", || {
+            server_status(replica, "notes").is_some_and(|s| s["connection"] == "needs-login")
+        });
+    }
+    // One person logs in once, at the second replica's machine.
+    let printed = common::oauth::login_as_a_person(
+        &config_of(&replicas[1]),
+        "notes",
+        &[(PASSWORD_ENV, Postgres::PASSWORD)],
+    );
+    assert!(printed.contains("Logged in to `notes`"), "{printed}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM roster_oauth_token WHERE server = 'notes'")
+            .trim(),
+        "1"
+    );
+    for (i, replica) in replicas.iter().enumerate() {
+        common::wait_until(
+            &format!("replica {i} connects with the shared tokens"),
+            || server_status(replica, "notes").is_some_and(|s| s["connection"] == "connected"),
+        );
+        let report = call(&replica.url, json!([["notes__whoami", {}]]));
+        assert_eq!(
+            text_of(&report["results"][0]),
+            "mcp",
+            "replica {i}: {report}"
+        );
+    }
+    assert!(
+        !replicas[0].state().join("oauth/tokens.sqlite3").exists(),
+        "no token file: the tokens are in the store"
+    );
+}

@@ -318,6 +318,9 @@ pub struct OAuthConfig {
     pub grant: OAuthGrant,
     /// The token store (`oauth/tokens.sqlite3` under the state dir).
     pub tokens: PathBuf,
+    /// The store replicas share (`[store]`): tokens live there instead of in `tokens`, so a
+    /// login or a refresh on one replica serves them all.
+    pub shared: Option<StoreConfig>,
 }
 
 impl OAuthConfig {
@@ -333,6 +336,7 @@ impl OAuthConfig {
             client_metadata_url: None,
             grant: OAuthGrant::AuthorizationCode,
             tokens,
+            shared: None,
         }
     }
 }

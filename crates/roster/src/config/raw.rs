@@ -420,6 +420,9 @@ impl Config {
             Some(store) => Some(build_store(&ctx, store)?),
             None => None,
         };
+        for oauth in servers.values_mut().filter_map(|s| s.oauth.as_mut()) {
+            oauth.shared = store.clone();
+        }
         Ok(Config {
             source: Some(path.to_owned()),
             server_order,
@@ -876,6 +879,8 @@ fn build_oauth(
         client_metadata_url,
         grant,
         tokens: crate::store::tokens_path(&gateway.state_dir),
+        // Set once `[store]` is read (see `build`).
+        shared: None,
     }))
 }
 

@@ -152,7 +152,12 @@ fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-fn open_store(config: &OAuthConfig) -> Result<Arc<TokenStore>, OAuthError> {
+/// The token store `config` names: the `[store]` database replicas share, else the file.
+pub(crate) fn open_store(config: &OAuthConfig) -> Result<Arc<TokenStore>, OAuthError> {
+    if let Some(shared) = &config.shared {
+        let pg = crate::store::postgres::Pg::for_config(shared)?;
+        return Ok(Arc::new(TokenStore::shared(&pg)?));
+    }
     Ok(Arc::new(TokenStore::open(&config.tokens)?))
 }
 

@@ -125,7 +125,7 @@ async fn wait_for_login(slot: &Slot, seen: Option<i64>) -> bool {
         return true;
     };
     let store = loop {
-        match crate::store::TokenStore::open(&oauth.tokens) {
+        match crate::oauth::open_store(oauth) {
             Ok(store) => break store,
             Err(error) => {
                 tracing::warn!(server = %slot.name, %error, "cannot read the token store; trying again");

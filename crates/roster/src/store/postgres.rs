@@ -72,6 +72,14 @@ pub const MIGRATIONS: &[&str] = &[
          seen_at bigint NOT NULL,
          PRIMARY KEY (server, tool)
      );",
+    // 4: OAuth tokens roster holds as a client of its servers.
+    "CREATE TABLE roster_oauth_token (
+         server text PRIMARY KEY,
+         url text NOT NULL,
+         credentials text NOT NULL,
+         updated_ms bigint NOT NULL,
+         step_up text
+     );",
 ];
 
 /// How long a connection attempt may take.
@@ -170,6 +178,20 @@ impl Pg {
             url,
             stop: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// The store for `[store]`, connected once per process and URL: every part of roster (the
+    /// inbox, sessions, pins, OAuth tokens) shares the one connection thread.
+    pub fn for_config(store: &StoreConfig) -> Result<Pg, StoreError> {
+        static CONNECTED: std::sync::Mutex<Vec<(StoreConfig, Pg)>> =
+            std::sync::Mutex::new(Vec::new());
+        let mut connected = crate::sync::lock(&CONNECTED);
+        if let Some((_, pg)) = connected.iter().find(|(config, _)| config == store) {
+            return Ok(pg.clone());
+        }
+        let pg = Pg::connect(store)?;
+        connected.push((store.clone(), pg.clone()));
+        Ok(pg)
     }
 
     /// The URL as configured, for messages.

@@ -62,6 +62,8 @@ impl std::fmt::Debug for TokenRecord {
 pub struct TokenStore {
     conn: Mutex<Connection>,
     path: String,
+    /// With `[store]`: the tokens are in the shared database instead (`conn` is unused).
+    shared: Option<super::postgres::Pg>,
 }
 
 impl TokenStore {
@@ -72,7 +74,15 @@ impl TokenStore {
         Ok(TokenStore {
             conn: Mutex::new(conn),
             path,
+            shared: None,
         })
+    }
+
+    /// The tokens every replica shares (`[store]`): a login or a refresh on one serves all.
+    pub fn shared(pg: &super::postgres::Pg) -> Result<Self, StoreError> {
+        let mut store = TokenStore::open_in_memory()?;
+        store.shared = Some(pg.clone());
+        Ok(store)
     }
 
     /// A store that lives as long as this value.
@@ -81,6 +91,7 @@ impl TokenStore {
         Ok(TokenStore {
             conn: Mutex::new(conn),
             path,
+            shared: None,
         })
     }
 
@@ -93,6 +104,20 @@ impl TokenStore {
 
     /// The record of `server`, if one was saved.
     pub fn load(&self, server: &str) -> Result<Option<TokenRecord>, StoreError> {
+        if let Some(pg) = &self.shared {
+            let server = server.to_owned();
+            return pg.run(move |client| {
+                let row = client.query_opt(
+                    "SELECT url, credentials, updated_ms FROM roster_oauth_token WHERE server = $1",
+                    &[&server],
+                )?;
+                Ok(row.map(|row| TokenRecord {
+                    url: row.get(0),
+                    credentials: row.get(1),
+                    updated_ms: row.get(2),
+                }))
+            });
+        }
         let conn = crate::sync::lock(&self.conn);
         conn.query_row(
             "SELECT url, credentials, updated_ms FROM oauth_token WHERE server = ?1",
@@ -111,6 +136,24 @@ impl TokenStore {
 
     /// Saves `server`'s record, stamped now; returns the stamp.
     pub fn save(&self, server: &str, url: &str, credentials: &str) -> Result<i64, StoreError> {
+        if let Some(pg) = &self.shared {
+            let now = i64::try_from(super::now_ms()).unwrap_or(i64::MAX);
+            let (server, url, credentials) =
+                (server.to_owned(), url.to_owned(), credentials.to_owned());
+            // Strictly increasing per server, whichever replica writes.
+            return pg.run(move |client| {
+                let row = client.query_one(
+                    "INSERT INTO roster_oauth_token AS t (server, url, credentials, updated_ms)
+                     VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (server) DO UPDATE SET url = excluded.url,
+                         credentials = excluded.credentials,
+                         updated_ms = GREATEST(excluded.updated_ms, t.updated_ms + 1)
+                     RETURNING updated_ms",
+                    &[&server, &url, &credentials, &now],
+                )?;
+                Ok(row.get(0))
+            });
+        }
         let conn = crate::sync::lock(&self.conn);
         let previous: Option<i64> = conn
             .query_row(
@@ -137,6 +180,17 @@ impl TokenStore {
     /// Records that `server` refused its token for too little scope (`challenge`: its
     /// `WWW-Authenticate`), until [`TokenStore::clear_step_up`].
     pub fn set_step_up(&self, server: &str, challenge: &str) -> Result<(), StoreError> {
+        if let Some(pg) = &self.shared {
+            let (server, challenge) = (server.to_owned(), challenge.to_owned());
+            return pg
+                .run(move |client| {
+                    client.execute(
+                        "UPDATE roster_oauth_token SET step_up = $2 WHERE server = $1",
+                        &[&server, &challenge],
+                    )
+                })
+                .map(drop);
+        }
         let conn = crate::sync::lock(&self.conn);
         conn.execute(
             "UPDATE oauth_token SET step_up = ?2 WHERE server = ?1",
@@ -148,6 +202,16 @@ impl TokenStore {
 
     /// The challenge of a step-up `server` waits for, if any.
     pub fn step_up(&self, server: &str) -> Result<Option<String>, StoreError> {
+        if let Some(pg) = &self.shared {
+            let server = server.to_owned();
+            return pg.run(move |client| {
+                let row = client.query_opt(
+                    "SELECT step_up FROM roster_oauth_token WHERE server = $1",
+                    &[&server],
+                )?;
+                Ok(row.and_then(|row| row.get(0)))
+            });
+        }
         let conn = crate::sync::lock(&self.conn);
         conn.query_row(
             "SELECT step_up FROM oauth_token WHERE server = ?1",
@@ -161,6 +225,17 @@ impl TokenStore {
 
     /// Forgets a pending step-up of `server` (a login with the wider scope happened).
     pub fn clear_step_up(&self, server: &str) -> Result<(), StoreError> {
+        if let Some(pg) = &self.shared {
+            let server = server.to_owned();
+            return pg
+                .run(move |client| {
+                    client.execute(
+                        "UPDATE roster_oauth_token SET step_up = NULL WHERE server = $1",
+                        &[&server],
+                    )
+                })
+                .map(drop);
+        }
         let conn = crate::sync::lock(&self.conn);
         conn.execute(
             "UPDATE oauth_token SET step_up = NULL WHERE server = ?1",
@@ -172,6 +247,17 @@ impl TokenStore {
 
     /// Forgets `server`'s record; `true` if there was one.
     pub fn clear(&self, server: &str) -> Result<bool, StoreError> {
+        if let Some(pg) = &self.shared {
+            let server = server.to_owned();
+            return pg.run(move |client| {
+                client
+                    .execute(
+                        "DELETE FROM roster_oauth_token WHERE server = $1",
+                        &[&server],
+                    )
+                    .map(|n| n > 0)
+            });
+        }
         let conn = crate::sync::lock(&self.conn);
         conn.execute("DELETE FROM oauth_token WHERE server = ?1", [server])
             .map(|n| n > 0)
@@ -180,6 +266,16 @@ impl TokenStore {
 
     /// When `server`'s record was last written; `None`: no record.
     pub fn stamp(&self, server: &str) -> Result<Option<i64>, StoreError> {
+        if let Some(pg) = &self.shared {
+            let server = server.to_owned();
+            return pg.run(move |client| {
+                let row = client.query_opt(
+                    "SELECT updated_ms FROM roster_oauth_token WHERE server = $1",
+                    &[&server],
+                )?;
+                Ok(row.map(|row| row.get(0)))
+            });
+        }
         let conn = crate::sync::lock(&self.conn);
         conn.query_row(
             "SELECT updated_ms FROM oauth_token WHERE server = ?1",

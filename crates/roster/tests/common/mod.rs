@@ -10,6 +10,7 @@
 
 mod gateway;
 pub mod infra;
+pub mod oauth;
 
 // Each test binary compiles this module and uses only some of it.
 #[allow(unused_imports)]
