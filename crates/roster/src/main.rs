@@ -330,9 +330,9 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     if let (Some(store), Some(inbox)) = (&store, &inbox) {
         // What another replica appends reaches this one at once (a decision included).
         let inbox = Arc::downgrade(inbox);
-        store.listen(&[roster::inbox::STORE_CHANNEL], move |_, _| {
+        store.listen(&[roster::inbox::STORE_CHANNEL], move |_, position| {
             if let Some(inbox) = inbox.upgrade() {
-                inbox.catch_up();
+                inbox.catch_up(position.parse().ok());
             }
         })?;
     }

@@ -625,9 +625,17 @@ impl Inbox {
     }
 
     /// Applies what other replicas appended, now (the store's listener calls this on every
-    /// `NOTIFY`, so a decision made elsewhere reaches the request waiting here).
-    pub fn catch_up(&self) {
-        self.shared.lock().catch_up();
+    /// `NOTIFY`, so a decision made elsewhere reaches the request waiting here). With the
+    /// `NOTIFY`'s position, nothing is read when this replica has applied it already (its own
+    /// appends, mostly).
+    pub fn catch_up(&self, position: Option<i64>) {
+        let mut inner = self.shared.lock();
+        if let (Some(position), Trail::Shared(log)) = (position, &inner.trail)
+            && log.applied() >= position
+        {
+            return;
+        }
+        inner.catch_up();
     }
 
     /// The state directory.

@@ -187,6 +187,11 @@ impl SharedLog {
         last
     }
 
+    /// The last position applied to this replica's view.
+    pub(super) fn applied(&self) -> i64 {
+        self.applied
+    }
+
     /// The last store error while appends are failing.
     pub(super) fn failing(&self) -> Option<&str> {
         self.failing.as_deref()
