@@ -675,3 +675,91 @@ fn one_login_serves_every_replica() {
         "no token file: the tokens are in the store"
     );
 }
+
+#[test]
+fn the_shared_log_is_cut_and_every_replica_still_shows_the_same_inbox() {
+    use roster::inbox::{ConfirmDecision, ConfirmRequest, Inbox, InboxConfig};
+    let pg = Postgres::start();
+    let store = roster::config::StoreConfig {
+        url: pg.url_with_password(),
+        password_env: None,
+    };
+    let shared = roster::store::postgres::Pg::connect(&store).expect("the store");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let open = || {
+        Inbox::open(InboxConfig {
+            store: Some(shared.clone()),
+            capacity: 30,
+            retain: 50,
+            ..InboxConfig::new(dir.path())
+        })
+        .expect("a shared inbox")
+    };
+    let (a, b) = (open(), open());
+    for i in 0..120 {
+        a.record("srv", "notifications/message", json!({"data": i}), false);
+    }
+    assert_eq!(
+        b.ack(Some(100)),
+        10,
+        "the ring holds 91..=120; b acks 91..=100"
+    );
+    let mut waiting = a.record_pending_confirm(
+        "srv",
+        ConfirmRequest {
+            method: "elicitation/create".into(),
+            params: json!({"message": "Delete?"}),
+            ttl: std::time::Duration::from_secs(3600),
+        },
+    );
+    let rows = |pg: &Postgres| -> u64 {
+        pg.psql("SELECT count(*) FROM roster_inbox_log")
+            .trim()
+            .parse()
+            .expect("a count")
+    };
+    assert!(rows(&pg) > 120);
+    a.compact();
+    assert_eq!(
+        rows(&pg),
+        32,
+        "the ring's 30 entries, a checkpoint and the pending confirm"
+    );
+
+    // A replica opened now replays the cut log: the same inbox as the two that saw it all.
+    let c = open();
+    let seqs = |inbox: &Inbox| -> Vec<(u64, String)> {
+        inbox
+            .list(None, 1000)
+            .into_iter()
+            .map(|e| (e.seq, e.state.to_string()))
+            .collect()
+    };
+    assert_eq!(seqs(&c).len(), 30);
+    assert_eq!(seqs(&a), seqs(&c));
+    for inbox in [&a, &b, &c] {
+        assert_eq!(inbox.unread_count(), 20, "101..=120 unread everywhere");
+        assert_eq!(inbox.last_seq(), 121);
+    }
+    assert_eq!(seqs(&a), seqs(&b));
+    let pending = c.pending_confirms();
+    assert_eq!(
+        pending.len(),
+        1,
+        "the confirm outlives the cut: {pending:?}"
+    );
+    assert_eq!(
+        c.confirm(pending[0].id, true).expect("decided at c"),
+        ConfirmDecision::Confirmed
+    );
+    a.catch_up(None);
+    assert_eq!(waiting.try_decision(), Some(ConfirmDecision::Confirmed));
+    // Appends go on after the cut, in one sequence.
+    assert_eq!(
+        b.record("srv", "notifications/message", json!({}), false),
+        122
+    );
+    for inbox in [&a, &b, &c] {
+        assert_eq!(inbox.unread_count(), 21);
+    }
+}

@@ -86,7 +86,7 @@ use replay::replay;
 use ring::View;
 use shared::SharedLog;
 
-pub use shared::CHANNEL as STORE_CHANNEL;
+pub use shared::{CHANNEL as STORE_CHANNEL, default_retain};
 
 /// The position of an entry in the inbox; increases by one per recorded notification or
 /// pending confirm, across restarts.
@@ -156,6 +156,9 @@ pub struct InboxConfig {
     /// Client identities (besides the local default) whose read state is kept; an ack by one
     /// more is refused with [`InboxError::TooManyIdentities`].
     pub max_identities: usize,
+    /// With `store`: how many records its log holds before it is cut (a checkpoint, then what
+    /// follows); the default is [`default_retain`] of the capacity.
+    pub retain: usize,
     /// The store replicas share (`[store]`): with one, the audit trail is its log instead of
     /// `audit.jsonl`, and every replica's inbox shows the same entries and read state.
     pub store: Option<crate::store::postgres::Pg>,
@@ -170,6 +173,7 @@ impl InboxConfig {
             rotate_bytes: DEFAULT_ROTATE_BYTES,
             fsync: FsyncPolicy::default(),
             max_identities: DEFAULT_MAX_IDENTITIES,
+            retain: shared::default_retain(DEFAULT_CAPACITY),
             store: None,
         }
     }
@@ -451,7 +455,7 @@ impl Inner {
         }
     }
 
-    /// Cuts a shared log that holds more than it keeps (see `shared::retain`).
+    /// Cuts a shared log that holds more than it keeps (see [`InboxConfig::retain`]).
     fn compact_if_needed(&mut self) {
         let Trail::Shared(log) = &self.trail else {
             return;
@@ -459,7 +463,7 @@ impl Inner {
         if !log.needs_compaction() {
             return;
         }
-        if let Err(error) = self.compact(|view| view.fresh_file_head()) {
+        if let Err(error) = self.compact(|view| view.log_head()) {
             tracing::warn!(%error, "inbox: could not cut the shared log");
         }
     }
@@ -561,7 +565,7 @@ impl Inbox {
             // Replicas share the log: no process owns it, and a confirm another replica waits
             // on is not an orphan (one nobody waits on expires at its deadline).
             Some(pg) => {
-                let (log, records) = SharedLog::open(pg, config.capacity)?;
+                let (log, records) = SharedLog::open(pg, config.retain)?;
                 let mut view = View::new(config.capacity, config.max_identities);
                 records.into_iter().for_each(|r| view.apply(r));
                 view.settle();
@@ -622,6 +626,12 @@ impl Inbox {
     /// inbox only): its own copy of that server may have changed too.
     pub fn on_remote_change(&self, hook: RemoteChangeHook) {
         self.shared.lock().remote_change = Some(hook);
+    }
+
+    /// Cuts a shared log that holds more than `retain` records now (the housekeeper does it
+    /// every minute).
+    pub fn compact(&self) {
+        self.shared.lock().compact_if_needed();
     }
 
     /// Applies what other replicas appended, now (the store's listener calls this on every

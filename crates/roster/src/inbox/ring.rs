@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::confirm::PendingSlot;
-use super::record::AuditRecord;
+use super::record::{AuditRecord, RecordedEntry, RecordedState};
 use super::{ConfirmEntry, Entry, EntryState, InboxError, LOCAL_IDENTITY, Seq, now_rfc3339};
 
 /// The inbox's content, rebuilt by replay and kept current by every change.
@@ -196,6 +196,33 @@ impl View {
             params: slot.entry.params.clone(),
             expires_at: slot.entry.expires_at.clone(),
         }));
+        head
+    }
+
+    /// The head of a cut shared log: the ring's entries as recorded (so a replica opening later
+    /// shows what the others do; one that has them skips them, their seqs being behind it),
+    /// then what a fresh audit file starts with.
+    pub(super) fn log_head(&self) -> Vec<AuditRecord> {
+        let mut head: Vec<AuditRecord> = self
+            .ring
+            .iter()
+            .map(|e| {
+                AuditRecord::Entry(RecordedEntry {
+                    seq: e.seq,
+                    at: e.at.clone(),
+                    channel: e.channel.clone(),
+                    method: e.method.clone(),
+                    params: e.params.clone(),
+                    state: if e.state == EntryState::Handled {
+                        RecordedState::Handled
+                    } else {
+                        RecordedState::Unread
+                    },
+                    owners: e.owners.clone(),
+                })
+            })
+            .collect();
+        head.extend(self.fresh_file_head());
         head
     }
 

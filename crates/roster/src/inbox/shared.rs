@@ -14,7 +14,7 @@
 //! [`CHANNEL`] after each append lets a replica catch up without waiting for a read: that is how
 //! a decision made on one replica reaches the server request waiting on another.
 //!
-//! The log is bounded: past [`retain`] records, [`SharedLog::compact`] writes the state a replay
+//! The log is bounded: past [`InboxConfig::retain`](super::InboxConfig::retain) records, [`SharedLog::compact`] writes the state a replay
 //! needs (a checkpoint and the confirms still pending, as at the head of a rotated file) and
 //! deletes what is before it.
 
@@ -30,10 +30,11 @@ pub const CHANNEL: &str = "roster_inbox";
 /// Records waiting for the store while it cannot be reached; past this the oldest is dropped.
 const BACKLOG: usize = 1000;
 
-/// How many records the log keeps before [`SharedLog::compact`] cuts it: the ring's capacity
-/// many times over, so acknowledgements and decisions of the entries shown are kept.
-pub(super) fn retain(capacity: usize) -> i64 {
-    (capacity.saturating_mul(20)).max(20_000) as i64
+/// How many records the log keeps before [`SharedLog::compact`] cuts it, when the config does
+/// not say: the ring's capacity many times over, so acknowledgements and decisions of the
+/// entries shown are kept.
+pub fn default_retain(capacity: usize) -> usize {
+    capacity.saturating_mul(20).max(20_000)
 }
 
 /// The shared log as one replica sees it: the store, and how far this replica has applied it.
@@ -80,16 +81,13 @@ fn decode(pos: i64, seq: Option<i64>, text: &str) -> Option<AuditRecord> {
 
 impl SharedLog {
     /// The log from its start (what a replay applies), and this replica's place in it.
-    pub(super) fn open(
-        pg: Pg,
-        capacity: usize,
-    ) -> Result<(SharedLog, Vec<AuditRecord>), StoreError> {
+    pub(super) fn open(pg: Pg, retain: usize) -> Result<(SharedLog, Vec<AuditRecord>), StoreError> {
         let mut log = SharedLog {
             pg,
             applied: 0,
             backlog: VecDeque::new(),
             failing: None,
-            retain: retain(capacity),
+            retain: i64::try_from(retain).unwrap_or(i64::MAX),
             own: std::collections::HashSet::new(),
         };
         let records = log.since()?.into_iter().map(|(r, _)| r).collect();
