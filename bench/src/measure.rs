@@ -34,9 +34,47 @@ pub struct CallsConfig {
     pub warmup: usize,
     /// Timing stops at this limit even if calls remain.
     pub time_limit: Duration,
+    /// The echo server's tool to call (found under any exposed name, see
+    /// [`resolve_tool`]); `echo` for the figures of `bench/run`.
+    pub tool: String,
+    /// Its arguments; `None` is `echo`'s `{"text": "hello from session N"}`.
+    pub arguments: Option<JsonObject>,
 }
 
-/// Throughput and latency of `echo` calls.
+impl CallsConfig {
+    /// `echo(text)` calls: what `bench/run` measures.
+    pub fn echo(
+        target: Target,
+        sessions: usize,
+        calls: usize,
+        warmup: usize,
+        time_limit: Duration,
+    ) -> Self {
+        Self {
+            target,
+            sessions,
+            calls,
+            warmup,
+            time_limit,
+            tool: "echo".to_owned(),
+            arguments: None,
+        }
+    }
+
+    fn request(&self, tool: &str, session: usize) -> CallToolRequestParams {
+        let args = self.arguments.clone().unwrap_or_else(|| {
+            let mut args = JsonObject::new();
+            args.insert(
+                "text".into(),
+                json!(format!("hello from session {session}")),
+            );
+            args
+        });
+        CallToolRequestParams::new(tool.to_owned()).with_arguments(args)
+    }
+}
+
+/// Throughput and latency of tool calls (`echo` unless told otherwise).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallsReport {
     /// `"http"` or `"stdio"`.
@@ -101,12 +139,13 @@ impl Pool {
     }
 }
 
-/// Sessions × calls of `echo(text)`, all sessions connected and warmed before timing starts.
+/// Sessions × calls of `echo(text)` (or `config.tool`), all sessions connected and warmed
+/// before timing starts.
 pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
     let n = config.sessions.max(1);
     let pool = Pool::open(&config.target, n).await?;
     let tools = pool.peers[0].list_all_tools().await?;
-    let tool = resolve_tool(&tools, "echo")?;
+    let tool = resolve_tool(&tools, &config.tool)?;
     let barrier = Arc::new(Barrier::new(n + 1));
     let deadline = Arc::new(OnceLock::<Instant>::new());
     let mut workers = Vec::new();
@@ -115,9 +154,7 @@ pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
         let barrier = barrier.clone();
         let deadline = deadline.clone();
         let (calls, warmup) = (config.calls, config.warmup);
-        let mut args = JsonObject::new();
-        args.insert("text".into(), json!(format!("hello from session {i}")));
-        let request = CallToolRequestParams::new(tool.clone()).with_arguments(args);
+        let request = config.request(&tool, i);
         workers.push(tokio::spawn(async move {
             for _ in 0..warmup {
                 let _ = peer.call_tool(request.clone()).await;
@@ -185,6 +222,129 @@ pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
         transport: config.target.transport().to_owned(),
         sessions: n,
         calls_per_session: config.calls,
+        tool,
+        ok,
+        errors: total.errors,
+        first_error: total.first_error,
+        timed_out: total.timed_out,
+        elapsed_s: elapsed,
+        calls_per_s: if elapsed > 0.0 {
+            ok as f64 / elapsed
+        } else {
+            0.0
+        },
+        latency_us: Percentiles::from_nanos(total.latencies),
+    })
+}
+
+/// What `churn` measures: sessions opened, used for one call and closed, over and over.
+#[derive(Debug, Clone)]
+pub struct ChurnConfig {
+    /// A streamable HTTP (or legacy SSE) endpoint; a stdio target would spawn a process a turn.
+    pub target: Target,
+    /// Concurrent workers, each opening one session at a time.
+    pub workers: usize,
+    /// Timed turns per worker.
+    pub turns: usize,
+    /// Untimed turns per worker first.
+    pub warmup: usize,
+    /// Timing stops at this limit even if turns remain.
+    pub time_limit: Duration,
+}
+
+/// `workers` × `turns` of: open a session (`initialize`, `notifications/initialized`), one
+/// `echo` call, close it (rmcp's client ends it with `DELETE`). Each turn's latency is the
+/// whole of it; `calls_per_s` is turns (sessions) per second.
+pub async fn churn(config: ChurnConfig) -> anyhow::Result<CallsReport> {
+    if matches!(config.target, Target::Stdio(_)) {
+        anyhow::bail!("churn needs an HTTP target: over stdio a session is a process");
+    }
+    let n = config.workers.max(1);
+    let tool = {
+        let session = connect(&config.target, Watcher::default()).await?;
+        let tools = session.peer().list_all_tools().await;
+        let _ = session.cancel().await;
+        resolve_tool(&tools?, "echo")?
+    };
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let deadline = Arc::new(OnceLock::<Instant>::new());
+    let mut workers = Vec::new();
+    for i in 0..n {
+        let target = config.target.clone();
+        let barrier = barrier.clone();
+        let deadline = deadline.clone();
+        let (turns, warmup) = (config.turns, config.warmup);
+        let mut args = JsonObject::new();
+        args.insert("text".into(), json!(format!("hello from worker {i}")));
+        let request = CallToolRequestParams::new(tool.clone()).with_arguments(args);
+        workers.push(tokio::spawn(async move {
+            let turn = || async {
+                let session = connect(&target, Watcher::default()).await?;
+                let outcome = session.peer().call_tool(request.clone()).await;
+                let _ = session.cancel().await;
+                match outcome {
+                    Ok(result) if result.is_error != Some(true) => Ok(()),
+                    Ok(result) => Err(anyhow::anyhow!("tool error: {:?}", result.content)),
+                    Err(e) => Err(anyhow::Error::from(e)),
+                }
+            };
+            for _ in 0..warmup {
+                let _ = turn().await;
+            }
+            barrier.wait().await;
+            let deadline = deadline.get().copied().unwrap_or_else(Instant::now);
+            let mut out = WorkerResult {
+                latencies: Vec::with_capacity(turns),
+                ..WorkerResult::default()
+            };
+            for _ in 0..turns {
+                if Instant::now() >= deadline {
+                    out.timed_out = true;
+                    break;
+                }
+                let started = Instant::now();
+                let outcome = turn().await;
+                let took = started.elapsed();
+                match outcome {
+                    Ok(()) => out.latencies.push(nanos(took)),
+                    Err(e) => {
+                        out.errors += 1;
+                        out.first_error.get_or_insert_with(|| e.to_string());
+                    }
+                }
+            }
+            out
+        }));
+    }
+    let _ = deadline.set(Instant::now() + config.time_limit);
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut total = WorkerResult::default();
+    for worker in workers {
+        let grace = (started + config.time_limit + Duration::from_secs(10))
+            .saturating_duration_since(Instant::now());
+        match tokio::time::timeout(grace, worker).await {
+            Ok(Ok(r)) => {
+                total.latencies.extend(r.latencies);
+                total.errors += r.errors;
+                total.timed_out |= r.timed_out;
+                if total.first_error.is_none() {
+                    total.first_error = r.first_error;
+                }
+            }
+            Ok(Err(e)) => {
+                total.errors += 1;
+                total.first_error.get_or_insert_with(|| e.to_string());
+            }
+            Err(_) => total.timed_out = true,
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let ok = total.latencies.len();
+    Ok(CallsReport {
+        transport: config.target.transport().to_owned(),
+        sessions: n,
+        calls_per_session: config.turns,
         tool,
         ok,
         errors: total.errors,

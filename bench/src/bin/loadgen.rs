@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args as ClapArgs, Parser, Subcommand};
 use roster_bench::client::Target;
-use roster_bench::measure::{self, CallsConfig, ScaleTarget};
+use roster_bench::measure::{self, CallsConfig, ChurnConfig, ScaleTarget};
 use serde_json::{Value, json};
 
 /// MCP load generator: loopback targets only, every run bounded in count and time.
@@ -54,6 +54,30 @@ enum Command {
         #[arg(long, default_value_t = 50)]
         warmup: usize,
         /// Stop timing after this many seconds even if calls remain.
+        #[arg(long, default_value_t = 30.0)]
+        time_limit: f64,
+        /// Call this tool of the echo server (or a gateway's native one) instead of `echo`,
+        /// found under any exposed name (`storm` → `echo__storm`).
+        #[arg(long, default_value = "echo")]
+        tool: String,
+        /// The tool's arguments as a JSON object (default: `echo`'s `{"text": …}`).
+        #[arg(long)]
+        args: Option<String>,
+    },
+    /// WORKERS concurrent workers × TURNS of: open a session, one `echo` call, close it.
+    Churn {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Concurrent workers, one session open at a time each.
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        /// Timed turns per worker.
+        #[arg(long, default_value_t = 100)]
+        turns: usize,
+        /// Untimed turns per worker first.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Stop timing after this many seconds even if turns remain.
         #[arg(long, default_value_t = 30.0)]
         time_limit: f64,
     },
@@ -127,17 +151,46 @@ async fn run(command: Command) -> anyhow::Result<(&'static str, Value)> {
             calls,
             warmup,
             time_limit,
+            tool,
+            args,
         } => {
-            let config = CallsConfig {
-                target: target.target()?,
+            let mut config = CallsConfig::echo(
+                target.target()?,
                 sessions,
                 calls,
                 warmup,
-                time_limit: seconds(time_limit),
+                seconds(time_limit),
+            );
+            config.tool = tool;
+            config.arguments = match args {
+                None => None,
+                Some(text) => match serde_json::from_str::<Value>(&text)? {
+                    Value::Object(map) => Some(map),
+                    _ => anyhow::bail!("--args must be a JSON object, not {text}"),
+                },
             };
             (
                 "calls",
                 serde_json::to_value(measure::calls(config).await?)?,
+            )
+        }
+        Command::Churn {
+            target,
+            workers,
+            turns,
+            warmup,
+            time_limit,
+        } => {
+            let config = ChurnConfig {
+                target: target.target()?,
+                workers,
+                turns,
+                warmup,
+                time_limit: seconds(time_limit),
+            };
+            (
+                "churn",
+                serde_json::to_value(measure::churn(config).await?)?,
             )
         }
         Command::Propagate {
