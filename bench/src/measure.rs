@@ -140,6 +140,67 @@ impl Pool {
 }
 
 /// Sessions × calls of `echo(text)` (or `config.tool`), all sessions connected and warmed
+impl CallsReport {
+    /// The report of `total`, the workers' results over `elapsed` seconds.
+    fn of(
+        transport: &str,
+        sessions: usize,
+        calls_per_session: usize,
+        tool: String,
+        total: WorkerResult,
+        elapsed: f64,
+    ) -> Self {
+        let ok = total.latencies.len();
+        CallsReport {
+            transport: transport.to_owned(),
+            sessions,
+            calls_per_session,
+            tool,
+            ok,
+            errors: total.errors,
+            first_error: total.first_error,
+            timed_out: total.timed_out,
+            elapsed_s: elapsed,
+            calls_per_s: if elapsed > 0.0 {
+                ok as f64 / elapsed
+            } else {
+                0.0
+            },
+            latency_us: Percentiles::from_nanos(total.latencies),
+        }
+    }
+}
+
+/// Waits for every worker started at `started` and adds their results up; a worker stuck in a
+/// call past `limit` (and 10 s of grace) is abandoned, not waited for.
+async fn join_workers(
+    workers: Vec<tokio::task::JoinHandle<WorkerResult>>,
+    started: Instant,
+    limit: Duration,
+) -> WorkerResult {
+    let mut total = WorkerResult::default();
+    for worker in workers {
+        let grace =
+            (started + limit + Duration::from_secs(10)).saturating_duration_since(Instant::now());
+        match tokio::time::timeout(grace, worker).await {
+            Ok(Ok(r)) => {
+                total.latencies.extend(r.latencies);
+                total.errors += r.errors;
+                total.timed_out |= r.timed_out;
+                if total.first_error.is_none() {
+                    total.first_error = r.first_error;
+                }
+            }
+            Ok(Err(e)) => {
+                total.errors += 1;
+                total.first_error.get_or_insert_with(|| e.to_string());
+            }
+            Err(_) => total.timed_out = true,
+        }
+    }
+    total
+}
+
 /// before timing starts.
 pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
     let n = config.sessions.max(1);
@@ -194,47 +255,17 @@ pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
     let _ = deadline.set(Instant::now() + config.time_limit);
     barrier.wait().await;
     let started = Instant::now();
-    let mut total = WorkerResult::default();
-    for worker in workers {
-        // A worker stuck in a call past the limit is abandoned, not waited for.
-        let grace = (started + config.time_limit + Duration::from_secs(10))
-            .saturating_duration_since(Instant::now());
-        match tokio::time::timeout(grace, worker).await {
-            Ok(Ok(r)) => {
-                total.latencies.extend(r.latencies);
-                total.errors += r.errors;
-                total.timed_out |= r.timed_out;
-                if total.first_error.is_none() {
-                    total.first_error = r.first_error;
-                }
-            }
-            Ok(Err(e)) => {
-                total.errors += 1;
-                total.first_error.get_or_insert_with(|| e.to_string());
-            }
-            Err(_) => total.timed_out = true,
-        }
-    }
+    let total = join_workers(workers, started, config.time_limit).await;
     let elapsed = started.elapsed().as_secs_f64();
     pool.close().await;
-    let ok = total.latencies.len();
-    Ok(CallsReport {
-        transport: config.target.transport().to_owned(),
-        sessions: n,
-        calls_per_session: config.calls,
+    Ok(CallsReport::of(
+        config.target.transport(),
+        n,
+        config.calls,
         tool,
-        ok,
-        errors: total.errors,
-        first_error: total.first_error,
-        timed_out: total.timed_out,
-        elapsed_s: elapsed,
-        calls_per_s: if elapsed > 0.0 {
-            ok as f64 / elapsed
-        } else {
-            0.0
-        },
-        latency_us: Percentiles::from_nanos(total.latencies),
-    })
+        total,
+        elapsed,
+    ))
 }
 
 /// What `churn` measures: sessions opened, used for one call and closed, over and over.
@@ -319,45 +350,16 @@ pub async fn churn(config: ChurnConfig) -> anyhow::Result<CallsReport> {
     let _ = deadline.set(Instant::now() + config.time_limit);
     barrier.wait().await;
     let started = Instant::now();
-    let mut total = WorkerResult::default();
-    for worker in workers {
-        let grace = (started + config.time_limit + Duration::from_secs(10))
-            .saturating_duration_since(Instant::now());
-        match tokio::time::timeout(grace, worker).await {
-            Ok(Ok(r)) => {
-                total.latencies.extend(r.latencies);
-                total.errors += r.errors;
-                total.timed_out |= r.timed_out;
-                if total.first_error.is_none() {
-                    total.first_error = r.first_error;
-                }
-            }
-            Ok(Err(e)) => {
-                total.errors += 1;
-                total.first_error.get_or_insert_with(|| e.to_string());
-            }
-            Err(_) => total.timed_out = true,
-        }
-    }
+    let total = join_workers(workers, started, config.time_limit).await;
     let elapsed = started.elapsed().as_secs_f64();
-    let ok = total.latencies.len();
-    Ok(CallsReport {
-        transport: config.target.transport().to_owned(),
-        sessions: n,
-        calls_per_session: config.turns,
+    Ok(CallsReport::of(
+        config.target.transport(),
+        n,
+        config.turns,
         tool,
-        ok,
-        errors: total.errors,
-        first_error: total.first_error,
-        timed_out: total.timed_out,
-        elapsed_s: elapsed,
-        calls_per_s: if elapsed > 0.0 {
-            ok as f64 / elapsed
-        } else {
-            0.0
-        },
-        latency_us: Percentiles::from_nanos(total.latencies),
-    })
+        total,
+        elapsed,
+    ))
 }
 
 /// One change the server made and what the client saw of it.

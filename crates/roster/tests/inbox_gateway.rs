@@ -62,12 +62,6 @@ fn stderr_of_failure(state: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn json_lines(text: &str) -> Vec<Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
 /// Starts the Python SDK client making `calls` (see `tests/python/clients/call_tools.py`).
 fn spawn_client(url: &str, calls: Value) -> Child {
     common::python_client(&common::python(), "call_tools.py")
@@ -107,11 +101,11 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
     );
     assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
     common::wait_until("the list_changed shows in `roster inbox list`", || {
-        json_lines(&stdout_of(state, &["inbox", "list", "--json"]))
+        common::json_lines(&stdout_of(state, &["inbox", "list", "--json"]))
             .iter()
             .any(|e| e["method"] == "notifications/tools/list_changed" && e["channel"] == "dynamic")
     });
-    let listed = json_lines(&stdout_of(
+    let listed = common::json_lines(&stdout_of(
         state,
         &["inbox", "list", "--channel", "dynamic", "--json"],
     ));
@@ -126,7 +120,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
         "{text}"
     );
     assert!(
-        json_lines(&stdout_of(
+        common::json_lines(&stdout_of(
             state,
             &["inbox", "list", "--channel", "nobody", "--json"]
         ))
@@ -134,7 +128,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
     );
     // Handled is never unread; ack changes nothing, and succeeds although the gateway holds
     // the inbox's lock (the direct backend would be refused).
-    assert!(json_lines(&stdout_of(state, &["inbox", "unread", "--json"])).is_empty());
+    assert!(common::json_lines(&stdout_of(state, &["inbox", "unread", "--json"])).is_empty());
     assert_eq!(
         stdout_of(state, &["inbox", "ack"]).trim(),
         "acknowledged 0 notifications"
@@ -151,7 +145,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
         );
         let mut pending = Vec::new();
         common::wait_until("the elicitation waits in `roster inbox pending`", || {
-            pending = json_lines(&stdout_of(state, &["inbox", "pending", "--json"]));
+            pending = common::json_lines(&stdout_of(state, &["inbox", "pending", "--json"]));
             !pending.is_empty()
         });
         assert_eq!(pending.len(), 1, "{pending:?}");
@@ -175,7 +169,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
 
         // Human-only: neither `roster inbox list`/`unread` nor the model's `channels` shows it.
         let everything = stdout_of(state, &["inbox", "list", "--limit", "1000", "--json"]);
-        for entry in json_lines(&everything) {
+        for entry in common::json_lines(&everything) {
             assert_ne!(entry["method"], "elicitation/create", "{entry}");
             assert_ne!(entry["seq"].to_string(), id, "{entry}");
         }
@@ -218,14 +212,14 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
             stderr_of_failure(state, &["inbox", "confirm", &id, "yes"])
                 .contains(&format!("confirm {id} was already decided: {word}"))
         );
-        assert!(json_lines(&stdout_of(state, &["inbox", "pending", "--json"])).is_empty());
+        assert!(common::json_lines(&stdout_of(state, &["inbox", "pending", "--json"])).is_empty());
     }
 
     // Clear through the gateway: its live ring is empty afterwards (a replay of the trail,
     // which `clear` leaves on disk, would still show the entries).
     let cleared = stdout_of(state, &["inbox", "clear"]);
     assert!(cleared.starts_with("cleared "), "{cleared}");
-    assert!(json_lines(&stdout_of(state, &["inbox", "list", "--json"])).is_empty());
+    assert!(common::json_lines(&stdout_of(state, &["inbox", "list", "--json"])).is_empty());
 }
 
 #[test]
@@ -238,13 +232,13 @@ fn with_the_gateway_gone_the_cli_works_on_the_trail_again() {
     );
     assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
     common::wait_until("the list_changed is recorded", || {
-        !json_lines(&stdout_of(&state, &["inbox", "list", "--json"])).is_empty()
+        !common::json_lines(&stdout_of(&state, &["inbox", "list", "--json"])).is_empty()
     });
     // SIGKILL leaves the socket file behind; nothing answers on it any more.
     gateway.child.0.kill().expect("kill the gateway");
     gateway.child.0.wait().expect("the gateway exits");
     assert!(state.join("admin.sock").exists(), "a stale socket remains");
-    let listed = json_lines(&stdout_of(&state, &["inbox", "list", "--json"]));
+    let listed = common::json_lines(&stdout_of(&state, &["inbox", "list", "--json"]));
     assert!(
         listed
             .iter()
@@ -254,5 +248,5 @@ fn with_the_gateway_gone_the_cli_works_on_the_trail_again() {
     // A changing command owns the trail now that the gateway's lock is gone; `--all` purges
     // it, so the next replay (every direct read is one) is empty.
     assert!(stdout_of(&state, &["inbox", "clear", "--all"]).starts_with("cleared "));
-    assert!(json_lines(&stdout_of(&state, &["inbox", "list", "--json"])).is_empty());
+    assert!(common::json_lines(&stdout_of(&state, &["inbox", "list", "--json"])).is_empty());
 }

@@ -10,7 +10,7 @@ mod common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use common::infra::{Balancer, Postgres};
 use serde_json::{Value, json};
@@ -77,44 +77,27 @@ fn config_of(replica: &common::Gateway) -> PathBuf {
 }
 
 /// `roster --config CONFIG ARGS` as a person at one replica's machine runs it.
-fn roster(config: &Path, args: &[&str]) -> Output {
-    Command::new(ROSTER)
+fn roster(config: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(ROSTER);
+    command
         .arg("--config")
         .arg(config)
         .args(args)
         .env(PASSWORD_ENV, Postgres::PASSWORD)
         .env("ROSTER_LANG", "en")
-        .env_remove("ROSTER_STATE_DIR")
-        .output()
-        .expect("run roster")
+        .env_remove("ROSTER_STATE_DIR");
+    command
 }
 
 fn stdout_of(config: &Path, args: &[&str]) -> String {
-    let out = roster(config, args);
-    assert!(
-        out.status.success(),
-        "roster {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
-
-fn json_lines(text: &str) -> Vec<Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+    common::stdout_of(&mut roster(config, args))
 }
 
 fn call(url: &str, calls: Value) -> Value {
     common::call_tools(&["--url", url], &calls)
 }
 
-fn text_of(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
+use common::text_of;
 
 /// The seqs of the `notifications/message` entries in the inbox as `url`'s replica shows it.
 fn note_seqs(url: &str) -> Vec<u64> {
@@ -230,7 +213,7 @@ fn two_replicas_appending_at_once_lose_and_duplicate_no_line() {
     }
 
     // The audit trail, exported from the store: every note once, seqs one sequence.
-    let exported = json_lines(&stdout_of(&config_of(&replicas[0]), &["inbox", "export"]));
+    let exported = common::json_lines(&stdout_of(&config_of(&replicas[0]), &["inbox", "export"]));
     let notes: Vec<&Value> = exported
         .iter()
         .filter(|r| r["kind"] == "entry" && r["method"] == "notifications/message")
@@ -284,7 +267,7 @@ fn a_confirm_waiting_on_one_replica_is_decided_from_any_machine() {
     let elsewhere = config_of(&replicas[1]);
     let mut pending = Vec::new();
     common::wait_until("the elicitation waits in the shared inbox", || {
-        pending = json_lines(&stdout_of(&elsewhere, &["inbox", "pending", "--json"]));
+        pending = common::json_lines(&stdout_of(&elsewhere, &["inbox", "pending", "--json"]));
         !pending.is_empty()
     });
     assert_eq!(pending[0]["params"]["message"], "Delete /tmp/shared?");
@@ -298,7 +281,7 @@ fn a_confirm_waiting_on_one_replica_is_decided_from_any_machine() {
         "accept confirm=True",
         "the server on the first replica got the answer given at the second: {report}"
     );
-    assert!(json_lines(&stdout_of(&elsewhere, &["inbox", "pending", "--json"])).is_empty());
+    assert!(common::json_lines(&stdout_of(&elsewhere, &["inbox", "pending", "--json"])).is_empty());
 }
 
 #[test]
@@ -486,16 +469,26 @@ async fn call_tool(client: &Client, name: &str, arguments: Value) -> String {
         .to_owned()
 }
 
-/// Lists at `client` until `name` shows (each listing is a turn: a stale server re-lists).
-async fn until_listed(client: &Client, name: &str) {
+/// Lists at `client` until `name` is `listed` or not (each listing is a turn: a stale server
+/// re-lists).
+async fn until_listed_is(client: &Client, name: &str, listed: bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !tool_names(client).await.iter().any(|n| n == name) {
+    while tool_names(client).await.iter().any(|n| n == name) != listed {
         assert!(
             std::time::Instant::now() < deadline,
-            "{name} never showed on the other replica"
+            "{name} never became {}",
+            if listed { "listed" } else { "unlisted" }
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+async fn until_listed(client: &Client, name: &str) {
+    until_listed_is(client, name, true).await;
+}
+
+async fn until_unlisted(client: &Client, name: &str) {
+    until_listed_is(client, name, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -544,15 +537,6 @@ async fn a_change_one_replica_hears_of_reaches_the_others() {
     until_listed(&second, "dynamic__quiet").await;
     for client in [first, second, direct] {
         client.cancel().await.expect("close");
-    }
-}
-
-/// Lists at `client` until `name` is gone.
-async fn until_unlisted(client: &Client, name: &str) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while tool_names(client).await.iter().any(|n| n == name) {
-        assert!(std::time::Instant::now() < deadline, "{name} stayed listed");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
 
@@ -623,7 +607,9 @@ async fn a_pin_and_a_persons_approval_hold_on_every_replica() {
 
 /// `roster status --json`'s entry of `server` at `replica` (its admin socket), if it answers.
 fn server_status(replica: &common::Gateway, server: &str) -> Option<Value> {
-    let out = roster(&config_of(replica), &["status", "--json"]);
+    let out = roster(&config_of(replica), &["status", "--json"])
+        .output()
+        .expect("run roster");
     if !out.status.success() {
         return None;
     }

@@ -105,7 +105,58 @@ pub struct PinBook {
     pub servers: HashMap<String, ServerPins>,
 }
 
+/// A stored row that does not read back: what it is, and why.
+pub(super) type Unreadable = (String, serde_json::Error);
+
 impl PinBook {
+    /// Adds a stored pin row (both stores read the same columns).
+    pub(super) fn add_pin(
+        &mut self,
+        server: String,
+        tool: String,
+        definition: &str,
+        decided_by: &str,
+        at_ms: i64,
+    ) -> Result<(), Unreadable> {
+        let pin: Pin = serde_json::from_str(definition)
+            .map_err(|e| (format!("the pin of {server}/{tool}"), e))?;
+        self.servers.entry(server).or_default().pins.insert(
+            tool,
+            PinRecord {
+                pin,
+                decided_by: DecidedBy::parse(decided_by),
+                decided_at_ms: at_ms.max(0) as u64,
+            },
+        );
+        Ok(())
+    }
+
+    /// Adds a stored review row.
+    pub(super) fn add_review(
+        &mut self,
+        server: String,
+        tool: String,
+        definition: &str,
+        withheld: bool,
+        rejected: bool,
+        seen_ms: i64,
+    ) -> Result<(), Unreadable> {
+        let definition: Pin = serde_json::from_str(definition)
+            .map_err(|e| (format!("the waiting definition of {server}/{tool}"), e))?;
+        self.servers.entry(server).or_default().reviews.insert(
+            tool,
+            ReviewRecord {
+                review: Review {
+                    definition,
+                    rejected,
+                },
+                withheld,
+                seen_at_ms: seen_ms.max(0) as u64,
+            },
+        );
+        Ok(())
+    }
+
     /// `server`'s pins and reviews, if it has any.
     pub fn server(&self, server: &str) -> Option<&ServerPins> {
         self.servers.get(server)
@@ -400,11 +451,6 @@ impl PinStore {
     }
 }
 
-/// A stored pin's decider as the column holds it.
-pub(super) fn decided_by(text: &str) -> DecidedBy {
-    DecidedBy::parse(text)
-}
-
 impl SqlitePins {
     fn error(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
@@ -449,16 +495,8 @@ impl SqlitePins {
             .map_err(|e| self.error(e))?;
         for row in rows {
             let (server, tool, definition, decided_by, at) = row.map_err(|e| self.error(e))?;
-            let pin: Pin = serde_json::from_str(&definition)
-                .map_err(|e| self.corrupt(&format!("the pin of {server}/{tool}"), e))?;
-            book.servers.entry(server).or_default().pins.insert(
-                tool,
-                PinRecord {
-                    pin,
-                    decided_by: DecidedBy::parse(&decided_by),
-                    decided_at_ms: at.max(0) as u64,
-                },
-            );
+            book.add_pin(server, tool, &definition, &decided_by, at)
+                .map_err(|(what, e)| self.corrupt(&what, e))?;
         }
         let mut select = self
             .conn
@@ -481,20 +519,8 @@ impl SqlitePins {
         for row in rows {
             let (server, tool, definition, withheld, rejected, seen) =
                 row.map_err(|e| self.error(e))?;
-            let definition: Pin = serde_json::from_str(&definition).map_err(|e| {
-                self.corrupt(&format!("the waiting definition of {server}/{tool}"), e)
-            })?;
-            book.servers.entry(server).or_default().reviews.insert(
-                tool,
-                ReviewRecord {
-                    review: Review {
-                        definition,
-                        rejected,
-                    },
-                    withheld,
-                    seen_at_ms: seen.max(0) as u64,
-                },
-            );
+            book.add_review(server, tool, &definition, withheld, rejected, seen)
+                .map_err(|(what, e)| self.corrupt(&what, e))?;
         }
         Ok(book)
     }

@@ -6,10 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use roster_core::pin::{Pin, Review};
-
 use super::StoreError;
-use super::pins::{DecidedBy, Decision, PinBook, PinRecord, PinWrite, ReviewRecord, decided_by};
+use super::pins::{DecidedBy, Decision, PinBook, PinWrite};
 use super::postgres::Pg;
 
 /// The `NOTIFY` channel of pin writes.
@@ -65,39 +63,21 @@ impl SharedPins {
             Ok((pins, reviews))
         })?;
         let mut book = PinBook::default();
+        let unreadable = |(what, e)| corrupt(&self.pg, what, e);
         for row in pins {
-            let (server, tool): (String, String) = (row.get(0), row.get(1));
-            let pin: Pin = serde_json::from_str(row.get(2))
-                .map_err(|e| corrupt(&self.pg, format!("the pin of {server}/{tool}"), e))?;
-            book.servers.entry(server).or_default().pins.insert(
-                tool,
-                PinRecord {
-                    pin,
-                    decided_by: decided_by(row.get(3)),
-                    decided_at_ms: row.get::<_, i64>(4).max(0) as u64,
-                },
-            );
+            book.add_pin(row.get(0), row.get(1), row.get(2), row.get(3), row.get(4))
+                .map_err(unreadable)?;
         }
         for row in reviews {
-            let (server, tool): (String, String) = (row.get(0), row.get(1));
-            let definition: Pin = serde_json::from_str(row.get(2)).map_err(|e| {
-                corrupt(
-                    &self.pg,
-                    format!("the waiting definition of {server}/{tool}"),
-                    e,
-                )
-            })?;
-            book.servers.entry(server).or_default().reviews.insert(
-                tool,
-                ReviewRecord {
-                    review: Review {
-                        definition,
-                        rejected: row.get(4),
-                    },
-                    withheld: row.get(3),
-                    seen_at_ms: row.get::<_, i64>(5).max(0) as u64,
-                },
-            );
+            book.add_review(
+                row.get(0),
+                row.get(1),
+                row.get(2),
+                row.get(3),
+                row.get(4),
+                row.get(5),
+            )
+            .map_err(unreadable)?;
         }
         Ok(book)
     }

@@ -340,3 +340,11 @@ pub fn stdout_of(command: &mut std::process::Command) -> String {
     assert!(output.status.success(), "{command:?} failed: {stderr}");
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// One JSON value per line of `text` (`--json` output, the audit trail); panics naming a line
+/// that is not JSON.
+pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}

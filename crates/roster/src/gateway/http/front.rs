@@ -141,6 +141,13 @@ async fn serve(
     request: Request,
     next: Next,
 ) -> Response {
+    if request.method() != Method::DELETE
+        && session
+            .as_deref()
+            .is_some_and(|id| front.sessions.foreign(id, &client))
+    {
+        return session_not_found();
+    }
     match *request.method() {
         Method::DELETE => {
             match &session {
@@ -160,15 +167,7 @@ async fn serve(
             response
         }
         Method::POST => post(front, client, session, request, next).await,
-        _ => {
-            if session
-                .as_deref()
-                .is_some_and(|id| front.sessions.foreign(id, &client))
-            {
-                return session_not_found();
-            }
-            next.run(request).await
-        }
+        _ => next.run(request).await,
     }
 }
 
@@ -179,12 +178,6 @@ async fn post(
     request: Request,
     next: Next,
 ) -> Response {
-    if session
-        .as_deref()
-        .is_some_and(|id| front.sessions.foreign(id, &client))
-    {
-        return session_not_found();
-    }
     let (parts, body) = request.into_parts();
     let bytes = match read_body(body, front.max_body_bytes, front.body_read_timeout).await {
         Ok(bytes) => bytes,
