@@ -348,6 +348,18 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);
+    // Edited skills are served without a restart; a broken edit says why in the inbox.
+    let changed = roster.clone();
+    let problems = inbox.clone();
+    skills.watch(
+        move || changed.skill_resources_changed(),
+        move |text| {
+            if let Some(inbox) = &problems {
+                let params = serde_json::json!({ "message": text });
+                inbox.record("skills", "roster/skill_problem", params, false);
+            }
+        },
+    );
     let serve_config = ServeConfig::from_gateway(&config.gateway);
     let listen = serve_config.listen.clone();
     let gateway = Gateway::new(

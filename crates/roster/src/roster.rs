@@ -793,6 +793,16 @@ impl Roster {
         self.rt.relist(&slot, Relisting::Always).await
     }
 
+    /// Tells clients the `skill://` resources changed (an edited skill directory):
+    /// `notifications/resources/list_changed`, as for a server's resources.
+    pub fn skill_resources_changed(&self) {
+        self.rt
+            .publish_offerings(crate::servers::offerings::Changed {
+                prompts: false,
+                resources: true,
+            });
+    }
+
     /// The notification fan-out of one server (it survives restarts), for listeners of
     /// `(method, params)`.
     pub fn notifications(&self, server: &str) -> Option<Arc<Notifications>> {

@@ -1,6 +1,8 @@
 //! Skills seen from outside: real skill directories on disk, the SQLite store, and the
 //! `roster skills check` binary.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -347,4 +349,99 @@ fn skills_check_exits_2_when_the_path_cannot_be_read() {
         stderr.contains("cannot read skills directory") && stderr.contains("nope"),
         "{stderr}"
     );
+}
+
+/// `get_skill` of `id` through a running gateway, as the Python SDK client calls it: the
+/// skill's description, or the error text.
+fn described(gateway: &common::Gateway, id: &str) -> String {
+    let report = common::call_tools(
+        &["--url", &gateway.url],
+        &serde_json::json!([["get_skill", {"id": id}]]),
+    );
+    let result = &report["results"][0];
+    match result["structuredContent"]["description"].as_str() {
+        Some(description) => description.to_owned(),
+        None => common::text_of(result),
+    }
+}
+
+fn skill_md(description: &str) -> String {
+    format!("---\nname: guide\ndescription: {description}\n---\n\nRead the guide.\n")
+}
+
+#[test]
+fn edited_skills_are_served_without_a_restart_and_a_broken_edit_keeps_the_last_good_one() {
+    let gateway = common::Gateway::start(
+        |dir| {
+            let guide = dir.join("skills/team/guide/SKILL.md");
+            std::fs::create_dir_all(guide.parent().expect("a parent")).expect("mkdir");
+            std::fs::write(&guide, skill_md("The first version.")).expect("write");
+            format!(
+                "[gateway]\nstate_dir = {:?}\n\n[skills]\npaths = [{:?}]\n",
+                dir.join("state"),
+                dir.join("skills")
+            )
+        },
+        &[],
+    );
+    let skills = gateway.dir.path().join("skills/team");
+    assert_eq!(described(&gateway, "team/guide"), "The first version.");
+
+    std::fs::write(
+        skills.join("guide/SKILL.md"),
+        skill_md("The second version."),
+    )
+    .expect("edit");
+    common::wait_until("the edit is served", || {
+        described(&gateway, "team/guide") == "The second version."
+    });
+
+    // Broken: the last good version stays, and the inbox says why.
+    std::fs::write(skills.join("guide/SKILL.md"), "---\nname: [unclosed\n---\n").expect("break");
+    let config = gateway.dir.path().join("roster.toml");
+    let mut problem = serde_json::Value::Null;
+    common::wait_until("the broken edit is reported in the inbox", || {
+        let out = common::stdout_of(
+            std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+                .arg("--config")
+                .arg(&config)
+                .args(["inbox", "list", "--json"]),
+        );
+        problem = common::json_lines(&out)
+            .into_iter()
+            .find(|e| e["method"] == "roster/skill_problem")
+            .unwrap_or_default();
+        !problem.is_null()
+    });
+    let message = problem["params"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("team/guide/SKILL.md") && message.contains("last good version"),
+        "{problem}"
+    );
+    assert_eq!(described(&gateway, "team/guide"), "The second version.");
+
+    // Added, then removed.
+    let extra = skills.join("extra/SKILL.md");
+    std::fs::create_dir_all(extra.parent().expect("a parent")).expect("mkdir");
+    std::fs::write(
+        &extra,
+        skill_md("An added skill.").replace("name: guide", "name: extra"),
+    )
+    .expect("add");
+    common::wait_until("the added skill is served", || {
+        described(&gateway, "team/extra") == "An added skill."
+    });
+    std::fs::remove_dir_all(skills.join("extra")).expect("remove");
+    common::wait_until("the removed skill is gone", || {
+        described(&gateway, "team/extra") != "An added skill."
+    });
+    // Mended: served again as written.
+    std::fs::write(
+        skills.join("guide/SKILL.md"),
+        skill_md("The third version."),
+    )
+    .expect("mend");
+    common::wait_until("the mended skill is served", || {
+        described(&gateway, "team/guide") == "The third version."
+    });
 }

@@ -16,10 +16,22 @@ use roster_core::skills::load;
 use crate::Roster;
 use crate::store::scan_skills_dir;
 
-/// The skills of the configured `[skills] paths`.
+/// The skills of the configured `[skills] paths`, followed on disk ([`Skills::watch`]): an
+/// added, changed or removed skill is served at the next request; a broken edit keeps the last
+/// good version served and says why.
 pub struct Skills {
     catalog: RwLock<Catalog>,
-    files: Vec<SkillFiles>,
+    /// Each root's files (SEP-2640), replaced whole when the root changes.
+    files: RwLock<Arc<Vec<Arc<SkillFiles>>>>,
+    /// The configured roots, in order.
+    roots: Vec<PathBuf>,
+    /// What is served now: each root's sources, and its files.
+    served: std::sync::Mutex<Vec<Served>>,
+    /// The tool lookup skills are checked against ([`Skills::follow`]); a reloaded catalog gets
+    /// it too.
+    lookup: std::sync::Mutex<Option<Arc<dyn roster_core::ToolLookup + Send + Sync>>>,
+    /// The file watcher, kept for as long as the skills are.
+    watcher: std::sync::Mutex<Option<notify::RecommendedWatcher>>,
     /// `[skills] max_file_size`: no skill file larger than this is served, whatever the SDK's
     /// catalog would hold.
     max_file_size: u64,
@@ -50,49 +62,229 @@ impl std::fmt::Debug for Skills {
     }
 }
 
+/// One root as served: its sources (each skill directory's `SKILL.md`) and its files.
+#[derive(Clone)]
+struct Served {
+    sources: Vec<SkillSource>,
+    files: Option<Arc<SkillFiles>>,
+}
+
+/// What one read of the roots made.
+struct Read {
+    served: Vec<Served>,
+    catalog: Catalog,
+    problems: Vec<String>,
+}
+
+/// Reads every root; a skill that is unreadable or invalid now but was served before (in
+/// `before`) keeps its last good version, and so do its root's files.
+fn read_roots(roots: &[PathBuf], max_file_size: u64, before: Option<&[Served]>) -> Read {
+    let mut problems = Vec::new();
+    let mut served = Vec::new();
+    for (i, root) in roots.iter().enumerate() {
+        let old = before.and_then(|b| b.get(i));
+        let old_source = |dir: &str| {
+            old.and_then(|o| o.sources.iter().find(|s| s.dir == dir))
+                .cloned()
+        };
+        let mut sources = Vec::new();
+        let mut kept_old = false;
+        match scan_skills_dir(root, max_file_size) {
+            Ok(scan) => {
+                for unreadable in &scan.unreadable {
+                    let dir = unreadable
+                        .path
+                        .strip_prefix(root)
+                        .ok()
+                        .map(|p| {
+                            p.to_string_lossy()
+                                .trim_end_matches("SKILL.md")
+                                .trim_end_matches('/')
+                                .to_owned()
+                        })
+                        .unwrap_or_default();
+                    match old_source(&dir) {
+                        Some(good) => {
+                            kept_old = true;
+                            problems.push(format!(
+                                "{unreadable}; the last good version is still served"
+                            ));
+                            sources.push(good);
+                        }
+                        None => problems.push(unreadable.to_string()),
+                    }
+                }
+                // Each source on its own: a broken one is told apart from the others.
+                let report = load(scan.sources.clone());
+                for invalid in &report.invalid {
+                    match old_source(&invalid.dir) {
+                        Some(good) => {
+                            kept_old = true;
+                            problems.push(format!(
+                                "{}/SKILL.md: {}; the last good version is still served",
+                                invalid.dir, invalid.error
+                            ));
+                            sources.push(good);
+                        }
+                        None => {
+                            problems.push(format!("{}/SKILL.md: {}", invalid.dir, invalid.error))
+                        }
+                    }
+                }
+                let broken: std::collections::HashSet<&str> =
+                    report.invalid.iter().map(|i| i.dir.as_str()).collect();
+                sources.extend(
+                    scan.sources
+                        .into_iter()
+                        .filter(|s| !broken.contains(s.dir.as_str())),
+                );
+                sources.sort_by(|a, b| a.dir.cmp(&b.dir));
+            }
+            Err(e) => {
+                // A root that cannot be read now keeps what it served.
+                problems.push(e.to_string());
+                if let Some(old) = old {
+                    served.push(old.clone());
+                    continue;
+                }
+            }
+        }
+        let files = match (kept_old, old) {
+            (true, Some(old)) => old.files.clone(),
+            _ => match SkillFiles::from_dir(root) {
+                Ok(files) => Some(Arc::new(files)),
+                Err(e) => {
+                    problems.push(format!("{}: {e}", root.display()));
+                    old.and_then(|o| o.files.clone())
+                }
+            },
+        };
+        served.push(Served { sources, files });
+    }
+    let report = load(served.iter().flat_map(|s| s.sources.iter().cloned()));
+    Read {
+        served,
+        catalog: Catalog::from_report(report),
+        problems,
+    }
+}
+
 impl Skills {
     /// Loads every skill under `roots`. Skills that cannot be read or parsed, or whose
     /// `SKILL.md` is larger than `max_file_size` bytes, are left out and reported (one line
     /// each), so one broken file does not take the catalog down.
     pub fn load(roots: &[PathBuf], max_file_size: u64) -> (Self, Vec<String>) {
-        let mut problems = Vec::new();
-        let mut sources: Vec<SkillSource> = Vec::new();
-        let mut files = Vec::new();
-        for root in roots {
-            match scan_skills_dir(root, max_file_size) {
-                Ok(scan) => {
-                    problems.extend(scan.unreadable.iter().map(ToString::to_string));
-                    sources.extend(scan.sources);
-                }
-                Err(e) => problems.push(e.to_string()),
-            }
-            match SkillFiles::from_dir(root) {
-                Ok(catalog) => files.push(catalog),
-                Err(e) => problems.push(format!("{}: {e}", root.display())),
-            }
-        }
-        let report = load(sources);
-        problems.extend(
-            report
-                .invalid
-                .iter()
-                .map(|invalid| format!("{}/SKILL.md: {}", invalid.dir, invalid.error)),
-        );
+        let read = read_roots(roots, max_file_size, None);
+        let files: Vec<Arc<SkillFiles>> =
+            read.served.iter().filter_map(|s| s.files.clone()).collect();
         let skills = Self {
-            catalog: RwLock::new(Catalog::from_report(report)),
-            files,
+            catalog: RwLock::new(read.catalog),
+            files: RwLock::new(Arc::new(files)),
+            roots: roots.to_vec(),
+            served: std::sync::Mutex::new(read.served),
+            lookup: std::sync::Mutex::new(None),
+            watcher: std::sync::Mutex::new(None),
             max_file_size,
             last_refresh: std::sync::Mutex::new(None),
         };
-        (skills, problems)
+        (skills, read.problems)
+    }
+
+    /// Reads the roots again and serves what changed; a skill whose edit is broken keeps its
+    /// last good version. Returns whether anything served changed, and the problems (each
+    /// broken or unreadable skill, with why).
+    pub fn reload(&self) -> (bool, Vec<String>) {
+        let before = crate::sync::lock(&self.served).clone();
+        let read = read_roots(&self.roots, self.max_file_size, Some(&before));
+        let same = before.len() == read.served.len()
+            && before
+                .iter()
+                .zip(&read.served)
+                .all(|(a, b)| a.sources == b.sources);
+        if same {
+            return (false, read.problems);
+        }
+        let mut catalog = read.catalog;
+        if let Some(lookup) = crate::sync::lock(&self.lookup).clone() {
+            catalog.registry_mut().set_tool_lookup(lookup);
+        }
+        let files: Vec<Arc<SkillFiles>> =
+            read.served.iter().filter_map(|s| s.files.clone()).collect();
+        *self.write() = catalog;
+        *write(&self.files) = Arc::new(files);
+        *crate::sync::lock(&self.served) = read.served;
+        self.refresh();
+        (true, read.problems)
+    }
+
+    /// Follows the roots on disk: an added, changed or removed skill (or file beside it) is
+    /// read again, debounced (`DEBOUNCE` after the last change), and served; then `changed`
+    /// is called (the gateway tells clients `resources/list_changed`) and each problem goes
+    /// to `problem` (the inbox). Needs a tokio runtime; without one, or when the roots cannot
+    /// be watched, it logs why and the catalog stays as loaded.
+    pub fn watch(
+        self: &Arc<Self>,
+        changed: impl Fn() + Send + Sync + 'static,
+        problem: impl Fn(&str) + Send + Sync + 'static,
+    ) {
+        use notify::Watcher as _;
+        const DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(200);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if event.is_ok_and(|e| !e.kind.is_access()) {
+                // Full: a read is due anyway.
+                let _ = tx.try_send(());
+            }
+        });
+        let mut watcher = match watcher {
+            Ok(watcher) => watcher,
+            Err(error) => {
+                tracing::warn!(%error, "skill directories are not followed: edits need a restart");
+                return;
+            }
+        };
+        for root in &self.roots {
+            if let Err(error) = watcher.watch(root, notify::RecursiveMode::Recursive) {
+                tracing::warn!(root = %root.display(), %error, "this skill directory is not followed");
+            }
+        }
+        *crate::sync::lock(&self.watcher) = Some(watcher);
+        let skills = Arc::downgrade(self);
+        runtime.spawn(async move {
+            while rx.recv().await.is_some() {
+                // Quiet for DEBOUNCE: an editor's several writes make one read.
+                while tokio::time::timeout(DEBOUNCE, rx.recv())
+                    .await
+                    .is_ok_and(|e| e.is_some())
+                {}
+                let Some(skills) = skills.upgrade() else {
+                    return;
+                };
+                let (was_changed, problems) =
+                    match tokio::task::spawn_blocking(move || skills.reload()).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => continue,
+                    };
+                for text in &problems {
+                    tracing::warn!("skill: {text}");
+                    problem(text);
+                }
+                if was_changed {
+                    changed();
+                }
+            }
+        });
     }
 
     /// Checks skills' tool references against `roster` from now on, and refreshes
     /// availability after every reconcile that changed something.
     pub fn follow(self: &Arc<Self>, roster: &Roster) {
-        self.write()
-            .registry_mut()
-            .set_tool_lookup(roster.tool_lookup());
+        let lookup = roster.tool_lookup();
+        *crate::sync::lock(&self.lookup) = Some(lookup.clone());
+        self.write().registry_mut().set_tool_lookup(lookup);
         self.refresh();
         let skills = Arc::downgrade(self);
         roster.set_reconcile_hook(Some(Arc::new(move |_server, _delta| {
@@ -163,7 +355,7 @@ impl Skills {
 
     /// SEP-2640 skill entries the caller may see.
     pub(crate) fn skill_files(&self, subscriptions: &Subscriptions) -> Vec<SkillFile> {
-        self.files
+        self.files()
             .iter()
             .flat_map(|f| f.skills())
             .filter(|s| self.visible_id_of(&s.uri, subscriptions))
@@ -172,7 +364,7 @@ impl Skills {
 
     /// The `skill://` resources the caller may see.
     pub(crate) fn resources(&self, subscriptions: &Subscriptions) -> Vec<Resource> {
-        self.files
+        self.files()
             .iter()
             .flat_map(|f| f.resources())
             .filter(|r| self.visible_id_of(&r.uri, subscriptions))
@@ -185,16 +377,20 @@ impl Skills {
         &self,
         uri: &str,
         subscriptions: &Subscriptions,
-    ) -> Option<&[SkillFiles]> {
-        (self.visible_id_of(uri, subscriptions) && self.within_limit(uri))
-            .then_some(self.files.as_slice())
+    ) -> Option<Arc<Vec<Arc<SkillFiles>>>> {
+        (self.visible_id_of(uri, subscriptions) && self.within_limit(uri)).then(|| self.files())
+    }
+
+    /// The files served now.
+    fn files(&self) -> Arc<Vec<Arc<SkillFiles>>> {
+        read(&self.files).clone()
     }
 
     /// Whether the file at `uri` (if it is one) is within the skill file size limit; one that
     /// is not is answered like an unknown URI, and logged with the limit.
     fn within_limit(&self, uri: &str) -> bool {
         use rmcp::model::ResourceContents;
-        let Some(read) = self.files.iter().find_map(|f| f.read_resource(uri)) else {
+        let Some(read) = self.files().iter().find_map(|f| f.read_resource(uri)) else {
             return true;
         };
         let bytes: u64 = read
@@ -220,7 +416,7 @@ impl Skills {
 
     /// Whether any skill file is served (the extension is declared only then).
     pub(crate) fn serves_files(&self) -> bool {
-        self.files.iter().any(|f| !f.skills().is_empty())
+        self.files().iter().any(|f| !f.skills().is_empty())
     }
 }
 

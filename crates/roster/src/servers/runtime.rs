@@ -614,7 +614,7 @@ impl Runtime {
         self.publish_offerings(changed);
     }
 
-    pub(super) fn publish_offerings(&self, changed: Changed) {
+    pub(crate) fn publish_offerings(&self, changed: Changed) {
         if changed.prompts || changed.resources {
             self.offerings_changed.send_modify(|g| {
                 g.prompts += u64::from(changed.prompts);
