@@ -749,3 +749,74 @@ fn the_shared_log_is_cut_and_every_replica_still_shows_the_same_inbox() {
         assert_eq!(inbox.unread_count(), 21);
     }
 }
+
+/// A POST of `body` to `url` in session `id` (none for `initialize`): the answer's headers and
+/// body.
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    id: Option<&str>,
+    body: Value,
+) -> reqwest::Response {
+    let mut request = http
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&body);
+    if let Some(id) = id {
+        request = request.header("mcp-session-id", id);
+    }
+    let response = request.send().await.expect("POST");
+    assert!(response.status().is_success(), "{}", response.status());
+    response
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_get_stream_resumed_on_another_replica_goes_on_there() {
+    use futures::StreamExt as _;
+    let demo = format!(
+        "[servers.demo]\ncommand = {:?}\nargs = [\"demo-server\"]\n",
+        ROSTER
+    );
+    let pg = Postgres::start();
+    let replicas = start_replicas_with(&pg, 2, Some(&demo));
+    let http = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "resume-test", "version": "1"}}});
+    let answer = post(&http, &replicas[0].url, None, initialize).await;
+    let id = answer
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(&http, &replicas[1].url, Some(&id), initialized).await;
+
+    // The stream was the first replica's; the client resumes it at the second.
+    let stream = http
+        .get(&replicas[1].url)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("mcp-session-id", &id)
+        .header("last-event-id", "0")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(stream.status(), 200);
+    let mut bytes = stream.bytes_stream();
+    // A change at the second replica's own server reaches the resumed stream.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "demo__toggle_tool", "arguments": {}}});
+    post(&http, &replicas[1].url, Some(&id), call).await;
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !seen.contains("notifications/tools/list_changed") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match tokio::time::timeout(left, bytes.next()).await {
+            Ok(Some(Ok(chunk))) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            other => panic!("the resumed stream ended or stalled ({other:?}); it carried: {seen}"),
+        }
+    }
+}
