@@ -4,6 +4,7 @@ Usage: call_tools.py (--url URL [--token T] | --stdio ROSTER CONFIG) --calls JSO
 
 `--calls` is a JSON list of `[tool, arguments]` pairs; the pseudo-call `["wait:list_changed", {}]`
 waits (at most 30 s) for the next `notifications/tools/list_changed` and records whether it came;
+`["wait:resources_list_changed", {}]` likewise for `notifications/resources/list_changed`;
 `["pause", {"seconds": S}]` sends nothing for S seconds (a window for the test to act in).
 The output is one JSON object:
 `results` (each call's result as the wire carries it, or its JSON-RPC error) and `resources`
@@ -17,7 +18,7 @@ import json
 import anyio
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import ToolListChangedNotification
+from mcp.types import ResourceListChangedNotification, ToolListChangedNotification
 
 import roster_client
 
@@ -28,11 +29,13 @@ args = parser.parse_args()
 
 async def main() -> dict:
     out: dict = {"results": []}
-    changed = anyio.Event()
+    changed = {"tools": anyio.Event(), "resources": anyio.Event()}
 
     async def on_message(message) -> None:
         if isinstance(message, ToolListChangedNotification):
-            changed.set()
+            changed["tools"].set()
+        if isinstance(message, ResourceListChangedNotification):
+            changed["resources"].set()
 
     server = roster_client.server(args)
     async with Client(server, mode="legacy", cache=None, message_handler=on_message) as client:
@@ -42,11 +45,12 @@ async def main() -> dict:
                 await anyio.sleep(arguments["seconds"])
                 out["results"].append({"paused": arguments["seconds"]})
                 continue
-            if name == "wait:list_changed":
+            if name in ("wait:list_changed", "wait:resources_list_changed"):
+                kind = "tools" if name == "wait:list_changed" else "resources"
                 with anyio.move_on_after(roster_client.WAIT):
-                    await changed.wait()
-                out["results"].append({"list_changed": changed.is_set()})
-                changed = anyio.Event()
+                    await changed[kind].wait()
+                out["results"].append({"list_changed": changed[kind].is_set()})
+                changed[kind] = anyio.Event()
                 continue
             out["results"].append(await roster_client.on_the_wire(client.call_tool(name, arguments), MCPError))
         caps = client.server_capabilities
