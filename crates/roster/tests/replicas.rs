@@ -820,3 +820,59 @@ async fn a_get_stream_resumed_on_another_replica_goes_on_there() {
         }
     }
 }
+
+#[test]
+fn records_wait_while_the_store_is_down_and_go_in_order_when_it_is_back() {
+    use roster::inbox::{Inbox, InboxConfig};
+    let pg = Postgres::start();
+    let store = roster::config::StoreConfig {
+        url: pg.url_with_password(),
+        password_env: None,
+    };
+    let shared = roster::store::postgres::Pg::connect(&store).expect("the store");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inbox = Inbox::open(InboxConfig {
+        store: Some(shared.clone()),
+        ..InboxConfig::new(dir.path())
+    })
+    .expect("a shared inbox");
+    assert_eq!(
+        inbox.record("srv", "notifications/message", json!({"n": 1}), false),
+        1
+    );
+
+    pg.stop();
+    for n in 2..=3 {
+        assert_eq!(
+            inbox.record("srv", "notifications/message", json!({"n": n}), false),
+            0,
+            "no seq while the store is down"
+        );
+    }
+    assert!(inbox.audit_error().is_some(), "the failure is told");
+    pg.start_again();
+    // The next record goes after the two that waited, and the store has all four, in order.
+    assert_eq!(
+        inbox.record("srv", "notifications/message", json!({"n": 4}), false),
+        4
+    );
+    assert!(inbox.audit_error().is_none());
+    let later = Inbox::open(InboxConfig {
+        store: Some(shared),
+        ..InboxConfig::new(dir.path())
+    })
+    .expect("another replica's inbox");
+    for view in [&inbox, &later] {
+        let seen: Vec<(u64, Value)> = view
+            .list(None, 10)
+            .into_iter()
+            .rev()
+            .map(|e| (e.seq, e.params["n"].clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            (1..=4).map(|n| (n, json!(n))).collect::<Vec<_>>(),
+            "nothing lost, nothing twice, in order"
+        );
+    }
+}

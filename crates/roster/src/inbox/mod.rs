@@ -423,8 +423,13 @@ impl Inner {
                 if takes { seq } else { 0 }
             }
             Trail::Shared(log) => {
-                let seq = log.append(record).unwrap_or(0);
-                self.catch_up();
+                let flushed = log.append(record);
+                let seq = flushed.seq.unwrap_or(0);
+                let behind = flushed.behind;
+                flushed.ready.into_iter().for_each(|r| self.apply(r));
+                if behind {
+                    self.catch_up();
+                }
                 seq
             }
         }
@@ -435,7 +440,11 @@ impl Inner {
         let Trail::Shared(log) = &mut self.trail else {
             return;
         };
-        log.flush();
+        let flushed = log.flush();
+        flushed.ready.into_iter().for_each(|r| self.apply(r));
+        let Trail::Shared(log) = &mut self.trail else {
+            return;
+        };
         match log.since() {
             Ok(records) => {
                 for (record, foreign) in records {

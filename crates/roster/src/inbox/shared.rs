@@ -37,6 +37,17 @@ pub fn default_retain(capacity: usize) -> usize {
     capacity.saturating_mul(20).max(20_000)
 }
 
+/// What a flush of the backlog did.
+#[derive(Default)]
+pub(super) struct Flushed {
+    /// The seq the last record appended took (when it took one and everything was appended).
+    pub(super) seq: Option<u64>,
+    /// Records appended right after the last applied one, in order: to be applied as they are.
+    pub(super) ready: Vec<AuditRecord>,
+    /// Others appended in between: a catch-up is due to apply the rest.
+    pub(super) behind: bool,
+}
+
 /// The shared log as one replica sees it: the store, and how far this replica has applied it.
 pub(super) struct SharedLog {
     pg: Pg,
@@ -118,8 +129,7 @@ impl SharedLog {
 
     /// Appends `record` (after any records still waiting for the store). A record the store
     /// cannot take now waits in the backlog and goes first at the next append or catch-up.
-    /// Returns the seq it took, when it took one and is in the store now.
-    pub(super) fn append(&mut self, record: AuditRecord) -> Option<u64> {
+    pub(super) fn append(&mut self, record: AuditRecord) -> Flushed {
         if self.backlog.len() >= BACKLOG {
             self.backlog.pop_front();
             tracing::warn!(
@@ -131,10 +141,9 @@ impl SharedLog {
         self.flush()
     }
 
-    /// Appends what waits in the backlog, in order, until one fails. Returns the seq of the
-    /// last record appended, when the backlog is empty now and that record took one.
-    pub(super) fn flush(&mut self) -> Option<u64> {
-        let mut last = None;
+    /// Appends what waits in the backlog, in order, until one fails.
+    pub(super) fn flush(&mut self) -> Flushed {
+        let mut flushed = Flushed::default();
         while let Some(record) = self.backlog.front() {
             let text = match serde_json::to_string(record) {
                 Ok(text) => text,
@@ -163,12 +172,28 @@ impl SharedLog {
             });
             match appended {
                 Ok(row) => {
-                    last = row.get::<_, Option<i64>>(0).map(|seq| seq as u64);
-                    // Bounded: a record is applied (and forgotten here) at the next catch-up.
-                    if self.own.len() < BACKLOG {
-                        self.own.insert(row.get(1));
+                    let seq = row.get::<_, Option<i64>>(0).map(|seq| seq as u64);
+                    let pos: i64 = row.get(1);
+                    flushed.seq = seq;
+                    let Some(mut record) = self.backlog.pop_front() else {
+                        break;
+                    };
+                    if !flushed.behind && pos == self.applied + 1 {
+                        // Nobody appended since this replica's last record: it is applied
+                        // here as it is, without reading it back.
+                        self.applied = pos;
+                        if let Some(seq) = seq {
+                            set_seq(&mut record, seq);
+                        }
+                        flushed.ready.push(record);
+                    } else {
+                        // Read back with the others' at the catch-up, known as this replica's
+                        // own (bounded: forgotten once applied).
+                        flushed.behind = true;
+                        if self.own.len() < BACKLOG {
+                            self.own.insert(pos);
+                        }
                     }
-                    self.backlog.pop_front();
                     if self.failing.take().is_some() {
                         tracing::info!("inbox: the store takes records again");
                     }
@@ -178,11 +203,12 @@ impl SharedLog {
                         tracing::warn!(%error, "inbox: cannot append to the store; records wait in memory");
                     }
                     self.failing = Some(error.to_string());
-                    return None;
+                    flushed.seq = None;
+                    return flushed;
                 }
             }
         }
-        last
+        flushed
     }
 
     /// The last position applied to this replica's view.

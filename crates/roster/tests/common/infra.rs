@@ -38,6 +38,8 @@ pub struct Postgres {
     pub bin: PathBuf,
     /// The unprivileged user running the cluster when the tests run as root.
     run_as: Option<String>,
+    /// The server options it runs with (`pg_ctl -o`), for a restart.
+    options: String,
     /// Holds `data/` (the cluster), `postgres.log`, and the Unix socket.
     dir: tempfile::TempDir,
 }
@@ -79,7 +81,7 @@ impl Postgres {
         // then start again on another one.
         let log = dir.path().join("postgres.log");
         let mut attempts = 0;
-        let port = loop {
+        let (port, options) = loop {
             attempts += 1;
             let port = free_port();
             let options = format!(
@@ -99,7 +101,7 @@ impl Postgres {
                 .status()
                 .expect("run pg_ctl start");
             if status.success() {
-                break port;
+                break (port, options);
             }
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             assert!(
@@ -117,6 +119,7 @@ impl Postgres {
             port,
             bin,
             run_as,
+            options,
             dir,
         };
         postgres.psql_in("postgres", &format!("CREATE DATABASE {}", Self::DATABASE));
@@ -154,6 +157,38 @@ impl Postgres {
         stdout_of(&mut command).trim_end().to_owned()
     }
 
+    /// Stops the server (`pg_ctl stop -m fast`): its clients' connections are closed.
+    pub fn stop(&self) {
+        let status = self
+            .pg_ctl()
+            .args(["-m", "fast", "-w", "stop"])
+            .status()
+            .expect("run pg_ctl stop");
+        assert!(status.success(), "pg_ctl stop failed: {}", self.log());
+    }
+
+    /// Starts the stopped server again, on the same port, with the same data.
+    pub fn start_again(&self) {
+        let status = self
+            .pg_ctl()
+            .arg("-l")
+            .arg(self.dir.path().join("postgres.log"))
+            .args(["-w", "-t", "60", "-o", &self.options, "start"])
+            .status()
+            .expect("run pg_ctl start");
+        assert!(status.success(), "pg_ctl start failed: {}", self.log());
+    }
+
+    fn pg_ctl(&self) -> Command {
+        let mut command = pg_command(&self.bin, "pg_ctl", self.run_as.as_deref(), self.dir.path());
+        command
+            .arg("-D")
+            .arg(self.dir.path().join("data"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    }
+
     /// PostgreSQL's log so far (for a failing test's message).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("postgres.log")).unwrap_or_default()
@@ -162,12 +197,9 @@ impl Postgres {
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        let _ = pg_command(&self.bin, "pg_ctl", self.run_as.as_deref(), self.dir.path())
-            .arg("-D")
-            .arg(self.dir.path().join("data"))
+        let _ = self
+            .pg_ctl()
             .args(["-m", "immediate", "-w", "stop"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
             .status();
         // `dir` is removed after this (root may remove the other user's files; otherwise they
         // are ours).
