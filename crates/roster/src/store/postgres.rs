@@ -4,8 +4,9 @@
 //! API is synchronous and runs on whatever thread calls it (a tokio worker included), where
 //! the synchronous client cannot run, so a job is sent to the thread and its answer waited for
 //! ([`Pg::run`], or [`Pg::run_async`] from async code). A lost connection is made again on the
-//! next job. [`Pg::listen`] runs a second connection that `LISTEN`s and calls back for every
-//! `NOTIFY` (and once after each reconnect, when notifications may have been missed).
+//! next job. [`Pg::listen`] registers a callback for `NOTIFY`s; one more connection, on a
+//! thread of its own, `LISTEN`s for every caller and calls back (and once after each
+//! reconnect, when notifications may have been missed).
 //!
 //! The schema is made by numbered migrations at start ([`MIGRATIONS`]), under an advisory lock
 //! so replicas starting together do not race; the applied ones are in `roster_schema`.
@@ -110,6 +111,23 @@ pub struct Pg {
     /// The URL as configured (it holds no password), for messages.
     url: Arc<str>,
     stop: Arc<AtomicBool>,
+    /// Who listens for which `NOTIFY` channel: one connection serves them all.
+    listeners: Arc<std::sync::Mutex<Listeners>>,
+}
+
+/// A listener's callback: `(channel, payload)`, or `("", "")` when notices may have been
+/// missed.
+type Callback = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+/// The listeners of one store.
+#[derive(Default)]
+struct Listeners {
+    /// Each channel with one of its callbacks, in the order they came.
+    subscribed: Vec<(String, Callback)>,
+    /// Listeners that came since the connection last said `LISTEN`.
+    new: Vec<(String, Callback)>,
+    /// Whether the listening thread runs.
+    running: bool,
 }
 
 impl std::fmt::Debug for Pg {
@@ -177,6 +195,7 @@ impl Pg {
             config: Arc::new(config),
             url,
             stop: Arc::new(AtomicBool::new(false)),
+            listeners: Arc::default(),
         })
     }
 
@@ -246,22 +265,37 @@ impl Pg {
         rx.await.unwrap_or(Err(StoreError::Stopped))
     }
 
-    /// Calls `on(channel, payload)` for every `NOTIFY` on `channels`, from a thread with a
-    /// connection of its own, until this store (every clone) is dropped. After the connection
-    /// was (re)made, `on("", "")` says notifications may have been missed.
+    /// Calls `on(channel, payload)` for every `NOTIFY` on `channels`, until this store (every
+    /// clone) is dropped. One thread with one connection listens for every caller of a store
+    /// (started by the first); a channel added later is listened to within half a second.
+    /// When the connection was (re)made, `on("", "")` says notifications may have been missed.
     pub fn listen(
         &self,
         channels: &[&str],
-        on: impl Fn(&str, &str) + Send + 'static,
+        on: impl Fn(&str, &str) + Send + Sync + 'static,
     ) -> Result<(), StoreError> {
+        let on: Callback = Arc::new(on);
+        let start = {
+            let mut listeners = crate::sync::lock(&self.listeners);
+            for channel in channels {
+                listeners.new.push(((*channel).to_owned(), on.clone()));
+            }
+            !std::mem::replace(&mut listeners.running, true)
+        };
+        if !start {
+            return Ok(());
+        }
         let config = self.config.clone();
         let stop = self.stop.clone();
-        let sql: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
         let url = self.url.clone();
+        let listeners = self.listeners.clone();
         std::thread::Builder::new()
             .name("roster-store-listen".into())
-            .spawn(move || listen_loop(&config, &sql, &stop, &url, &on))
-            .map_err(|source| StoreError::Thread { source })?;
+            .spawn(move || listen_loop(&config, &listeners, &stop, &url))
+            .map_err(|source| {
+                crate::sync::lock(&self.listeners).running = false;
+                StoreError::Thread { source }
+            })?;
         Ok(())
     }
 }
@@ -277,17 +311,13 @@ impl Drop for Pg {
 
 fn listen_loop(
     config: &postgres::Config,
-    sql: &str,
+    listeners: &std::sync::Mutex<Listeners>,
     stop: &AtomicBool,
     url: &str,
-    on: &dyn Fn(&str, &str),
 ) {
     let mut backoff = Duration::from_millis(100);
     while !stop.load(Ordering::Relaxed) {
-        let mut client = match config.connect(NoTls).and_then(|mut c| {
-            c.batch_execute(sql)?;
-            Ok(c)
-        }) {
+        let mut client = match config.connect(NoTls) {
             Ok(client) => client,
             Err(error) => {
                 tracing::warn!(%url, %error, "store: cannot listen for other replicas' changes; retrying");
@@ -297,17 +327,54 @@ fn listen_loop(
             }
         };
         backoff = Duration::from_millis(100);
-        on("", "");
+        // A fresh connection listens to nothing yet: every listener is new to it.
+        {
+            let mut all = crate::sync::lock(listeners);
+            let known = std::mem::take(&mut all.subscribed);
+            let mut new = std::mem::take(&mut all.new);
+            new.splice(0..0, known);
+            all.new = new;
+        }
         'connection: loop {
             if stop.load(Ordering::Relaxed) {
                 return;
             }
-            // Wakes at least twice a second to see whether it should stop.
+            let new = std::mem::take(&mut crate::sync::lock(listeners).new);
+            if !new.is_empty() {
+                let mut channels: Vec<&str> = new.iter().map(|(c, _)| c.as_str()).collect();
+                channels.sort_unstable();
+                channels.dedup();
+                let sql: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
+                if let Err(error) = client.batch_execute(&sql) {
+                    tracing::warn!(%url, %error, "store: cannot listen; reconnecting");
+                    crate::sync::lock(listeners).new.splice(0..0, new);
+                    break 'connection;
+                }
+                for (_, on) in &new {
+                    on("", "");
+                }
+                crate::sync::lock(listeners).subscribed.extend(new);
+            }
+            // Wakes at least twice a second to see whether it should stop or listen to more.
             let mut notifications = client.notifications();
             let mut batch = notifications.timeout_iter(Duration::from_millis(500));
             loop {
                 match batch.next() {
-                    Ok(Some(n)) => on(n.channel(), n.payload()),
+                    Ok(Some(n)) => {
+                        let callbacks: Vec<Callback> = crate::sync::lock(listeners)
+                            .subscribed
+                            .iter()
+                            .filter(|(channel, _)| channel == n.channel())
+                            .map(|(_, on)| on.clone())
+                            .collect();
+                        for on in callbacks {
+                            on(n.channel(), n.payload());
+                        }
+                        // A steady stream of notices must not keep a new listener waiting.
+                        if !crate::sync::lock(listeners).new.is_empty() {
+                            break;
+                        }
+                    }
                     Ok(None) => break,
                     Err(error) => {
                         tracing::warn!(%url, %error, "store: the listening connection failed; reconnecting");
