@@ -876,3 +876,45 @@ fn records_wait_while_the_store_is_down_and_go_in_order_when_it_is_back() {
         );
     }
 }
+
+#[test]
+fn clear_all_on_one_replica_empties_every_replicas_inbox_and_the_log() {
+    use roster::inbox::{Inbox, InboxConfig};
+    let pg = Postgres::start();
+    let store = roster::config::StoreConfig {
+        url: pg.url_with_password(),
+        password_env: None,
+    };
+    let shared = roster::store::postgres::Pg::connect(&store).expect("the store");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let open = || {
+        Inbox::open(InboxConfig {
+            store: Some(shared.clone()),
+            ..InboxConfig::new(dir.path())
+        })
+        .expect("a shared inbox")
+    };
+    let (a, b) = (open(), open());
+    for n in 0..5 {
+        b.record("srv", "notifications/message", json!({"n": n}), false);
+    }
+    assert_eq!(a.unread_count(), 5);
+    let report = a.clear(true);
+    assert_eq!(report.cleared, 5);
+    assert!(report.partial_warning.is_none(), "{report:?}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM roster_inbox_log").trim(),
+        "1",
+        "only the checkpoint is left"
+    );
+    for inbox in [&a, &b, &open()] {
+        assert!(inbox.list(None, 100).is_empty(), "purged everywhere");
+        assert_eq!(inbox.unread_count(), 0);
+    }
+    // Seqs go on after the purge.
+    assert_eq!(
+        b.record("srv", "notifications/message", json!({}), false),
+        6
+    );
+    assert_eq!(a.unread_count(), 1);
+}
