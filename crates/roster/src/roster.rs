@@ -800,7 +800,32 @@ impl Roster {
             .publish_offerings(crate::servers::offerings::Changed {
                 prompts: false,
                 resources: true,
+                skills: false,
             });
+    }
+
+    /// Follows servers' skills (SEP-2640): `hook` gets a server's skills each time they change,
+    /// and once now for every server listed already.
+    pub fn set_skills_hook(&self, hook: crate::servers::SkillsHook) {
+        self.rt.set_skills_hook(Some(hook.clone()));
+        let listed: Vec<(String, Vec<crate::servers::SyncedSkill>)> = lock(&self.rt.offerings)
+            .skills()
+            .map(|(server, skills)| (server.to_owned(), skills.to_vec()))
+            .collect();
+        for (server, skills) in listed {
+            hook(&server, &skills);
+        }
+    }
+
+    /// The enabled servers in config order.
+    pub fn server_order(&self) -> Vec<String> {
+        lock(&self.rt.offerings).order().to_vec()
+    }
+
+    /// `resources/read` of one file of a synced skill at the server that serves it.
+    pub async fn read_skill_file(&self, server: &str, uri: &str) -> Result<Value, RouteError> {
+        self.forward(server, "resources/read", serde_json::json!({ "uri": uri }))
+            .await
     }
 
     /// The notification fan-out of one server (it survives restarts), for listeners of

@@ -13,7 +13,9 @@ mod resolve;
 use serde::Serialize;
 
 pub use model::{Skill, SkillKind, Step};
-pub use parse::{InvalidSkill, LoadReport, SkillFileError, SkillSource, load, parse_skill};
+pub use parse::{
+    InvalidSkill, LoadReport, SkillFileError, SkillSource, load, load_adjusted, parse_skill,
+};
 pub use refresh::{SkillRefreshResult, SkillRegistry};
 pub use resolve::{ResolveError, flattened_tools};
 

@@ -139,10 +139,21 @@ pub struct LoadReport {
 /// Parses and validates every source; a broken one is reported in
 /// [`LoadReport::invalid`] and the others still load.
 pub fn load(sources: impl IntoIterator<Item = SkillSource>) -> LoadReport {
+    load_adjusted(sources, |_| {})
+}
+
+/// [`load`], with `adjust` given each skill once it parsed, before its flow template is
+/// compiled: where a caller maps what a skill says to what it serves (a synced skill's
+/// includes, tool references and visibility).
+pub fn load_adjusted(
+    sources: impl IntoIterator<Item = SkillSource>,
+    mut adjust: impl FnMut(&mut Skill),
+) -> LoadReport {
     let mut report = LoadReport::default();
     let mut ids = BTreeSet::new();
     for source in sources {
-        let loaded = parse_skill(&source.dir, &source.text).and_then(|skill| {
+        let loaded = parse_skill(&source.dir, &source.text).and_then(|mut skill| {
+            adjust(&mut skill);
             if ids.contains(&skill.id) {
                 return Err(SkillFileError::DuplicateId { id: skill.id });
             }

@@ -294,6 +294,32 @@ pub struct ServerConfig {
     /// How roster authorizes to an HTTP server that asks for OAuth (`auth = "oauth"` or an
     /// `[servers.NAME.oauth]` table); `None`: only the static `headers`.
     pub oauth: Option<OAuthConfig>,
+    /// Whether and which of the server's skills (SEP-2640) join roster's catalog (`skills`).
+    pub skills: SkillSync,
+}
+
+/// `skills = true | false`, or `[servers.NAME.skills]`: how a server's skills (SEP-2640
+/// `skills/list`, or its `skill://.../SKILL.md` resources) join roster's catalog, as
+/// `NAME/<the skill's path at the server>`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SkillSync {
+    /// `false` takes none of the server's skills (its `skill://` resources stay hidden too).
+    pub enabled: bool,
+    /// Which skills are taken, by their path at the server (`pdf/forms`).
+    pub filter: ToolFilter,
+    /// The subscriptions that may see a synced skill that says nothing of its visibility
+    /// (empty: everyone).
+    pub visibility: Vec<String>,
+}
+
+impl SkillSync {
+    /// Every skill, seen by everyone that may see it by its own front matter.
+    pub fn all() -> Self {
+        SkillSync {
+            enabled: true,
+            ..SkillSync::default()
+        }
+    }
 }
 
 /// How roster, as an OAuth client, gets tokens for one server (`[servers.NAME.oauth]`).
@@ -652,6 +678,7 @@ impl ServerConfig {
             pin: PinPolicy::default(),
             new_tools: NewTools::default(),
             oauth: None,
+            skills: SkillSync::all(),
         }
     }
 }

@@ -16,8 +16,8 @@ use super::filter::AlwaysListed;
 use super::state_dir;
 use super::{
     ClientConfig, Config, ConfigError, Era, GatewayConfig, NamingMode, OAuthConfig, OAuthGrant,
-    ServerConfig, ServerLimits, SkillsConfig, StoreConfig, TaskPolicy, ToolFilter, ToolsMode,
-    TransportConfig,
+    ServerConfig, ServerLimits, SkillSync, SkillsConfig, StoreConfig, TaskPolicy, ToolFilter,
+    ToolsMode, TransportConfig,
 };
 use roster_core::pin::{NewTools, PinPolicy};
 
@@ -71,6 +71,27 @@ pub(super) struct RawServer {
     pub(super) new_tools: Option<NewTools>,
     pub(super) auth: Option<String>,
     pub(super) oauth: Option<RawOAuth>,
+    pub(super) skills: Option<RawSkillSync>,
+}
+
+/// `skills = true | false`, or a table.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawSkillSync {
+    On(bool),
+    Table(RawSkillSyncTable),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSkillSyncTable {
+    enabled: Option<bool>,
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    visibility: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -771,6 +792,20 @@ pub(super) fn build_server_keyed(
         None => gateway.ping_interval,
     };
     let oauth = build_oauth(ctx, gateway, key, &transport, raw.auth, raw.oauth)?;
+    let skills = match raw.skills {
+        None => SkillSync::all(),
+        Some(RawSkillSync::On(enabled)) => SkillSync {
+            enabled,
+            ..SkillSync::default()
+        },
+        Some(RawSkillSync::Table(table)) => SkillSync {
+            enabled: table.enabled.unwrap_or(true),
+            filter: ToolFilter::new(table.allow, table.deny).map_err(|e| {
+                ctx.invalid(format!("{key}.skills"), format!("glob patterns ({e})"))
+            })?,
+            visibility: table.visibility,
+        },
+    };
     Ok(ServerConfig {
         transport,
         enabled: raw.enabled.unwrap_or(true),
@@ -785,6 +820,7 @@ pub(super) fn build_server_keyed(
         pin: raw.pin.unwrap_or(gateway.pin),
         new_tools: raw.new_tools.unwrap_or(gateway.new_tools),
         oauth,
+        skills,
     })
 }
 

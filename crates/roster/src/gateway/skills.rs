@@ -7,13 +7,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use rmcp::handler::server::skill_catalog::SkillCatalog as SkillFiles;
-use rmcp::model::{Resource, Skill as SkillFile};
+use rmcp::model::{Resource, SKILL_MD, Skill as SkillFile};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use rmcp::model::ReadResourceResult;
 use roster_core::SkillSource;
 use roster_core::catalog::{Catalog, Subscriptions};
 use roster_core::skills::SkillRefreshResult;
-use roster_core::skills::load;
+use roster_core::skills::{load, load_adjusted};
 
 use crate::Roster;
+use crate::servers::SyncedSkill;
 use crate::store::scan_skills_dir;
 
 /// The skills of the configured `[skills] paths`, followed on disk ([`Skills::watch`]): an
@@ -37,6 +41,62 @@ pub struct Skills {
     max_file_size: u64,
     /// The outcome of the last [`Skills::refresh`], and when (milliseconds since the epoch).
     last_refresh: std::sync::Mutex<Option<(u64, SkillRefreshResult)>>,
+    /// Servers' skills ([`Skills::follow`]).
+    synced: std::sync::Mutex<Synced>,
+    /// The synced skills served now, by id.
+    synced_ids: RwLock<Arc<BTreeMap<String, SyncedServed>>>,
+    /// The gateway the synced skills come from: their tools' names, their files.
+    roster: std::sync::Mutex<Option<Roster>>,
+    /// Synced skills' files read at their servers, kept until the server's skills change.
+    file_cache: std::sync::Mutex<FileCache>,
+}
+
+/// Files of synced skills read at their servers, by the URI roster serves them at; bounded
+/// by [`FileCache::BUDGET`] bytes (full: nothing more is kept, reads go to the server).
+#[derive(Default)]
+struct FileCache {
+    files: HashMap<String, (String, ReadResourceResult)>,
+    bytes: usize,
+}
+
+impl FileCache {
+    const BUDGET: usize = 16 << 20;
+
+    fn get(&self, uri: &str) -> Option<ReadResourceResult> {
+        self.files.get(uri).map(|(_, read)| read.clone())
+    }
+
+    fn put(&mut self, server: &str, uri: &str, read: &ReadResourceResult, size: usize) {
+        if self.bytes + size <= Self::BUDGET {
+            self.bytes += size;
+            self.files
+                .insert(uri.to_owned(), (server.to_owned(), read.clone()));
+        }
+    }
+
+    /// Forgets one server's files (its skills changed).
+    fn forget(&mut self, server: &str) {
+        self.files.retain(|_, (s, _)| s != server);
+        self.bytes = self
+            .files
+            .values()
+            .map(|(_, read)| read_size(read) as usize)
+            .sum();
+    }
+}
+
+/// How many bytes a read's contents carry.
+fn read_size(read: &ReadResourceResult) -> u64 {
+    use rmcp::model::ResourceContents;
+    read.contents
+        .iter()
+        .map(|c| match c {
+            ResourceContents::TextResourceContents { text, .. } => text.len() as u64,
+            // base64: four characters carry three bytes.
+            ResourceContents::BlobResourceContents { blob, .. } => blob.len() as u64 / 4 * 3,
+            _ => 0,
+        })
+        .sum()
 }
 
 /// One skill as the people who run roster see it: every skill, whatever its visibility.
@@ -72,7 +132,6 @@ struct Served {
 /// What one read of the roots made.
 struct Read {
     served: Vec<Served>,
-    catalog: Catalog,
     problems: Vec<String>,
 }
 
@@ -161,10 +220,126 @@ fn read_roots(roots: &[PathBuf], max_file_size: u64, before: Option<&[Served]>) 
         };
         served.push(Served { sources, files });
     }
-    let report = load(served.iter().flat_map(|s| s.sources.iter().cloned()));
-    Read {
-        served,
+    Read { served, problems }
+}
+
+/// One synced skill as served: the server it comes from, and what that server gave.
+#[derive(Debug, Clone)]
+pub(crate) struct SyncedServed {
+    pub(crate) server: String,
+    pub(crate) skill: SyncedSkill,
+}
+
+/// What the catalog is made of besides the local roots: each server's skills, in config
+/// order, and how a server's own tool names read in roster (`None`: as written).
+#[derive(Default)]
+struct Synced {
+    by_server: BTreeMap<String, Vec<SyncedSkill>>,
+    order: Vec<String>,
+}
+
+/// The catalog of the local skills and the synced ones, with the synced ones by id.
+struct Composed {
+    catalog: Catalog,
+    synced: BTreeMap<String, SyncedServed>,
+    problems: Vec<String>,
+}
+
+/// Makes the catalog: the local skills keep their ids; a server's skill is `SERVER/PATH`, or
+/// `SERVER/SERVER/PATH` when a skill before it (local first, then servers in config order)
+/// holds that id. A synced skill's includes name its server's other skills, its tool
+/// references its server's tools by their own names (`exposed(server, name)` gives the name
+/// roster serves), and it is seen by whom its entry or the server's config says when its
+/// `SKILL.md` says nothing.
+fn compose(
+    served: &[Served],
+    synced: &Synced,
+    exposed: Option<&dyn Fn(&str, &str) -> String>,
+) -> Composed {
+    let mut sources: Vec<SkillSource> = served
+        .iter()
+        .flat_map(|s| s.sources.iter().cloned())
+        .collect();
+    let mut taken: HashSet<String> = sources.iter().map(|s| s.dir.clone()).collect();
+    let mut by_id: BTreeMap<String, SyncedServed> = BTreeMap::new();
+    // Per server: its path → the id roster serves it under.
+    let mut ids: HashMap<&str, HashMap<&str, String>> = HashMap::new();
+    let mut problems = Vec::new();
+    let servers = synced
+        .order
+        .iter()
+        .filter_map(|server| Some((server, synced.by_server.get(server)?)));
+    for (server, skills) in servers {
+        for skill in skills {
+            let id = [
+                format!("{server}/{}", skill.path),
+                format!("{server}/{server}/{}", skill.path),
+            ]
+            .into_iter()
+            .find(|id| !taken.contains(id));
+            let Some(id) = id else {
+                problems.push(format!(
+                    "skill {} of server `{server}` is left out: its ids are taken",
+                    skill.path
+                ));
+                continue;
+            };
+            if id != format!("{server}/{}", skill.path) {
+                tracing::warn!(
+                    %server,
+                    skill = %skill.path,
+                    "a skill before it holds {server}/{}; served as {id}",
+                    skill.path
+                );
+            }
+            taken.insert(id.clone());
+            ids.entry(server.as_str())
+                .or_default()
+                .insert(skill.path.as_str(), id.clone());
+            sources.push(SkillSource::new(id.clone(), skill.text.clone()));
+            by_id.insert(
+                id,
+                SyncedServed {
+                    server: server.clone(),
+                    skill: skill.clone(),
+                },
+            );
+        }
+    }
+    let report = load_adjusted(sources, |skill| {
+        let Some(origin) = by_id.get(&skill.id) else {
+            return;
+        };
+        let server = origin.server.as_str();
+        if skill.visibility.is_empty() {
+            skill.visibility = origin.skill.visibility.clone();
+        }
+        let own = ids.get(server);
+        for include in &mut skill.includes {
+            if let Some(id) = own.and_then(|own| own.get(include.as_str())) {
+                *include = id.clone();
+            }
+        }
+        if let Some(exposed) = exposed {
+            for tool in &mut skill.tools {
+                *tool = exposed(server, tool);
+            }
+            for step in &mut skill.steps {
+                step.tool = exposed(server, &step.tool);
+            }
+        }
+    });
+    for invalid in &report.invalid {
+        if let Some(origin) = by_id.remove(&invalid.dir) {
+            problems.push(format!(
+                "skill {} of server `{}` is left out: {}",
+                origin.skill.path, origin.server, invalid.error
+            ));
+        }
+    }
+    Composed {
         catalog: Catalog::from_report(report),
+        synced: by_id,
         problems,
     }
 }
@@ -177,8 +352,9 @@ impl Skills {
         let read = read_roots(roots, max_file_size, None);
         let files: Vec<Arc<SkillFiles>> =
             read.served.iter().filter_map(|s| s.files.clone()).collect();
+        let composed = compose(&read.served, &Synced::default(), None);
         let skills = Self {
-            catalog: RwLock::new(read.catalog),
+            catalog: RwLock::new(composed.catalog),
             files: RwLock::new(Arc::new(files)),
             roots: roots.to_vec(),
             served: std::sync::Mutex::new(read.served),
@@ -186,6 +362,10 @@ impl Skills {
             watcher: std::sync::Mutex::new(None),
             max_file_size,
             last_refresh: std::sync::Mutex::new(None),
+            synced: std::sync::Mutex::new(Synced::default()),
+            synced_ids: RwLock::new(Arc::default()),
+            roster: std::sync::Mutex::new(None),
+            file_cache: std::sync::Mutex::new(FileCache::default()),
         };
         (skills, read.problems)
     }
@@ -204,17 +384,66 @@ impl Skills {
         if same {
             return (false, read.problems);
         }
-        let mut catalog = read.catalog;
+        let files: Vec<Arc<SkillFiles>> =
+            read.served.iter().filter_map(|s| s.files.clone()).collect();
+        *write(&self.files) = Arc::new(files);
+        *crate::sync::lock(&self.served) = read.served;
+        let mut problems = read.problems;
+        problems.extend(self.recompose());
+        (true, problems)
+    }
+
+    /// Makes the catalog again from what is served now (local and synced), refreshes it, and
+    /// returns the synced skills left out, with why.
+    fn recompose(&self) -> Vec<String> {
+        let served = crate::sync::lock(&self.served).clone();
+        let roster = crate::sync::lock(&self.roster).clone();
+        let composed = {
+            let synced = crate::sync::lock(&self.synced);
+            match &roster {
+                Some(roster) => roster.with_registry(|registry| {
+                    let exposed = |server: &str, name: &str| {
+                        if let Some(exposed) = registry.exposed_name(server, name) {
+                            exposed.to_owned()
+                        } else if registry.route(name).is_some() {
+                            name.to_owned()
+                        } else {
+                            registry.first_candidate(server, name)
+                        }
+                    };
+                    compose(&served, &synced, Some(&exposed))
+                }),
+                None => compose(&served, &synced, None),
+            }
+        };
+        let mut catalog = composed.catalog;
         if let Some(lookup) = crate::sync::lock(&self.lookup).clone() {
             catalog.registry_mut().set_tool_lookup(lookup);
         }
-        let files: Vec<Arc<SkillFiles>> =
-            read.served.iter().filter_map(|s| s.files.clone()).collect();
         *self.write() = catalog;
-        *write(&self.files) = Arc::new(files);
-        *crate::sync::lock(&self.served) = read.served;
+        *write(&self.synced_ids) = Arc::new(composed.synced);
         self.refresh();
-        (true, read.problems)
+        composed.problems
+    }
+
+    /// Serves `skills` as `server`'s skills from now on (an empty list: none).
+    pub fn sync(&self, server: &str, skills: &[SyncedSkill]) {
+        {
+            let mut synced = crate::sync::lock(&self.synced);
+            if skills.is_empty() {
+                synced.by_server.remove(server);
+            } else {
+                synced.by_server.insert(server.to_owned(), skills.to_vec());
+            }
+            if let Some(roster) = crate::sync::lock(&self.roster).as_ref() {
+                synced.order = roster.server_order();
+            }
+        }
+        crate::sync::lock(&self.file_cache).forget(server);
+        for problem in self.recompose() {
+            tracing::warn!("{problem}");
+        }
+        tracing::info!(%server, skills = skills.len(), "server skills synced");
     }
 
     /// Follows the roots on disk: an added, changed or removed skill (or file beside it) is
@@ -284,14 +513,29 @@ impl Skills {
     pub fn follow(self: &Arc<Self>, roster: &Roster) {
         let lookup = roster.tool_lookup();
         *crate::sync::lock(&self.lookup) = Some(lookup.clone());
+        *crate::sync::lock(&self.roster) = Some(roster.clone());
         self.write().registry_mut().set_tool_lookup(lookup);
         self.refresh();
         let skills = Arc::downgrade(self);
-        roster.set_reconcile_hook(Some(Arc::new(move |_server, _delta| {
+        roster.set_reconcile_hook(Some(Arc::new(move |server, _delta| {
             if let Some(skills) = skills.upgrade() {
-                skills.refresh();
+                // A server's skills name its tools: their names in roster may have changed.
+                if crate::sync::lock(&skills.synced)
+                    .by_server
+                    .contains_key(server)
+                {
+                    skills.recompose();
+                } else {
+                    skills.refresh();
+                }
             }
         })));
+        let skills = Arc::downgrade(self);
+        roster.set_skills_hook(Arc::new(move |server, synced| {
+            if let Some(skills) = skills.upgrade() {
+                skills.sync(server, synced);
+            }
+        }));
     }
 
     /// Recomputes every skill's availability.
@@ -353,22 +597,158 @@ impl Skills {
         }
     }
 
-    /// SEP-2640 skill entries the caller may see.
+    /// SEP-2640 skill entries the caller may see: the local skills', then the synced ones'
+    /// (their URIs and manifests under `skill://ID/`).
     pub(crate) fn skill_files(&self, subscriptions: &Subscriptions) -> Vec<SkillFile> {
-        self.files()
+        let mut entries: Vec<SkillFile> = self
+            .files()
             .iter()
             .flat_map(|f| f.skills())
             .filter(|s| self.visible_id_of(&s.uri, subscriptions))
-            .collect()
+            .collect();
+        entries.extend(
+            self.visible_synced(subscriptions)
+                .map(|(id, served, skill)| synced_entry(&id, served, &skill)),
+        );
+        entries
     }
 
-    /// The `skill://` resources the caller may see.
+    /// The `skill://` resources the caller may see (each skill's `SKILL.md`).
     pub(crate) fn resources(&self, subscriptions: &Subscriptions) -> Vec<Resource> {
-        self.files()
+        let mut resources: Vec<Resource> = self
+            .files()
             .iter()
             .flat_map(|f| f.resources())
             .filter(|r| self.visible_id_of(&r.uri, subscriptions))
-            .collect()
+            .collect();
+        resources.extend(
+            self.visible_synced(subscriptions)
+                .map(|(id, served, skill)| {
+                    Resource::new(format!("skill://{id}/{SKILL_MD}"), &skill.name)
+                        .with_description(&skill.description)
+                        .with_mime_type("text/markdown")
+                        .with_size(served.skill.text.len() as u64)
+                }),
+        );
+        resources
+    }
+
+    /// The synced skills the caller may see: id, origin, and the skill as the catalog holds it.
+    fn visible_synced(
+        &self,
+        subscriptions: &Subscriptions,
+    ) -> impl Iterator<Item = (String, SyncedServed, roster_core::Skill)> {
+        let synced = read(&self.synced_ids).clone();
+        let catalog = self.read();
+        let visible: Vec<_> = synced
+            .iter()
+            .filter_map(|(id, served)| {
+                let skill = catalog.get(subscriptions, id).ok()?.skill.clone();
+                Some((id.clone(), served.clone(), skill))
+            })
+            .collect();
+        visible.into_iter()
+    }
+
+    /// The synced skill a `skill://` URI is in, if the caller may see it: its id, origin and
+    /// the path of the file under its directory.
+    fn synced_of(
+        &self,
+        uri: &str,
+        subscriptions: &Subscriptions,
+    ) -> Option<(String, SyncedServed, String)> {
+        let path = uri.strip_prefix("skill://")?;
+        let synced = read(&self.synced_ids).clone();
+        let mut id = path;
+        while let Some(at) = id.rfind('/') {
+            id = &id[..at];
+            if let Some(served) = synced.get(id) {
+                self.read().get(subscriptions, id).ok()?;
+                let file = path[id.len() + 1..].to_owned();
+                return Some((id.to_owned(), served.clone(), file));
+            }
+        }
+        None
+    }
+
+    /// The SEP-2640 entry of a synced skill at `uri` (its `SKILL.md`), for `skills/get`.
+    pub(crate) fn synced_skill(
+        &self,
+        uri: &str,
+        subscriptions: &Subscriptions,
+    ) -> Option<SkillFile> {
+        let (id, served, file) = self.synced_of(uri, subscriptions)?;
+        if file != SKILL_MD {
+            return None;
+        }
+        let skill = self.read().get(subscriptions, &id).ok()?.skill.clone();
+        Some(synced_entry(&id, served, &skill))
+    }
+
+    /// A file of a synced skill the caller may see: its `SKILL.md` (held) or a file read before
+    /// (kept), else where to read it. `None`: no such file, answered as an unknown URI.
+    pub(crate) fn synced_file(
+        &self,
+        uri: &str,
+        subscriptions: &Subscriptions,
+    ) -> Option<SyncedFile> {
+        use rmcp::model::ResourceContents;
+        let (_, served, file) = self.synced_of(uri, subscriptions)?;
+        if file == SKILL_MD {
+            let text =
+                ResourceContents::text(&served.skill.text, uri).with_mime_type("text/markdown");
+            return Some(SyncedFile::Ready(ReadResourceResult::new(vec![text])));
+        }
+        if served.skill.has_manifest() && !served.skill.files.contains(&file) {
+            return None;
+        }
+        if let Some(read) = crate::sync::lock(&self.file_cache).get(uri) {
+            return Some(SyncedFile::Ready(read));
+        }
+        Some(SyncedFile::AtServer {
+            at: format!("{}{file}", served.skill.dir_uri()),
+            server: served.server,
+            skill: served.skill,
+        })
+    }
+
+    /// Takes a synced skill's file as its server answered (`at`), served at `uri`: checked
+    /// against the manifest (size and digest) and `[skills] max_file_size`, and kept while
+    /// the server's skills stay as they are. `Err` says why it is not served.
+    pub(crate) fn take_synced_file(
+        &self,
+        server: &str,
+        skill: &SyncedSkill,
+        at: &str,
+        uri: &str,
+        mut read: ReadResourceResult,
+    ) -> Result<ReadResourceResult, String> {
+        use rmcp::model::{ResourceContents, SkillResources};
+        for contents in &mut read.contents {
+            match contents {
+                ResourceContents::TextResourceContents { uri: u, .. }
+                | ResourceContents::BlobResourceContents { uri: u, .. } => *u = uri.to_owned(),
+                _ => {}
+            }
+        }
+        let size = read_size(&read);
+        if size > self.max_file_size {
+            return Err(format!(
+                "skill file {uri} is {size} bytes, larger than the skill file size limit of {} \
+                 bytes ([skills] max_file_size)",
+                self.max_file_size
+            ));
+        }
+        if let SkillResources::Files(files) = &skill.entry.resources
+            && let Some(entry) = files.iter().find(|f| f.uri == at)
+            && let [ResourceContents::TextResourceContents { text, .. }] = read.contents.as_slice()
+        {
+            entry
+                .verify(text.as_bytes())
+                .map_err(|e| format!("server `{server}` answered {e}; not served"))?;
+            crate::sync::lock(&self.file_cache).put(server, uri, &read, size as usize);
+        }
+        Ok(read)
     }
 
     /// The catalogs of files, for reads; `None` when the caller may not see `uri` (answered
@@ -389,20 +769,10 @@ impl Skills {
     /// Whether the file at `uri` (if it is one) is within the skill file size limit; one that
     /// is not is answered like an unknown URI, and logged with the limit.
     fn within_limit(&self, uri: &str) -> bool {
-        use rmcp::model::ResourceContents;
         let Some(read) = self.files().iter().find_map(|f| f.read_resource(uri)) else {
             return true;
         };
-        let bytes: u64 = read
-            .contents
-            .iter()
-            .map(|c| match c {
-                ResourceContents::TextResourceContents { text, .. } => text.len() as u64,
-                // base64: four characters carry three bytes.
-                ResourceContents::BlobResourceContents { blob, .. } => blob.len() as u64 / 4 * 3,
-                _ => 0,
-            })
-            .sum();
+        let bytes = read_size(&read);
         if bytes > self.max_file_size {
             tracing::warn!(
                 "skill file {uri} is {bytes} bytes, larger than the skill file size limit of {} \
@@ -416,8 +786,49 @@ impl Skills {
 
     /// Whether any skill file is served (the extension is declared only then).
     pub(crate) fn serves_files(&self) -> bool {
-        self.files().iter().any(|f| !f.skills().is_empty())
+        self.files().iter().any(|f| !f.skills().is_empty()) || !read(&self.synced_ids).is_empty()
     }
+}
+
+/// A synced skill's file, for `resources/read`.
+pub(crate) enum SyncedFile {
+    /// Held or kept: the answer.
+    Ready(ReadResourceResult),
+    /// To be read at `server`, at its URI there (`at`); then given to
+    /// [`Skills::take_synced_file`].
+    AtServer {
+        server: String,
+        skill: SyncedSkill,
+        at: String,
+    },
+}
+
+/// A synced skill's SEP-2640 entry as roster serves it: at `skill://ID/SKILL.md`, its
+/// manifest's files under `skill://ID/`, its front matter as the server gave it with the
+/// name and description its `SKILL.md` has.
+fn synced_entry(id: &str, served: SyncedServed, skill: &roster_core::Skill) -> SkillFile {
+    use rmcp::model::{SkillFrontmatter, SkillResource, SkillResources};
+    let dir = served.skill.dir_uri().to_owned();
+    let ours = |uri: &str| {
+        format!(
+            "skill://{id}/{}",
+            uri.strip_prefix(dir.as_str()).unwrap_or(SKILL_MD)
+        )
+    };
+    let resources = match &served.skill.entry.resources {
+        SkillResources::Files(files) => SkillResources::Files(
+            files
+                .iter()
+                .map(|f| SkillResource::new(ours(&f.uri), &f.digest, f.size))
+                .collect(),
+        ),
+        _ => SkillResources::Dynamic,
+    };
+    let mut frontmatter = SkillFrontmatter::new(&skill.name, &skill.description);
+    frontmatter.extra = served.skill.entry.frontmatter.extra.clone();
+    // Who may see it is roster's business, not the client's.
+    frontmatter.extra.remove("visibility");
+    SkillFile::new(format!("skill://{id}/{SKILL_MD}"), frontmatter, resources)
 }
 
 #[cfg(test)]

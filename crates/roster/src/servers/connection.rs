@@ -568,6 +568,14 @@ impl Connection {
             .is_some_and(|c| !c.is_null())
     }
 
+    /// Whether the server declared the skills extension (SEP-2640, `skills/list`).
+    pub fn declares_skills(&self) -> bool {
+        self.capabilities
+            .get("extensions")
+            .and_then(|e| e.get(rmcp::model::SKILLS_EXTENSION_ID))
+            .is_some_and(|s| !s.is_null())
+    }
+
     /// Asks an initialize-era server that advertises `logging` to send log messages at `level`
     /// and above (`logging/setLevel`); a 2026-07-28 server hears the level with each request.
     pub async fn set_log_level(&self, level: LogLevel) -> Result<(), RequestError> {

@@ -54,6 +54,7 @@ mod refresh;
 pub mod relay;
 pub(crate) mod runtime;
 mod sink;
+pub(crate) mod skills;
 pub(crate) mod sse;
 pub(crate) mod status;
 pub(crate) mod stdio;
@@ -76,9 +77,10 @@ pub use offerings::{PromptEntry, RouteError};
 pub use refresh::{RefreshHook, RefreshHookError, Relist};
 pub use relay::{CallerRelay, InputRequiredOnly, LogLevel};
 pub use runtime::{
-    Change, OfferingsGeneration, RECENT_CHANGES, ReconcileHook, RelistError, ServerLog,
+    Change, OfferingsGeneration, RECENT_CHANGES, ReconcileHook, RelistError, ServerLog, SkillsHook,
 };
 pub use sink::{ConfirmFuture, LogSink, NotificationSink};
+pub use skills::SyncedSkill;
 pub use sse::{SseError, SseGuard};
 pub use status::{ServerState, ServerStatus};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};

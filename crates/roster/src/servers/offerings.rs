@@ -54,6 +54,8 @@ pub(crate) struct ServerOfferings {
     pub(crate) prompts: Vec<Value>,
     pub(crate) resources: Vec<Value>,
     pub(crate) templates: Vec<Value>,
+    /// Its skills (SEP-2640), when roster takes them (`skills`).
+    pub(crate) skills: Vec<super::skills::SyncedSkill>,
 }
 
 /// Which client-visible sets an update changed.
@@ -61,6 +63,8 @@ pub(crate) struct ServerOfferings {
 pub(crate) struct Changed {
     pub(crate) prompts: bool,
     pub(crate) resources: bool,
+    /// The server's skills changed.
+    pub(crate) skills: bool,
 }
 
 /// One server prompt under the name clients get it by.
@@ -127,14 +131,22 @@ impl Offerings {
             prompts: before.prompts != offerings.prompts,
             resources: before.resources != offerings.resources
                 || before.templates != offerings.templates,
+            skills: before.skills != offerings.skills,
         };
         self.by_server.insert(server.to_owned(), offerings);
         changed
     }
 
-    /// Drops one server's offerings (it went down).
-    pub(crate) fn remove(&mut self, server: &str) -> Changed {
-        self.set(server, ServerOfferings::default())
+    /// The servers in config order.
+    pub(crate) fn order(&self) -> &[String] {
+        &self.order
+    }
+
+    /// Every server's skills that has any, servers in config order.
+    pub(crate) fn skills(&self) -> impl Iterator<Item = (&str, &[super::skills::SyncedSkill])> {
+        self.in_order()
+            .filter(|(_, o)| !o.skills.is_empty())
+            .map(|(server, o)| (server, o.skills.as_slice()))
     }
 
     fn in_order(&self) -> impl Iterator<Item = (&str, &ServerOfferings)> {
@@ -299,6 +311,7 @@ mod tests {
                 prompts: vec![json!({"name": "greet"})],
                 resources: vec![json!({"uri": "test://x", "name": "x"})],
                 templates: vec![json!({"uriTemplate": "test://t/{id}/data", "name": "t"})],
+                skills: Vec::new(),
             },
         );
         o.set(
@@ -310,6 +323,7 @@ mod tests {
                     json!({"uri": "test://y", "name": "y"}),
                 ],
                 templates: Vec::new(),
+                skills: Vec::new(),
             },
         );
         o

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::connection::Connection;
 use super::event::{ListKind, ServerEvent};
 use super::notifications::Notifications;
-use super::offerings::{Changed, Offerings};
+use super::offerings::{Changed, Offerings, ServerOfferings};
 use super::pinning::{DRIFT_CHANNEL, DRIFT_METHOD, Pinning};
 
 /// The inbox channel a server waiting for an OAuth login is recorded on.
@@ -49,6 +49,10 @@ const PIN_DECISIONS_EVERY: Duration = Duration::from_millis(500);
 /// plugs `SkillRegistry::refresh_all` in here, reading tools through
 /// [`crate::Roster::tool_lookup`]. No roster lock is held while it runs.
 pub type ReconcileHook = Arc<dyn Fn(&str, &Delta) + Send + Sync>;
+
+/// Called with a server's name and its skills each time they change (an empty list when the
+/// server went down or was removed).
+pub type SkillsHook = Arc<dyn Fn(&str, &[super::skills::SyncedSkill]) + Send + Sync>;
 
 #[derive(Debug)]
 pub(super) struct Live {
@@ -183,6 +187,8 @@ pub(crate) struct Runtime {
     sessions: Mutex<Vec<Weak<crate::Session>>>,
     sink: Arc<dyn NotificationSink>,
     reconcile_hook: RwLock<Option<ReconcileHook>>,
+    /// Called with a server's skills each time they change (the skill catalog).
+    skills_hook: RwLock<Option<SkillsHook>>,
     /// Pins, reviews and the tools withheld now.
     pub(crate) pinning: Pinning,
     /// The configuration that runs: what a reload compares a new one with.
@@ -260,6 +266,7 @@ impl Runtime {
             sessions: Mutex::new(Vec::new()),
             sink,
             reconcile_hook: RwLock::new(reconcile_hook),
+            skills_hook: RwLock::new(None),
             pinning,
             running: Mutex::new(crate::config::Config::with_servers(servers.clone())),
             log_level: Mutex::new(None),
@@ -276,6 +283,10 @@ impl Runtime {
     /// The recent deltas, newest first (at most [`RECENT_CHANGES`]).
     pub(crate) fn recent_changes(&self) -> Vec<Change> {
         lock(&self.recent_changes).iter().rev().cloned().collect()
+    }
+
+    pub(crate) fn set_skills_hook(&self, hook: Option<SkillsHook>) {
+        *write(&self.skills_hook) = hook;
     }
 
     pub(crate) fn set_reconcile_hook(&self, hook: Option<ReconcileHook>) {
@@ -428,8 +439,7 @@ impl Runtime {
             // Its series leave the page; a server reconnected under the same name keeps them.
             self.metrics.forget_server(name);
         }
-        let changed = lock(&self.offerings).remove(name);
-        self.publish_offerings(changed);
+        self.set_offerings(name, ServerOfferings::default());
     }
 
     /// Follows a person's pin decisions while no turn comes: reads the store's version every
@@ -584,6 +594,7 @@ impl Runtime {
                 &mut offerings.templates,
             ),
         ];
+        let mut resources_listed = false;
         for (list, capability, method, field, items) in kinds {
             if !lists.contains(&list) {
                 continue;
@@ -593,32 +604,88 @@ impl Runtime {
                 continue;
             }
             match connection.list_all(method, field).await {
-                Ok(listed) => *items = listed,
+                Ok(listed) => {
+                    resources_listed |= method == "resources/list";
+                    *items = listed;
+                }
                 Err(error) => tracing::warn!(server = %slot.name, method, %error, "listing failed"),
             }
         }
-        let changed = {
-            let mut all = lock(&self.offerings);
-            // As for tools: a listing that finished as the server died brings nothing back.
-            let current = slot
-                .connection()
-                .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed());
-            if !current {
-                return;
-            }
-            all.set(&slot.name, offerings)
-        };
+        if lists.contains(&ListKind::Resources) {
+            self.list_skills(slot, &connection, &mut offerings, resources_listed)
+                .await;
+        }
+        // As for tools: a listing that finished as the server died brings nothing back.
+        let current = slot
+            .connection()
+            .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed());
+        if !current {
+            return;
+        }
+        self.set_offerings(&slot.name, offerings);
         if let Some(schedule) = self.state().schedule.server_mut(&slot.name) {
             schedule.offerings_listed(ticket);
+        }
+    }
+
+    /// A server's skills, listed with its resources: by `skills/list` when it declares the
+    /// extension, else from the `skill://` resources it just listed (`resources_listed`; when
+    /// that listing failed the skills stay as they were). roster serves the `skill://` scheme
+    /// itself, so a server's own `skill://` resources never pass through as they are.
+    async fn list_skills(
+        &self,
+        slot: &Slot,
+        connection: &Connection,
+        offerings: &mut ServerOfferings,
+        resources_listed: bool,
+    ) {
+        let sync = &slot.config.skills;
+        let by_extension = connection.declares_skills();
+        if !sync.enabled || !(by_extension || connection.advertises("resources")) {
+            offerings.skills.clear();
+        } else if by_extension || resources_listed {
+            match super::skills::list_skills(
+                connection,
+                sync,
+                by_extension,
+                &offerings.resources,
+                &offerings.skills,
+            )
+            .await
+            {
+                Ok(skills) => offerings.skills = skills,
+                Err(error) => {
+                    tracing::warn!(server = %slot.name, %error, "listing skills failed")
+                }
+            }
+        }
+        offerings.resources.retain(|r| {
+            !r.get("uri")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|uri| uri.starts_with("skill://"))
+        });
+    }
+
+    /// Replaces one server's offerings and tells whoever follows them: clients (a
+    /// `list_changed` per kind that changed) and, when its skills changed, the skill catalog.
+    pub(crate) fn set_offerings(&self, server: &str, offerings: ServerOfferings) {
+        let skills = offerings.skills.clone();
+        let changed = lock(&self.offerings).set(server, offerings);
+        if changed.skills
+            && let Some(hook) = read(&self.skills_hook).clone()
+        {
+            hook(server, &skills);
         }
         self.publish_offerings(changed);
     }
 
     pub(crate) fn publish_offerings(&self, changed: Changed) {
-        if changed.prompts || changed.resources {
+        // A server's skills are `skill://` resources to clients.
+        let resources = changed.resources || changed.skills;
+        if changed.prompts || resources {
             self.offerings_changed.send_modify(|g| {
                 g.prompts += u64::from(changed.prompts);
-                g.resources += u64::from(changed.resources);
+                g.resources += u64::from(resources);
             });
         }
     }

@@ -110,8 +110,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         connection.end_lost();
         let delta = rt.state().registry.remove_server(&slot.name);
         rt.publish(&slot.name, &delta);
-        let changed = lock(&rt.offerings).remove(&slot.name);
-        rt.publish_offerings(changed);
+        rt.set_offerings(&slot.name, Default::default());
         rt.record_failure(&slot, &reason);
         lock(&slot.live).restarts += 1;
     }

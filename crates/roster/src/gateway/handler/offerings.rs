@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::{GatewayHandler, input_round, not_a_call, read_answer};
 use crate::gateway::caller::{self, Step};
 use crate::gateway::forward::route_error;
+use crate::gateway::skills::SyncedFile;
 use crate::gateway::{ClientIdentity, Gateway, Outcome, watches};
 use crate::servers::{InputRound, RouteError, relay};
 
@@ -141,11 +142,30 @@ impl GatewayHandler {
                 route_error(RouteError::UnknownResource(request.uri))
             });
         }
-        let skill_file = self
-            .gateway
-            .skills()
-            .files_for(&request.uri, &subscriptions)
-            .and_then(|files| files.iter().find_map(|f| f.read_resource(&request.uri)));
+        let skills = self.gateway.skills();
+        let synced = skills.synced_file(&request.uri, &subscriptions);
+        let skill_file = match synced {
+            Some(SyncedFile::Ready(read)) => Some(read),
+            Some(SyncedFile::AtServer { server, skill, at }) => {
+                let answer = self
+                    .gateway
+                    .roster()
+                    .read_skill_file(&server, &at)
+                    .await
+                    .map_err(route_error)?;
+                let read = read_answer::<ReadResourceResult>("resources/read", answer)?;
+                match skills.take_synced_file(&server, &skill, &at, &request.uri, read) {
+                    Ok(read) => Some(read),
+                    Err(why) => {
+                        tracing::warn!("{why}");
+                        return Err(not_found());
+                    }
+                }
+            }
+            None => skills
+                .files_for(&request.uri, &subscriptions)
+                .and_then(|files| files.iter().find_map(|f| f.read_resource(&request.uri))),
+        };
         let mut result = match skill_file {
             Some(result) => result,
             // roster's own skill:// resources stay roster's; anything else is a server's.
@@ -193,9 +213,13 @@ impl GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
         let subscriptions = self.subscriptions(&context);
-        let files = self
-            .gateway
-            .skills()
+        let skills = self.gateway.skills();
+        if let Some(entry) = skills.synced_skill(&request.uri, &subscriptions) {
+            return Ok(GetSkillResult::new(entry)
+                .with_ttl_ms(0)
+                .with_cache_scope(CacheScope::Private));
+        }
+        let files = skills
             .files_for(&request.uri, &subscriptions)
             .ok_or_else(|| unknown_skill_uri(&request.uri))?;
         let found = files.iter().find_map(|f| f.get_skill(&request.uri).ok());

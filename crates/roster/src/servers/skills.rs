@@ -1,0 +1,295 @@
+//! A server's skills (SEP-2640), as roster takes them into its catalog: listed with the
+//! server's resources (`skills/list` when the server declares the skills extension, else its
+//! `skill://.../SKILL.md` resources), each `SKILL.md` read through the server's
+//! `resources/read` and kept while the listing says it did not change (same digest).
+//!
+//! What a server may cost is bounded: at most [`MAX_SKILLS`] skills, each `SKILL.md` at most
+//! [`crate::store::DEFAULT_MAX_SKILL_FILE_SIZE`] bytes (the catalog applies `[skills]
+//! max_file_size` on top), a manifest entry whose bytes do not match its digest is left out.
+
+use std::collections::HashMap;
+
+use futures::StreamExt as _;
+use rmcp::model::{SKILL_MD, Skill, SkillResources};
+use serde_json::{Value, json};
+
+use super::Connection;
+use crate::config::SkillSync;
+
+/// The most skills one server contributes; the rest are left out, and said so in the log.
+pub const MAX_SKILLS: usize = 1000;
+
+/// How many `SKILL.md` reads one listing has in flight at once.
+const READS_IN_FLIGHT: usize = 8;
+
+/// One skill a server serves, as its last listing gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncedSkill {
+    /// Its path at the server (`pdf/forms`): the skill's id there. roster serves it as
+    /// `SERVER/pdf/forms`.
+    pub path: String,
+    /// The server's entry (`skills/list`), or one made from its resources.
+    pub entry: Skill,
+    /// The files beside `SKILL.md` the server listed, as paths under the skill's directory;
+    /// empty when its manifest is `"dynamic"` (any path is asked for at the server).
+    pub files: Vec<String>,
+    /// The text of its `SKILL.md`.
+    pub text: String,
+    /// Who may see it when its `SKILL.md` says nothing: what its entry says (a `visibility`
+    /// list in the entry's front matter or `_meta`), else `skills.visibility` of the server.
+    pub visibility: Vec<String>,
+}
+
+impl SyncedSkill {
+    /// The URI of the skill's directory at the server, `/`-terminated.
+    pub fn dir_uri(&self) -> &str {
+        self.entry
+            .uri
+            .strip_suffix(SKILL_MD)
+            .unwrap_or(&self.entry.uri)
+    }
+
+    /// Whether the server's manifest lists every file (else it is `"dynamic"`).
+    pub fn has_manifest(&self) -> bool {
+        matches!(self.entry.resources, SkillResources::Files(_))
+    }
+}
+
+/// The skill's path in a `SKILL.md` URI: what comes after `scheme://` and before
+/// `/SKILL.md` (`skill://pdf/forms/SKILL.md` → `pdf/forms`), if it is one.
+pub fn skill_path(uri: &str) -> Option<&str> {
+    let rest = uri.split_once("://").map_or(uri, |(_, rest)| rest);
+    let path = rest
+        .strip_suffix(SKILL_MD)?
+        .strip_suffix('/')?
+        .trim_start_matches('/');
+    (!path.is_empty() && !uri.contains(['?', '#'])).then_some(path)
+}
+
+/// Lists `connection`'s skills as `sync` allows: by `skills/list` when `listed_by_extension`,
+/// else from `resources` (its `resources/list`). `before` is the last listing: a skill whose
+/// `SKILL.md` has the same digest (or, without one, the same URI) is not read again. A skill
+/// that cannot be read or does not check out is left out with a warning; `Err` only when
+/// `skills/list` itself failed (the caller keeps what it had).
+pub async fn list_skills(
+    connection: &Connection,
+    sync: &SkillSync,
+    listed_by_extension: bool,
+    resources: &[Value],
+    before: &[SyncedSkill],
+) -> Result<Vec<SyncedSkill>, super::RequestError> {
+    let server = connection.server().to_owned();
+    let entries: Vec<(Skill, Vec<String>)> = if listed_by_extension {
+        connection
+            .list_all("skills/list", "skills")
+            .await?
+            .into_iter()
+            .filter_map(|raw| match serde_json::from_value::<Skill>(raw) {
+                Ok(entry) => match entry.validate() {
+                    Ok(()) => {
+                        let files = manifest_files(&entry);
+                        Some((entry, files))
+                    }
+                    Err(error) => {
+                        tracing::warn!(%server, %error, "skill left out: its entry is not valid");
+                        None
+                    }
+                },
+                Err(error) => {
+                    tracing::warn!(%server, %error, "skill left out: its entry cannot be read");
+                    None
+                }
+            })
+            .collect()
+    } else {
+        from_resources(resources)
+    };
+    let mut wanted: Vec<(String, Skill, Vec<String>)> = Vec::new();
+    for (entry, files) in entries {
+        let Some(path) = skill_path(&entry.uri).map(str::to_owned) else {
+            continue;
+        };
+        if !sync.filter.permits(&path) || wanted.iter().any(|(p, ..)| *p == path) {
+            continue;
+        }
+        if wanted.len() == MAX_SKILLS {
+            tracing::warn!(
+                %server,
+                "the server lists more than {MAX_SKILLS} skills; the rest are left out"
+            );
+            break;
+        }
+        wanted.push((path, entry, files));
+    }
+    let kept: HashMap<&str, &SyncedSkill> =
+        before.iter().map(|s| (s.entry.uri.as_str(), s)).collect();
+    let reads = wanted.into_iter().map(|(path, entry, files)| {
+        let known = kept
+            .get(entry.uri.as_str())
+            .filter(|old| skill_md_digest(&old.entry) == skill_md_digest(&entry))
+            .map(|old| old.text.clone());
+        let server = server.clone();
+        async move {
+            let text = match known {
+                Some(text) => text,
+                None => match read_skill_md(connection, &entry).await {
+                    Ok(text) => text,
+                    Err(why) => {
+                        tracing::warn!(%server, skill = %path, "skill left out: {why}");
+                        return None;
+                    }
+                },
+            };
+            let visibility = entry_visibility(&entry).unwrap_or_else(|| sync.visibility.clone());
+            Some(SyncedSkill {
+                path,
+                entry,
+                files,
+                text,
+                visibility,
+            })
+        }
+    });
+    let mut skills: Vec<SyncedSkill> = futures::stream::iter(reads)
+        .buffered(READS_IN_FLIGHT)
+        .filter_map(|s| async move { s })
+        .collect()
+        .await;
+    skills.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(skills)
+}
+
+/// The `visibility` a skill's entry gives, in its front matter or its `_meta`.
+fn entry_visibility(entry: &Skill) -> Option<Vec<String>> {
+    let list = |v: &Value| serde_json::from_value::<Vec<String>>(v.clone()).ok();
+    entry
+        .frontmatter
+        .extra
+        .get("visibility")
+        .and_then(list)
+        .or_else(|| {
+            let meta = serde_json::to_value(entry.meta.as_ref()?).ok()?;
+            meta.get("visibility").and_then(list)
+        })
+}
+
+/// The digest the manifest gives `SKILL.md`, if it gives one.
+fn skill_md_digest(entry: &Skill) -> Option<&str> {
+    match &entry.resources {
+        SkillResources::Files(files) => files
+            .iter()
+            .find(|f| f.uri == entry.uri)
+            .map(|f| f.digest.as_str()),
+        _ => None,
+    }
+}
+
+/// The paths, under the skill's directory, of the files its manifest lists besides `SKILL.md`.
+fn manifest_files(entry: &Skill) -> Vec<String> {
+    let dir = entry.uri.strip_suffix(SKILL_MD).unwrap_or(&entry.uri);
+    match &entry.resources {
+        SkillResources::Files(files) => files
+            .iter()
+            .filter(|f| f.uri != entry.uri)
+            .filter_map(|f| f.uri.strip_prefix(dir).map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Skills made from a server's `skill://.../SKILL.md` resources (a server that serves skills
+/// without declaring the extension): each with the resources under its directory as files.
+fn from_resources(resources: &[Value]) -> Vec<(Skill, Vec<String>)> {
+    let uris: Vec<&str> = resources
+        .iter()
+        .filter_map(|r| r.get("uri").and_then(Value::as_str))
+        .filter(|uri| uri.starts_with("skill://"))
+        .collect();
+    uris.iter()
+        .filter(|uri| skill_path(uri).is_some())
+        .map(|uri| {
+            let dir = uri.strip_suffix(SKILL_MD).unwrap_or(uri);
+            let files = uris
+                .iter()
+                .filter(|other| *other != uri)
+                .filter_map(|other| other.strip_prefix(dir).map(str::to_owned))
+                .collect();
+            let name = skill_path(uri)
+                .and_then(|p| p.rsplit('/').next())
+                .unwrap_or_default();
+            let entry = Skill::new(
+                *uri,
+                rmcp::model::SkillFrontmatter::new(name, ""),
+                SkillResources::Dynamic,
+            );
+            (entry, files)
+        })
+        .collect()
+}
+
+/// The text of a skill's `SKILL.md`, read at its server; checked against the manifest's size
+/// and digest when it has them.
+async fn read_skill_md(connection: &Connection, entry: &Skill) -> Result<String, String> {
+    let answer = connection
+        .request("resources/read", json!({ "uri": entry.uri }))
+        .await
+        .map_err(|e| format!("reading {} failed: {e}", entry.uri))?;
+    let text = answer
+        .get("contents")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .and_then(|c| c.get("text"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{} did not come back as text", entry.uri))?;
+    if text.len() as u64 > crate::store::DEFAULT_MAX_SKILL_FILE_SIZE {
+        return Err(format!(
+            "{} is {} bytes, more than the {} a synced SKILL.md may be",
+            entry.uri,
+            text.len(),
+            crate::store::DEFAULT_MAX_SKILL_FILE_SIZE
+        ));
+    }
+    if let SkillResources::Files(files) = &entry.resources
+        && let Some(file) = files.iter().find(|f| f.uri == entry.uri)
+    {
+        file.verify(text.as_bytes()).map_err(|e| e.to_string())?;
+    }
+    Ok(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skill_path_is_what_lies_between_the_scheme_and_skill_md() {
+        assert_eq!(skill_path("skill://pdf/forms/SKILL.md"), Some("pdf/forms"));
+        assert_eq!(skill_path("skill://guide/SKILL.md"), Some("guide"));
+        assert_eq!(skill_path("file:///srv/x/SKILL.md"), Some("srv/x"));
+        assert_eq!(skill_path("skill://SKILL.md"), None);
+        assert_eq!(skill_path("skill://a/README.md"), None);
+        assert_eq!(skill_path("skill://a/SKILL.md?v=1"), None);
+    }
+
+    #[test]
+    fn resources_make_skills_with_the_files_under_their_directory() {
+        let resources = vec![
+            json!({"uri": "skill://pdf/forms/SKILL.md", "name": "forms"}),
+            json!({"uri": "skill://pdf/forms/reference.md", "name": "ref"}),
+            json!({"uri": "skill://pdf/other/SKILL.md", "name": "other"}),
+            json!({"uri": "file:///etc/SKILL.md", "name": "not a skill"}),
+        ];
+        let skills = from_resources(&resources);
+        let paths: Vec<(&str, &[String])> = skills
+            .iter()
+            .map(|(e, f)| (skill_path(&e.uri).unwrap_or(""), f.as_slice()))
+            .collect();
+        assert_eq!(
+            paths,
+            vec![
+                ("pdf/forms", &["reference.md".to_owned()][..]),
+                ("pdf/other", &[][..])
+            ]
+        );
+    }
+}
