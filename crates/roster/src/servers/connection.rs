@@ -3,7 +3,8 @@
 //! A [`Connection`] is made by [`Connection::connect`] from a [`ServerConfig`]: it spawns the
 //! process or opens the HTTP/SSE stream, runs the lifecycle of the era the server speaks
 //! (`server/discover` first, falling back to `initialize`), and on a 2026-07-28 server opens
-//! `subscriptions/listen` for `toolsListChanged`. It then offers `tools/list` paged to its end,
+//! `subscriptions/listen` for `toolsListChanged` (and the prompts' and resources' list
+//! changes the server declares). It then offers `tools/list` paged to its end,
 //! the offerings' lists, `ping`, and an end on roster's behalf or found lost. Calls on behalf
 //! of a caller are in [`super::call`], resource watches in [`super::watches`].
 //!
@@ -347,9 +348,19 @@ impl Connection {
         });
 
         if !negotiated.legacy {
-            let subscription = peer
-                .listen(SubscriptionFilter::builder().tools_list_changed().build())
-                .await;
+            // Tools always (a server that does not change them says so by never sending);
+            // prompts and resources where the server says their lists change.
+            let mut filter = SubscriptionFilter::builder().tools_list_changed().build();
+            if let Some(info) = peer.peer_info() {
+                let also = SubscriptionFilter::builder()
+                    .prompts_list_changed()
+                    .resources_list_changed()
+                    .build()
+                    .supported_by(&info.capabilities);
+                filter.prompts_list_changed = also.prompts_list_changed;
+                filter.resources_list_changed = also.resources_list_changed;
+            }
+            let subscription = peer.listen(filter).await;
             match subscription {
                 Ok(subscription) => {
                     let (stop_listen, name_listen) = (stop.clone(), name.clone());

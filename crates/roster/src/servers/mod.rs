@@ -4,7 +4,8 @@
 //! - [`Connection`]: one live connection on rmcp's client side. It speaks both eras: it
 //!   probes `server/discover` (2026-07-28) and falls back to `initialize` (2025-11-25 and
 //!   older), or uses the one `protocol = "legacy" | "modern"` asks for. On a 2026-07-28
-//!   connection it opens `subscriptions/listen` for `toolsListChanged`, on every reconnect.
+//!   connection it opens `subscriptions/listen` for `toolsListChanged` (and
+//!   `promptsListChanged` / `resourcesListChanged` where declared), on every reconnect.
 //! - Transports: rmcp's streamable HTTP client; roster's own stdio transport (stderr into the
 //!   log, cut and escaped; a waiter task that reaps the child; its process group ended with
 //!   SIGTERM, then SIGKILL after `kill_grace`; a parent-death signal on Linux) and legacy SSE
