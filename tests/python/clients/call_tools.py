@@ -5,10 +5,11 @@ Usage: call_tools.py (--url URL [--token T] | --stdio ROSTER CONFIG) --calls JSO
 `--calls` is a JSON list of `[tool, arguments]` pairs; the pseudo-call `["wait:list_changed", {}]`
 waits (at most 30 s) for the next `notifications/tools/list_changed` and records whether it came;
 `["wait:resources_list_changed", {}]` likewise for `notifications/resources/list_changed`;
-`["pause", {"seconds": S}]` sends nothing for S seconds (a window for the test to act in).
+`["pause", {"seconds": S}]` sends nothing for S seconds (a window for the test to act in);
+`["read:URI", {}]` reads the resource URI (`resources/read`) and records its result like a call's.
 The output is one JSON object:
-`results` (each call's result as the wire carries it, or its JSON-RPC error) and `resources`
-(the URIs of `resources/list`).
+`results` (each call's or read's result as the wire carries it, or its JSON-RPC error) and
+`resources` (the URIs of `resources/list`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ async def main() -> dict:
                     await changed[kind].wait()
                 out["results"].append({"list_changed": changed[kind].is_set()})
                 changed[kind] = anyio.Event()
+                continue
+            if name.startswith("read:"):
+                read = client.read_resource(name[len("read:") :])
+                out["results"].append(await roster_client.on_the_wire(read, MCPError))
                 continue
             out["results"].append(await roster_client.on_the_wire(client.call_tool(name, arguments), MCPError))
         caps = client.server_capabilities

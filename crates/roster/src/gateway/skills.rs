@@ -840,6 +840,99 @@ mod tests {
         std::fs::write(path, text).expect("write");
     }
 
+    fn synced(path: &str, text: &str, visibility: &[&str]) -> SyncedSkill {
+        use rmcp::model::{SkillFrontmatter, SkillResources};
+        let name = path.rsplit('/').next().unwrap_or(path);
+        SyncedSkill {
+            path: path.to_owned(),
+            entry: SkillFile::new(
+                format!("skill://{path}/SKILL.md"),
+                SkillFrontmatter::new(name, "d"),
+                SkillResources::Dynamic,
+            ),
+            files: Vec::new(),
+            text: text.to_owned(),
+            visibility: visibility.iter().map(|v| (*v).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn synced_skills_are_namespaced_a_clash_is_prefixed_again_and_names_are_mapped() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        write(
+            &dir.path().join("docs/pdf/forms/SKILL.md"),
+            "---\nname: forms\ndescription: Local.\n---\nbody\n",
+        );
+        let (local, problems) = Skills::load(&[dir.path().to_owned()], 1 << 20);
+        assert!(problems.is_empty(), "{problems:?}");
+        let served = crate::sync::lock(&local.served).clone();
+        let mut from_servers = Synced {
+            order: vec!["docs".to_owned()],
+            ..Synced::default()
+        };
+        from_servers.by_server.insert(
+            "docs".to_owned(),
+            vec![
+                synced_skill_with_includes(),
+                synced("pdf/forms", "---\nname: forms\ndescription: Synced.\n---\nb\n", &[]),
+                synced(
+                    "pro/only",
+                    "---\nname: only\ndescription: P.\nvisibility: [pro]\n---\nb\n",
+                    &["team"],
+                ),
+                synced("team/only", "---\nname: only\ndescription: T.\n---\nb\n", &["team"]),
+                synced("broken", "no front matter", &[]),
+            ],
+        );
+        let exposed = |server: &str, name: &str| format!("{server}__{name}");
+        let composed = compose(&served, &from_servers, Some(&exposed));
+        let everyone = Subscriptions::default();
+        let catalog = &composed.catalog;
+        let description = |subs: &Subscriptions, id: &str| {
+            catalog
+                .get(subs, id)
+                .map(|d| d.skill.description.clone())
+                .ok()
+        };
+        assert_eq!(description(&everyone, "docs/pdf/forms").as_deref(), Some("Local."));
+        assert_eq!(
+            description(&everyone, "docs/docs/pdf/forms").as_deref(),
+            Some("Synced.")
+        );
+        // Its own visibility wins; without one, the server's.
+        let team: Subscriptions = ["team".to_owned()].into_iter().collect();
+        let pro: Subscriptions = ["pro".to_owned()].into_iter().collect();
+        assert!(description(&team, "docs/pro/only").is_none());
+        assert!(description(&pro, "docs/pro/only").is_some());
+        assert!(description(&everyone, "docs/team/only").is_none());
+        assert!(description(&team, "docs/team/only").is_some());
+        // Includes name the server's skills; tools its tools.
+        let flow = catalog.get(&everyone, "docs/ops/shout").expect("the flow");
+        assert_eq!(flow.skill.includes, vec!["docs/docs/pdf/forms"]);
+        assert_eq!(flow.skill.steps[0].tool, "docs__echo");
+        assert_eq!(flow.skill.tools, vec!["docs__add"]);
+        assert!(
+            composed
+                .problems
+                .iter()
+                .any(|p| p.contains("broken") && p.contains("`docs`")),
+            "{:?}",
+            composed.problems
+        );
+        assert!(!composed.synced.contains_key("docs/broken"));
+        assert_eq!(composed.synced["docs/docs/pdf/forms"].skill.path, "pdf/forms");
+    }
+
+    fn synced_skill_with_includes() -> SyncedSkill {
+        synced(
+            "ops/shout",
+            "---\nname: shout\ndescription: S.\nkind: flow_template\nincludes: [pdf/forms]\n\
+             tools: [add]\nparameters:\n  type: object\n  properties:\n    t: {type: string}\n\
+             steps:\n  - tool: echo\n    arguments: {text: \"{t}\"}\n---\nb\n",
+            &[],
+        )
+    }
+
     #[test]
     fn no_skill_file_beyond_the_limit_is_served() {
         let dir = tempfile::tempdir().expect("temp dir");

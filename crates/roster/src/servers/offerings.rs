@@ -385,14 +385,16 @@ mod tests {
             o.set("b", fewer),
             Changed {
                 prompts: true,
-                resources: false
+                resources: false,
+                skills: false,
             }
         );
         assert_eq!(
-            o.remove("a"),
+            o.set("a", ServerOfferings::default()),
             Changed {
                 prompts: true,
-                resources: true
+                resources: true,
+                skills: false,
             }
         );
     }
