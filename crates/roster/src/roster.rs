@@ -687,13 +687,19 @@ impl Roster {
         self.rt.server_logs.subscribe()
     }
 
-    /// Marks every server stale. Dials nothing: the next turn lists each server once, however
+    /// Marks every server stale, its tools and its prompts, resources and skills. Dials nothing: the next turn lists each server once, however
     /// often this was called before it. Returns how many servers are scheduled (the enabled
     /// ones); a failed or crash-looping server keeps its backoff.
     pub fn refresh(&self) -> usize {
         let mut state = self.rt.state();
         state.schedule.mark_all_stale();
-        state.schedule.iter().count()
+        let names: Vec<String> = state.schedule.iter().map(|(n, _)| n.to_owned()).collect();
+        for name in &names {
+            if let Some(schedule) = state.schedule.server_mut(name) {
+                schedule.mark_offerings_stale();
+            }
+        }
+        names.len()
     }
 
     /// Marks one server stale (as [`Roster::refresh`] does for all): the next turn lists it.
@@ -703,6 +709,7 @@ impl Roster {
         match state.schedule.server_mut(name) {
             Some(schedule) => {
                 schedule.mark_stale();
+                schedule.mark_offerings_stale();
                 true
             }
             None => false,

@@ -874,13 +874,21 @@ mod tests {
             "docs".to_owned(),
             vec![
                 synced_skill_with_includes(),
-                synced("pdf/forms", "---\nname: forms\ndescription: Synced.\n---\nb\n", &[]),
+                synced(
+                    "pdf/forms",
+                    "---\nname: forms\ndescription: Synced.\n---\nb\n",
+                    &[],
+                ),
                 synced(
                     "pro/only",
                     "---\nname: only\ndescription: P.\nvisibility: [pro]\n---\nb\n",
                     &["team"],
                 ),
-                synced("team/only", "---\nname: only\ndescription: T.\n---\nb\n", &["team"]),
+                synced(
+                    "team/only",
+                    "---\nname: only\ndescription: T.\n---\nb\n",
+                    &["team"],
+                ),
                 synced("broken", "no front matter", &[]),
             ],
         );
@@ -894,7 +902,10 @@ mod tests {
                 .map(|d| d.skill.description.clone())
                 .ok()
         };
-        assert_eq!(description(&everyone, "docs/pdf/forms").as_deref(), Some("Local."));
+        assert_eq!(
+            description(&everyone, "docs/pdf/forms").as_deref(),
+            Some("Local.")
+        );
         assert_eq!(
             description(&everyone, "docs/docs/pdf/forms").as_deref(),
             Some("Synced.")
@@ -920,7 +931,10 @@ mod tests {
             composed.problems
         );
         assert!(!composed.synced.contains_key("docs/broken"));
-        assert_eq!(composed.synced["docs/docs/pdf/forms"].skill.path, "pdf/forms");
+        assert_eq!(
+            composed.synced["docs/docs/pdf/forms"].skill.path,
+            "pdf/forms"
+        );
     }
 
     fn synced_skill_with_includes() -> SyncedSkill {

@@ -866,7 +866,22 @@ impl Runtime {
         self.follow_pin_decisions();
         let turn_started = Instant::now();
         let due: Vec<(Arc<Slot>, bool, Relisting)> = {
-            let state = self.state();
+            let mut state = self.state();
+            // A listing past its TTL is listed whole: prompts, resources and skills too.
+            let expired: Vec<String> = state
+                .schedule
+                .iter()
+                .filter(|(_, s)| {
+                    matches!(s.state(), ListingState::Listed { .. })
+                        && s.needs_listing(turn_started)
+                })
+                .map(|(name, _)| name.to_owned())
+                .collect();
+            for name in expired {
+                if let Some(schedule) = state.schedule.server_mut(&name) {
+                    schedule.mark_offerings_stale();
+                }
+            }
             state
                 .schedule
                 .iter()
