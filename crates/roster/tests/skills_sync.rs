@@ -347,11 +347,24 @@ fn a_client_finds_reads_and_resolves_a_skill_only_the_upstream_publishes() {
 
 #[test]
 fn upstream_skills_added_edited_and_removed_reach_a_client_without_a_restart() {
+    // `auto` settles on 2026-07-28 with a roster upstream: its resources' list changes come
+    // on the `subscriptions/listen` stream.
+    upstream_changes_reach_a_client("");
+}
+
+#[test]
+fn upstream_skills_added_edited_and_removed_reach_a_client_in_the_initialize_era() {
+    upstream_changes_reach_a_client("protocol = \"legacy\"");
+}
+
+/// Adds, edits and removes upstream skills on disk and waits for each at the front; the
+/// front's server entry has `extra` besides.
+fn upstream_changes_reach_a_client(extra: &str) {
     let guide = |description: &str| knowledge("ops", "guide", description, "").1;
     let front = start(
         &[knowledge("ops", "guide", "The first version.", "")],
         &[],
-        |dir| upstream_server(dir, "docs", false, ""),
+        |dir| upstream_server(dir, "docs", false, extra),
         &[],
     );
     let upstream = front.dir.path().join("upstream-skills");

@@ -49,6 +49,8 @@ pub struct Skills {
     roster: std::sync::Mutex<Option<Roster>>,
     /// Synced skills' files read at their servers, kept until the server's skills change.
     file_cache: std::sync::Mutex<FileCache>,
+    /// Where a skill left out is told (the inbox), besides the log ([`Skills::watch`]).
+    problem: std::sync::Mutex<Option<Arc<dyn Fn(&str) + Send + Sync>>>,
 }
 
 /// Files of synced skills read at their servers, by the URI roster serves them at; bounded
@@ -366,6 +368,7 @@ impl Skills {
             synced_ids: RwLock::new(Arc::default()),
             roster: std::sync::Mutex::new(None),
             file_cache: std::sync::Mutex::new(FileCache::default()),
+            problem: std::sync::Mutex::new(None),
         };
         (skills, read.problems)
     }
@@ -440,8 +443,12 @@ impl Skills {
             }
         }
         crate::sync::lock(&self.file_cache).forget(server);
+        let told = crate::sync::lock(&self.problem).clone();
         for problem in self.recompose() {
-            tracing::warn!("{problem}");
+            tracing::warn!("skill: {problem}");
+            if let Some(tell) = &told {
+                tell(&problem);
+            }
         }
         tracing::info!(%server, skills = skills.len(), "server skills synced");
     }
@@ -458,6 +465,8 @@ impl Skills {
     ) {
         use notify::Watcher as _;
         const DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(200);
+        let problem: Arc<dyn Fn(&str) + Send + Sync> = Arc::new(problem);
+        *crate::sync::lock(&self.problem) = Some(problem.clone());
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
