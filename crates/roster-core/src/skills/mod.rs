@@ -14,7 +14,8 @@ use serde::Serialize;
 
 pub use model::{Skill, SkillKind, Step};
 pub use parse::{
-    InvalidSkill, LoadReport, SkillFileError, SkillSource, load, load_adjusted, parse_skill,
+    InvalidSkill, LoadReport, SkillFileError, SkillSource, front_matter, load, load_adjusted,
+    parse_skill,
 };
 pub use refresh::{SkillRefreshResult, SkillRegistry};
 pub use resolve::{ResolveError, flattened_tools};

@@ -211,6 +211,13 @@ enum AllowedTools {
     List(Vec<String>),
 }
 
+/// The front matter of a `SKILL.md`, every key as written: what a host compares, field by
+/// field, with the front matter a server's skill entry gave (SEP-2640).
+pub fn front_matter(text: &str) -> Result<Map<String, Value>, SkillFileError> {
+    let (yaml, _) = split_front_matter(text).ok_or(SkillFileError::NoFrontMatter)?;
+    serde_saphyr::from_str(yaml).map_err(|e| SkillFileError::Yaml(e.to_string()))
+}
+
 /// Parses one `SKILL.md`. `dir` is its directory path under the skills root, `/`-separated;
 /// the skill's id is that path and its `name` must equal the last segment.
 ///

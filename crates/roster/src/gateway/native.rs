@@ -533,6 +533,14 @@ fn skills_call(
 }
 
 /// Answers a native tool call, or `None` when `name` is not a native tool.
+/// The native tools that answer from the skill catalog.
+pub(crate) const SKILL_TOOLS: [&str; 4] = [
+    "list_skills",
+    "search_skills",
+    "get_skill",
+    "resolve_flow_template",
+];
+
 pub(crate) fn call(
     gateway: &Arc<Gateway>,
     who: &ClientIdentity,
@@ -547,7 +555,7 @@ pub(crate) fn call(
                 Err(message) => error(message),
             })
         }
-        "list_skills" | "search_skills" | "get_skill" | "resolve_flow_template" => {
+        name if SKILL_TOOLS.contains(&name) => {
             // Visibility is checked here, at every call, against the catalog as it is now.
             Some(match skills_call(gateway, who, name, arguments) {
                 Ok(value) => structured(value),

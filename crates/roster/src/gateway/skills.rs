@@ -18,6 +18,7 @@ use roster_core::skills::{load, load_adjusted};
 
 use crate::Roster;
 use crate::servers::SyncedSkill;
+use crate::servers::skills::skill_md_text;
 use crate::store::scan_skills_dir;
 
 /// The skills of the configured `[skills] paths`, followed on disk ([`Skills::watch`]): an
@@ -433,10 +434,20 @@ impl Skills {
     pub fn sync(&self, server: &str, skills: &[SyncedSkill]) {
         {
             let mut synced = crate::sync::lock(&self.synced);
+            let mut skills = skills.to_vec();
+            // A skill loaded before that the server lists as it did stays loaded.
+            if let Some(before) = synced.by_server.get(server) {
+                for skill in skills.iter_mut().filter(|s| !s.loaded) {
+                    if let Some(held) = before.iter().find(|b| b.loaded && b.entry == skill.entry) {
+                        skill.text = held.text.clone();
+                        skill.loaded = true;
+                    }
+                }
+            }
             if skills.is_empty() {
                 synced.by_server.remove(server);
             } else {
-                synced.by_server.insert(server.to_owned(), skills.to_vec());
+                synced.by_server.insert(server.to_owned(), skills);
             }
             if let Some(roster) = crate::sync::lock(&self.roster).as_ref() {
                 synced.order = roster.server_order();
@@ -694,45 +705,110 @@ impl Skills {
         Some(synced_entry(&id, served, &skill))
     }
 
-    /// A file of a synced skill the caller may see: its `SKILL.md` (held) or a file read before
-    /// (kept), else where to read it. `None`: no such file, answered as an unknown URI.
-    pub(crate) fn synced_file(
+    /// Loads a synced skill the caller may see, if it is not yet: its `SKILL.md` is read at
+    /// its server and checked against the server's entry (size, digest, front matter); from
+    /// then on the catalog serves it whole (its body for `get_skill`, searches). `Err` says why
+    /// the skill cannot be loaded: content that does not check out is not used. Local skills,
+    /// and skills the caller may not see, are left as they are.
+    pub(crate) async fn load_synced(
+        &self,
+        id: &str,
+        subscriptions: &Subscriptions,
+    ) -> Result<(), String> {
+        let Some(served) = read(&self.synced_ids).get(id).cloned() else {
+            return Ok(());
+        };
+        if served.skill.loaded || self.read().get(subscriptions, id).is_err() {
+            return Ok(());
+        }
+        let Some(roster) = crate::sync::lock(&self.roster).clone() else {
+            return Ok(());
+        };
+        let uri = &served.skill.entry.uri;
+        let checked = match roster.read_skill_file(&served.server, uri).await {
+            Ok(answer) => skill_md_text(uri, &answer)
+                .and_then(|text| served.skill.check(&text, true).map(|()| text)),
+            Err(e) => Err(e.to_string()),
+        };
+        match checked {
+            Ok(text) => {
+                self.keep_loaded(&served.server, &served.skill, text);
+                Ok(())
+            }
+            Err(why) => {
+                let message = format!(
+                    "skill {id} of server `{}` cannot be loaded: {why}",
+                    served.server
+                );
+                tracing::warn!("{message}");
+                if let Some(tell) = crate::sync::lock(&self.problem).clone() {
+                    tell(&message);
+                }
+                Err(message)
+            }
+        }
+    }
+
+    /// Serves `text` as the checked `SKILL.md` of `skill` of `server` (while the server lists
+    /// it as it does now).
+    fn keep_loaded(&self, server: &str, skill: &SyncedSkill, text: String) {
+        {
+            let mut synced = crate::sync::lock(&self.synced);
+            let held = synced
+                .by_server
+                .get_mut(server)
+                .and_then(|skills| skills.iter_mut().find(|s| s.entry == skill.entry));
+            match held {
+                Some(held) => {
+                    held.text = text;
+                    held.loaded = true;
+                }
+                None => return,
+            }
+        }
+        for problem in self.recompose() {
+            tracing::warn!("skill: {problem}");
+        }
+    }
+
+    /// A file of a synced skill the caller may see, for `resources/read`: its `SKILL.md`
+    /// (loaded first, see [`Skills::load_synced`]), a file read before and kept, or the file
+    /// read at the server now — checked against the manifest's size and digest and `[skills]
+    /// max_file_size`, then kept while the server's skills stay as they are. `None`: no such
+    /// file (answered as an unknown URI); `Err`: why it is not served.
+    pub(crate) async fn read_synced(
         &self,
         uri: &str,
         subscriptions: &Subscriptions,
-    ) -> Option<SyncedFile> {
-        use rmcp::model::ResourceContents;
-        let (_, served, file) = self.synced_of(uri, subscriptions)?;
+    ) -> Option<Result<ReadResourceResult, String>> {
+        use rmcp::model::{ResourceContents, SkillResources};
+        let (id, served, file) = self.synced_of(uri, subscriptions)?;
         if file == SKILL_MD {
-            let text =
-                ResourceContents::text(&served.skill.text, uri).with_mime_type("text/markdown");
-            return Some(SyncedFile::Ready(ReadResourceResult::new(vec![text])));
+            if let Err(why) = self.load_synced(&id, subscriptions).await {
+                return Some(Err(why));
+            }
+            let text = read(&self.synced_ids).get(&id)?.skill.text.clone();
+            let text = ResourceContents::text(text, uri).with_mime_type("text/markdown");
+            return Some(Ok(ReadResourceResult::new(vec![text])));
         }
-        if served.skill.has_manifest() && !served.skill.files.contains(&file) {
+        let skill = &served.skill;
+        if skill.has_manifest() && !skill.files.contains(&file) {
             return None;
         }
-        if let Some(read) = crate::sync::lock(&self.file_cache).get(uri) {
-            return Some(SyncedFile::Ready(read));
+        if let Some(kept) = crate::sync::lock(&self.file_cache).get(uri) {
+            return Some(Ok(kept));
         }
-        Some(SyncedFile::AtServer {
-            at: format!("{}{file}", served.skill.dir_uri()),
-            server: served.server,
-            skill: served.skill,
-        })
-    }
-
-    /// Takes a synced skill's file as its server answered (`at`), served at `uri`: checked
-    /// against the manifest (size and digest) and `[skills] max_file_size`, and kept while
-    /// the server's skills stay as they are. `Err` says why it is not served.
-    pub(crate) fn take_synced_file(
-        &self,
-        server: &str,
-        skill: &SyncedSkill,
-        at: &str,
-        uri: &str,
-        mut read: ReadResourceResult,
-    ) -> Result<ReadResourceResult, String> {
-        use rmcp::model::{ResourceContents, SkillResources};
+        let roster = crate::sync::lock(&self.roster).clone()?;
+        let at = format!("{}{file}", skill.dir_uri());
+        let server = &served.server;
+        let answer = match roster.read_skill_file(server, &at).await {
+            Ok(answer) => answer,
+            Err(e) => return Some(Err(e.to_string())),
+        };
+        let mut read: ReadResourceResult = match serde_json::from_value(answer) {
+            Ok(read) => read,
+            Err(e) => return Some(Err(format!("server `{server}` answered {at}: {e}"))),
+        };
         for contents in &mut read.contents {
             match contents {
                 ResourceContents::TextResourceContents { uri: u, .. }
@@ -742,22 +818,34 @@ impl Skills {
         }
         let size = read_size(&read);
         if size > self.max_file_size {
-            return Err(format!(
+            tracing::warn!(
                 "skill file {uri} is {size} bytes, larger than the skill file size limit of {} \
-                 bytes ([skills] max_file_size)",
+                 bytes ([skills] max_file_size); not served",
                 self.max_file_size
-            ));
+            );
+            return None;
         }
         if let SkillResources::Files(files) = &skill.entry.resources
             && let Some(entry) = files.iter().find(|f| f.uri == at)
-            && let [ResourceContents::TextResourceContents { text, .. }] = read.contents.as_slice()
         {
-            entry
-                .verify(text.as_bytes())
-                .map_err(|e| format!("server `{server}` answered {e}; not served"))?;
+            let bytes = match read.contents.as_slice() {
+                [ResourceContents::TextResourceContents { text, .. }] => text.as_bytes().to_vec(),
+                [ResourceContents::BlobResourceContents { blob, .. }] => {
+                    use base64::Engine as _;
+                    base64::engine::general_purpose::STANDARD
+                        .decode(blob)
+                        .unwrap_or_default()
+                }
+                _ => Vec::new(),
+            };
+            if let Err(e) = entry.verify(&bytes) {
+                let message = format!("server `{server}` answered {e}; not served");
+                tracing::warn!("skill: {message}");
+                return Some(Err(message));
+            }
             crate::sync::lock(&self.file_cache).put(server, uri, &read, size as usize);
         }
-        Ok(read)
+        Some(Ok(read))
     }
 
     /// The catalogs of files, for reads; `None` when the caller may not see `uri` (answered
@@ -797,19 +885,6 @@ impl Skills {
     pub(crate) fn serves_files(&self) -> bool {
         self.files().iter().any(|f| !f.skills().is_empty()) || !read(&self.synced_ids).is_empty()
     }
-}
-
-/// A synced skill's file, for `resources/read`.
-pub(crate) enum SyncedFile {
-    /// Held or kept: the answer.
-    Ready(ReadResourceResult),
-    /// To be read at `server`, at its URI there (`at`); then given to
-    /// [`Skills::take_synced_file`].
-    AtServer {
-        server: String,
-        skill: SyncedSkill,
-        at: String,
-    },
 }
 
 /// A synced skill's SEP-2640 entry as roster serves it: at `skill://ID/SKILL.md`, its
@@ -861,6 +936,7 @@ mod tests {
             ),
             files: Vec::new(),
             text: text.to_owned(),
+            loaded: true,
             visibility: visibility.iter().map(|v| (*v).to_owned()).collect(),
         }
     }

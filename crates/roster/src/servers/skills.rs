@@ -1,11 +1,14 @@
-//! A server's skills (SEP-2640), as roster takes them into its catalog: listed with the
-//! server's resources (`skills/list` when the server declares the skills extension, else its
-//! `skill://.../SKILL.md` resources), each `SKILL.md` read through the server's
-//! `resources/read` and kept while the listing says it did not change (same digest).
+//! A server's skills (SEP-2640), as roster takes them into its catalog, listed with the
+//! server's resources. A server that declares the skills extension is listed by `skills/list`
+//! and nothing more: no file is read ahead of need, the catalog holds each skill as its entry's
+//! front matter says, and its `SKILL.md` is read when a client asks for it (`get_skill`, a
+//! `resources/read`), checked against the entry (size, digest, front matter field by field)
+//! and kept while the entry stays the same. A server that only lists `skill://.../SKILL.md`
+//! resources has no entries: each `SKILL.md` is read with the listing.
 //!
 //! What a server may cost is bounded: at most [`MAX_SKILLS`] skills, each `SKILL.md` at most
 //! [`crate::store::DEFAULT_MAX_SKILL_FILE_SIZE`] bytes (the catalog applies `[skills]
-//! max_file_size` on top), a manifest entry whose bytes do not match its digest is left out.
+//! max_file_size` on top).
 
 use std::collections::HashMap;
 
@@ -33,14 +36,67 @@ pub struct SyncedSkill {
     /// The files beside `SKILL.md` the server listed, as paths under the skill's directory;
     /// empty when its manifest is `"dynamic"` (any path is asked for at the server).
     pub files: Vec<String>,
-    /// The text of its `SKILL.md`.
+    /// What the catalog reads: its `SKILL.md` once read ([`SyncedSkill::loaded`]), else its
+    /// entry's front matter as a `SKILL.md` without a body.
     pub text: String,
+    /// Whether `text` is the `SKILL.md` as the server served it, checked.
+    pub loaded: bool,
     /// Who may see it when its `SKILL.md` says nothing: what its entry says (a `visibility`
     /// list in the entry's front matter or `_meta`), else `skills.visibility` of the server.
     pub visibility: Vec<String>,
 }
 
 impl SyncedSkill {
+    /// The skill from its entry alone: its front matter, no body, not loaded.
+    pub fn from_entry(
+        path: String,
+        entry: Skill,
+        files: Vec<String>,
+        visibility: Vec<String>,
+    ) -> Self {
+        let front = serde_json::to_value(&entry.frontmatter).unwrap_or_default();
+        // JSON is YAML: the catalog reads it as any front matter.
+        let text = format!("---\n{front}\n---\n");
+        SyncedSkill {
+            path,
+            entry,
+            files,
+            text,
+            loaded: false,
+            visibility,
+        }
+    }
+
+    /// Checks `text`, the skill's `SKILL.md` as its server served it, against the entry: the
+    /// manifest's size and digest, then (for an entry `skills/list` gave) the front matter
+    /// field by field. `Err` says what does not match; such content is not used.
+    pub fn check(&self, text: &str, listed_by_extension: bool) -> Result<(), String> {
+        if let SkillResources::Files(files) = &self.entry.resources
+            && let Some(file) = files.iter().find(|f| f.uri == self.entry.uri)
+        {
+            file.verify(text.as_bytes()).map_err(|e| e.to_string())?;
+        }
+        if !listed_by_extension {
+            return Ok(());
+        }
+        let read = roster_core::skills::front_matter(text)
+            .map_err(|e| format!("{}: {e}", self.entry.uri))?;
+        let Ok(Value::Object(listed)) = serde_json::to_value(&self.entry.frontmatter) else {
+            return Ok(());
+        };
+        for key in listed.keys().chain(read.keys()) {
+            if listed.get(key) != read.get(key) {
+                return Err(format!(
+                    "{}: front matter `{key}` is {} in the file but {} in the server's entry",
+                    self.entry.uri,
+                    read.get(key).map_or("absent".into(), Value::to_string),
+                    listed.get(key).map_or("absent".into(), Value::to_string),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The URI of the skill's directory at the server, `/`-terminated.
     pub fn dir_uri(&self) -> &str {
         self.entry
@@ -124,30 +180,33 @@ pub async fn list_skills(
     let kept: HashMap<&str, &SyncedSkill> =
         before.iter().map(|s| (s.entry.uri.as_str(), s)).collect();
     let reads = wanted.into_iter().map(|(path, entry, files)| {
+        let visibility = entry_visibility(&entry).unwrap_or_else(|| sync.visibility.clone());
+        // Read before, and the server lists it as it did: kept as it was read.
         let known = kept
             .get(entry.uri.as_str())
-            .filter(|old| skill_md_digest(&old.entry) == skill_md_digest(&entry))
+            .filter(|old| old.loaded && old.entry == entry)
             .map(|old| old.text.clone());
         let server = server.clone();
         async move {
-            let text = match known {
-                Some(text) => text,
-                None => match read_skill_md(connection, &entry).await {
-                    Ok(text) => text,
+            let mut skill = SyncedSkill::from_entry(path, entry, files, visibility);
+            if let Some(text) = known {
+                skill.text = text;
+                skill.loaded = true;
+            } else if !listed_by_extension {
+                // No entry to go by: the file is all there is.
+                let read = read_skill_md(connection, &skill.entry).await;
+                match read.and_then(|text| skill.check(&text, false).map(|()| text)) {
+                    Ok(text) => {
+                        skill.text = text;
+                        skill.loaded = true;
+                    }
                     Err(why) => {
-                        tracing::warn!(%server, skill = %path, "skill left out: {why}");
+                        tracing::warn!(%server, skill = %skill.path, "skill left out: {why}");
                         return None;
                     }
-                },
-            };
-            let visibility = entry_visibility(&entry).unwrap_or_else(|| sync.visibility.clone());
-            Some(SyncedSkill {
-                path,
-                entry,
-                files,
-                text,
-                visibility,
-            })
+                }
+            }
+            Some(skill)
         }
     });
     let mut skills: Vec<SyncedSkill> = futures::stream::iter(reads)
@@ -171,17 +230,6 @@ fn entry_visibility(entry: &Skill) -> Option<Vec<String>> {
             let meta = serde_json::to_value(entry.meta.as_ref()?).ok()?;
             meta.get("visibility").and_then(list)
         })
-}
-
-/// The digest the manifest gives `SKILL.md`, if it gives one.
-fn skill_md_digest(entry: &Skill) -> Option<&str> {
-    match &entry.resources {
-        SkillResources::Files(files) => files
-            .iter()
-            .find(|f| f.uri == entry.uri)
-            .map(|f| f.digest.as_str()),
-        _ => None,
-    }
 }
 
 /// The paths, under the skill's directory, of the files its manifest lists besides `SKILL.md`.
@@ -227,32 +275,32 @@ fn from_resources(resources: &[Value]) -> Vec<(Skill, Vec<String>)> {
         .collect()
 }
 
-/// The text of a skill's `SKILL.md`, read at its server; checked against the manifest's size
-/// and digest when it has them.
+/// The text of a skill's `SKILL.md`, read at its server. Not checked: see
+/// [`SyncedSkill::check`].
 async fn read_skill_md(connection: &Connection, entry: &Skill) -> Result<String, String> {
     let answer = connection
         .request("resources/read", json!({ "uri": entry.uri }))
         .await
         .map_err(|e| format!("reading {} failed: {e}", entry.uri))?;
+    skill_md_text(&entry.uri, &answer)
+}
+
+/// The text of a `resources/read` answer for a `SKILL.md` (at most
+/// [`crate::store::DEFAULT_MAX_SKILL_FILE_SIZE`] bytes).
+pub fn skill_md_text(uri: &str, answer: &Value) -> Result<String, String> {
     let text = answer
         .get("contents")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
         .and_then(|c| c.get("text"))
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("{} did not come back as text", entry.uri))?;
+        .ok_or_else(|| format!("{uri} did not come back as text"))?;
     if text.len() as u64 > crate::store::DEFAULT_MAX_SKILL_FILE_SIZE {
         return Err(format!(
-            "{} is {} bytes, more than the {} a synced SKILL.md may be",
-            entry.uri,
+            "{uri} is {} bytes, more than the {} a synced SKILL.md may be",
             text.len(),
             crate::store::DEFAULT_MAX_SKILL_FILE_SIZE
         ));
-    }
-    if let SkillResources::Files(files) = &entry.resources
-        && let Some(file) = files.iter().find(|f| f.uri == entry.uri)
-    {
-        file.verify(text.as_bytes()).map_err(|e| e.to_string())?;
     }
     Ok(text.to_owned())
 }

@@ -16,7 +16,6 @@ use serde_json::Value;
 use super::{GatewayHandler, input_round, not_a_call, read_answer};
 use crate::gateway::caller::{self, Step};
 use crate::gateway::forward::route_error;
-use crate::gateway::skills::SyncedFile;
 use crate::gateway::{ClientIdentity, Gateway, Outcome, watches};
 use crate::servers::{InputRound, RouteError, relay};
 
@@ -143,25 +142,9 @@ impl GatewayHandler {
             });
         }
         let skills = self.gateway.skills();
-        let synced = skills.synced_file(&request.uri, &subscriptions);
-        let skill_file = match synced {
-            Some(SyncedFile::Ready(read)) => Some(read),
-            Some(SyncedFile::AtServer { server, skill, at }) => {
-                let answer = self
-                    .gateway
-                    .roster()
-                    .read_skill_file(&server, &at)
-                    .await
-                    .map_err(route_error)?;
-                let read = read_answer::<ReadResourceResult>("resources/read", answer)?;
-                match skills.take_synced_file(&server, &skill, &at, &request.uri, read) {
-                    Ok(read) => Some(read),
-                    Err(why) => {
-                        tracing::warn!("{why}");
-                        return Err(not_found());
-                    }
-                }
-            }
+        let skill_file = match skills.read_synced(&request.uri, &subscriptions).await {
+            Some(Ok(read)) => Some(read),
+            Some(Err(why)) => return Err(ErrorData::internal_error(why, None)),
             None => skills
                 .files_for(&request.uri, &subscriptions)
                 .and_then(|files| files.iter().find_map(|f| f.read_resource(&request.uri))),

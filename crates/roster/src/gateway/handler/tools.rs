@@ -162,6 +162,20 @@ impl GatewayHandler {
         {
             return Err(unknown());
         }
+        if native::SKILL_TOOLS.contains(&request.name.as_ref()) {
+            // The catalog as it is: a server whose skills changed is listed first.
+            session.begin_turn_keeping_note().await;
+            if request.name == "get_skill"
+                && let Some(id) = arguments.get("id").and_then(|id| id.as_str())
+            {
+                let subscriptions = who.subscriptions.iter().cloned().collect();
+                if let Err(why) = self.gateway.skills().load_synced(id, &subscriptions).await {
+                    let mut result = native::error(why);
+                    self.carry_note(&session, &who, &mut result);
+                    return Ok(result.into());
+                }
+            }
+        }
         if let Some(mut result) = native::call(&self.gateway, &who, &request.name, &arguments) {
             self.carry_note(&session, &who, &mut result);
             return Ok(result.into());
