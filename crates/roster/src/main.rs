@@ -104,6 +104,10 @@ struct ProbeArgs {
     /// With `--client-id`: the environment variable holding that client's secret.
     #[arg(long, requires = "client_id")]
     client_secret_env: Option<String>,
+    /// Load this skill of the server (by name or path) as `get_skill` would: its `SKILL.md`
+    /// checked against the server's entry, then the files its manifest lists (repeatable).
+    #[arg(long = "load-skill", value_name = "NAME")]
+    load_skills: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -252,6 +256,7 @@ async fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         extra: String::new(),
         oauth: args.oauth,
         client: args.client_id.map(|id| (id, args.client_secret_env)),
+        load_skills: args.load_skills,
     };
     match probe::run(&spec).await {
         Ok(report) => {

@@ -12,6 +12,11 @@
 //! person to answer it here, so it is declined, as a gateway with no client behind the call
 //! declines it.
 //!
+//! The server's skills (SEP-2640) are listed as the gateway syncs them, and nothing of them is
+//! read unless `--load-skill NAME` asks: then the skill is loaded as a client's `get_skill`
+//! loads it (its `SKILL.md` checked against the server's entry), and each file its manifest
+//! lists is read and checked; a check that fails stops there.
+//!
 //! With `--oauth` the server is reached as an `auth = "oauth"` server is: a server that wants
 //! a login gets one without a person (`roster::oauth::login_headless`: roster follows the
 //! authorization URL's redirect to its own loopback callback), and a call refused for want of
@@ -22,6 +27,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::config::{Config, ConfigError};
+use crate::gateway::Skills;
 use crate::servers::ServerState;
 use crate::{Roster, RosterOptions};
 
@@ -45,6 +51,10 @@ pub struct ProbeSpec {
     pub oauth: bool,
     /// A client registered out of band: its id and the variable holding its secret.
     pub client: Option<(String, Option<String>)>,
+    /// Skills of the server to load, by name or path, as a client's `get_skill` loads them:
+    /// `SKILL.md` read and checked against the server's entry, then each file its manifest
+    /// lists. Nothing is read for a skill not named here.
+    pub load_skills: Vec<String>,
 }
 
 /// The protocol setting for a protocol version the conformance suite names
@@ -152,7 +162,16 @@ pub async fn run(spec: &ProbeSpec) -> anyhow::Result<Value> {
         .get(PROBE_SERVER)
         .and_then(|server| server.oauth.clone());
     let roster = Roster::start_with(config, RosterOptions::default()).await?;
-    let outcome = probe(&roster, spec, oauth.as_ref()).await;
+    let (skills, _) = Skills::load(&[], crate::store::DEFAULT_MAX_SKILL_FILE_SIZE);
+    let skills = std::sync::Arc::new(skills);
+    skills.follow(&roster);
+    let outcome = match probe(&roster, spec, oauth.as_ref()).await {
+        Ok(mut report) => {
+            report["skills"] = probe_skills(&skills, &spec.load_skills).await;
+            Ok(report)
+        }
+        Err(e) => Err(e),
+    };
     roster.shutdown_and_wait().await;
     outcome
 }
@@ -236,6 +255,59 @@ async fn probe(
         "tools": tools.iter().map(|t| t.exposed_name.clone()).collect::<Vec<_>>(),
         "calls": calls,
     }))
+}
+
+/// The server's skills, and each of `load` loaded: `{"listed": [ids], "loaded": {name:
+/// {"files": {uri: bytes}} or {"error": why}}}`. A skill to load that is not listed within 10 s
+/// is reported as not found.
+async fn probe_skills(skills: &Skills, load: &[String]) -> Value {
+    let everyone = roster_core::catalog::Subscriptions::default();
+    let find = |name: &str| {
+        skills
+            .overview()
+            .into_iter()
+            .find(|s| s.name == name || s.id == format!("{PROBE_SERVER}/{name}") || s.id == name)
+    };
+    let mut loaded = Map::new();
+    for name in load {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut found = find(name);
+        while found.is_none() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            found = find(name);
+        }
+        let Some(skill) = found else {
+            loaded.insert(name.clone(), json!({"error": "no such skill"}));
+            continue;
+        };
+        let mut files = Map::new();
+        let mut outcome = Value::Null;
+        let skill_md = format!("skill://{}/SKILL.md", skill.id);
+        let mut uris = vec![skill_md.clone()];
+        uris.extend(skills.synced_files(&skill.id));
+        for uri in uris {
+            match skills.read_synced(&uri, &everyone).await {
+                Some(Ok(read)) => {
+                    files.insert(uri, json!(crate::gateway::skills::read_size(&read)));
+                }
+                Some(Err(why)) => {
+                    // Content that does not check out is not used: nothing more is read.
+                    outcome = json!({"error": why});
+                    break;
+                }
+                None => {
+                    outcome = json!({"error": format!("{uri} is not served")});
+                    break;
+                }
+            }
+        }
+        if outcome.is_null() {
+            outcome = json!({"files": files});
+        }
+        loaded.insert(name.clone(), outcome);
+    }
+    let listed: Vec<String> = skills.overview().into_iter().map(|s| s.id).collect();
+    json!({"listed": listed, "loaded": loaded})
 }
 
 /// `value` with every `"@schema:TOOL"` string replaced by TOOL's input schema (left as it is

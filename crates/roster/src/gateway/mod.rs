@@ -45,7 +45,7 @@ mod lane;
 mod native;
 pub mod reload;
 mod resource_server;
-mod skills;
+pub(crate) mod skills;
 pub mod stdio;
 mod tasks;
 pub mod ui;

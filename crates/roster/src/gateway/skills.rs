@@ -89,7 +89,7 @@ impl FileCache {
 }
 
 /// How many bytes a read's contents carry.
-fn read_size(read: &ReadResourceResult) -> u64 {
+pub(crate) fn read_size(read: &ReadResourceResult) -> u64 {
     use rmcp::model::ResourceContents;
     read.contents
         .iter()
@@ -691,6 +691,21 @@ impl Skills {
         None
     }
 
+    /// The `skill://` URIs of the files a synced skill's manifest lists besides `SKILL.md`.
+    pub fn synced_files(&self, id: &str) -> Vec<String> {
+        read(&self.synced_ids)
+            .get(id)
+            .map(|served| {
+                served
+                    .skill
+                    .files
+                    .iter()
+                    .map(|file| format!("skill://{id}/{file}"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The SEP-2640 entry of a synced skill at `uri` (its `SKILL.md`), for `skills/get`.
     pub(crate) fn synced_skill(
         &self,
@@ -776,7 +791,7 @@ impl Skills {
     /// read at the server now — checked against the manifest's size and digest and `[skills]
     /// max_file_size`, then kept while the server's skills stay as they are. `None`: no such
     /// file (answered as an unknown URI); `Err`: why it is not served.
-    pub(crate) async fn read_synced(
+    pub async fn read_synced(
         &self,
         uri: &str,
         subscriptions: &Subscriptions,

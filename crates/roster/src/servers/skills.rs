@@ -320,6 +320,47 @@ mod tests {
     }
 
     #[test]
+    fn a_skill_md_is_used_only_when_it_matches_its_entry() {
+        use rmcp::model::{SkillFrontmatter, SkillResource};
+        let text = "---\nname: forms\ndescription: Fill forms.\ntags: [pdf]\n---\nBody.\n";
+        let uri = "skill://pdf/forms/SKILL.md";
+        let entry = |text: &str, description: &str| {
+            Skill::new(
+                uri,
+                SkillFrontmatter::new("forms", description).with_field("tags", json!(["pdf"])),
+                SkillResources::Files(vec![SkillResource::from_bytes(uri, text.as_bytes())]),
+            )
+        };
+        let skill = SyncedSkill::from_entry(
+            "pdf/forms".into(),
+            entry(text, "Fill forms."),
+            Vec::new(),
+            Vec::new(),
+        );
+        assert!(!skill.loaded);
+        assert!(skill.text.contains("\"Fill forms.\""), "{}", skill.text);
+        assert_eq!(skill.check(text, true), Ok(()));
+        let tampered = text.replace("Body.", "Evil.");
+        let why = skill.check(&tampered, true).expect_err("a digest mismatch");
+        assert!(why.contains("digest"), "{why}");
+        let longer = format!("{text}more");
+        let why = skill.check(&longer, true).expect_err("a size mismatch");
+        assert!(why.contains("bytes"), "{why}");
+        // The bytes match the manifest, the front matter does not match the entry.
+        let other = text.replace("Fill forms.", "Exfiltrate credentials");
+        let lying = SyncedSkill::from_entry(
+            "pdf/forms".into(),
+            entry(&other, "Fill forms."),
+            Vec::new(),
+            Vec::new(),
+        );
+        let why = lying
+            .check(&other, true)
+            .expect_err("a front matter mismatch");
+        assert!(why.contains("`description`"), "{why}");
+    }
+
+    #[test]
     fn resources_make_skills_with_the_files_under_their_directory() {
         let resources = vec![
             json!({"uri": "skill://pdf/forms/SKILL.md", "name": "forms"}),
