@@ -46,6 +46,8 @@ pub struct Skills {
     synced: std::sync::Mutex<Synced>,
     /// The synced skills served now, by id.
     synced_ids: RwLock<Arc<BTreeMap<String, SyncedServed>>>,
+    /// The tool names the synced skills use, as mapped when the catalog was made.
+    names: std::sync::Mutex<Names>,
     /// The gateway the synced skills come from: their tools' names, their files.
     roster: std::sync::Mutex<Option<Roster>>,
     /// Synced skills' files read at their servers, kept until the server's skills change.
@@ -246,7 +248,12 @@ struct Composed {
     catalog: Catalog,
     synced: BTreeMap<String, SyncedServed>,
     problems: Vec<String>,
+    /// Each server's tool names its skills use, with the names roster served for them.
+    names: Names,
 }
+
+/// Per server, the tool names its skills use (its own names) and what they were mapped to.
+type Names = BTreeMap<String, BTreeMap<String, String>>;
 
 /// Makes the catalog: the local skills keep their ids; a server's skill is `SERVER/PATH`, or
 /// `SERVER/SERVER/PATH` when a skill before it (local first, then servers in config order)
@@ -268,6 +275,7 @@ fn compose(
     // Per server: its path → the id roster serves it under.
     let mut ids: HashMap<&str, HashMap<&str, String>> = HashMap::new();
     let mut problems = Vec::new();
+    let mut names = Names::new();
     let servers = synced
         .order
         .iter()
@@ -324,11 +332,11 @@ fn compose(
             }
         }
         if let Some(exposed) = exposed {
-            for tool in &mut skill.tools {
-                *tool = exposed(server, tool);
-            }
-            for step in &mut skill.steps {
-                step.tool = exposed(server, &step.tool);
+            let used = names.entry(server.to_owned()).or_default();
+            let tools = skill.tools.iter_mut();
+            for tool in tools.chain(skill.steps.iter_mut().map(|step| &mut step.tool)) {
+                let mapped = exposed(server, tool);
+                used.insert(std::mem::replace(tool, mapped.clone()), mapped);
             }
         }
     });
@@ -344,6 +352,7 @@ fn compose(
         catalog: Catalog::from_report(report),
         synced: by_id,
         problems,
+        names,
     }
 }
 
@@ -367,6 +376,7 @@ impl Skills {
             last_refresh: std::sync::Mutex::new(None),
             synced: std::sync::Mutex::new(Synced::default()),
             synced_ids: RwLock::new(Arc::default()),
+            names: std::sync::Mutex::new(Names::new()),
             roster: std::sync::Mutex::new(None),
             file_cache: std::sync::Mutex::new(FileCache::default()),
             problem: std::sync::Mutex::new(None),
@@ -406,16 +416,7 @@ impl Skills {
             let synced = crate::sync::lock(&self.synced);
             match &roster {
                 Some(roster) => roster.with_registry(|registry| {
-                    let exposed = |server: &str, name: &str| {
-                        if let Some(exposed) = registry.exposed_name(server, name) {
-                            exposed.to_owned()
-                        } else if registry.route(name).is_some() {
-                            name.to_owned()
-                        } else {
-                            registry.first_candidate(server, name)
-                        }
-                    };
-                    compose(&served, &synced, Some(&exposed))
+                    compose(&served, &synced, Some(&|s, n| exposed_name(registry, s, n)))
                 }),
                 None => compose(&served, &synced, None),
             }
@@ -426,8 +427,31 @@ impl Skills {
         }
         *self.write() = catalog;
         *write(&self.synced_ids) = Arc::new(composed.synced);
+        *crate::sync::lock(&self.names) = composed.names;
         self.refresh();
         composed.problems
+    }
+
+    /// After `server`'s tools changed: the catalog is made again when a name its skills use
+    /// now maps to another tool name, else only refreshed.
+    fn reconciled(&self, server: &str) {
+        let renamed = match crate::sync::lock(&self.roster).clone() {
+            Some(roster) => {
+                let names = crate::sync::lock(&self.names);
+                names.get(server).is_some_and(|used| {
+                    roster.with_registry(|registry| {
+                        used.iter()
+                            .any(|(own, mapped)| exposed_name(registry, server, own) != *mapped)
+                    })
+                })
+            }
+            None => false,
+        };
+        if renamed {
+            self.recompose();
+        } else {
+            self.refresh();
+        }
     }
 
     /// Serves `skills` as `server`'s skills from now on (an empty list: none).
@@ -539,15 +563,7 @@ impl Skills {
         let skills = Arc::downgrade(self);
         roster.set_reconcile_hook(Some(Arc::new(move |server, _delta| {
             if let Some(skills) = skills.upgrade() {
-                // A server's skills name its tools: their names in roster may have changed.
-                if crate::sync::lock(&skills.synced)
-                    .by_server
-                    .contains_key(server)
-                {
-                    skills.recompose();
-                } else {
-                    skills.refresh();
-                }
+                skills.reconciled(server);
             }
         })));
         let skills = Arc::downgrade(self);
@@ -899,6 +915,19 @@ impl Skills {
     /// Whether any skill file is served (the extension is declared only then).
     pub(crate) fn serves_files(&self) -> bool {
         self.files().iter().any(|f| !f.skills().is_empty()) || !read(&self.synced_ids).is_empty()
+    }
+}
+
+/// The name roster serves `server`'s tool `name` under: its exposed name when it is listed, the
+/// name as it is when roster serves a tool by that name, else the name it would be exposed
+/// under.
+fn exposed_name(registry: &roster_core::ToolRegistry, server: &str, name: &str) -> String {
+    if let Some(exposed) = registry.exposed_name(server, name) {
+        exposed.to_owned()
+    } else if registry.route(name).is_some() {
+        name.to_owned()
+    } else {
+        registry.first_candidate(server, name)
     }
 }
 
