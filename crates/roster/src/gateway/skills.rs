@@ -476,6 +476,9 @@ impl Skills {
             if let Some(roster) = crate::sync::lock(&self.roster).as_ref() {
                 synced.order = roster.server_order();
             }
+            if !synced.order.iter().any(|s| s == server) {
+                synced.order.push(server.to_owned());
+            }
         }
         crate::sync::lock(&self.file_cache).forget(server);
         let told = crate::sync::lock(&self.problem).clone();
@@ -705,6 +708,69 @@ impl Skills {
             }
         }
         None
+    }
+
+    /// `resources/directory/read` of a directory of a synced skill the caller may see (its
+    /// root `skill://ID`, or a directory inside): the files and directories right in it, from
+    /// the server's manifest (or the resources it listed). `None`: not such a directory.
+    pub(crate) fn synced_directory(
+        &self,
+        uri: &str,
+        subscriptions: &Subscriptions,
+    ) -> Option<Vec<Resource>> {
+        use rmcp::model::{DIRECTORY_MIME_TYPE, SkillResources};
+        let path = uri.strip_prefix("skill://")?.trim_end_matches('/');
+        let synced = read(&self.synced_ids).clone();
+        let (id, served) = synced.iter().find(|(id, _)| {
+            path == id.as_str()
+                || path
+                    .strip_prefix(id.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })?;
+        self.read().get(subscriptions, id).ok()?;
+        let inside = path[id.len()..].trim_start_matches('/');
+        let skill = &served.skill;
+        let size_of = |file: &str| match &skill.entry.resources {
+            SkillResources::Files(files) => files
+                .iter()
+                .find(|f| f.uri == format!("{}{file}", skill.dir_uri()))
+                .map(|f| f.size),
+            _ => None,
+        };
+        let mut children: BTreeMap<String, Resource> = BTreeMap::new();
+        let all = std::iter::once(SKILL_MD).chain(skill.files.iter().map(String::as_str));
+        for file in all {
+            let rest = if inside.is_empty() {
+                file
+            } else {
+                match file.strip_prefix(inside).and_then(|r| r.strip_prefix('/')) {
+                    Some(rest) => rest,
+                    None => continue,
+                }
+            };
+            let here = if inside.is_empty() {
+                format!("skill://{id}")
+            } else {
+                format!("skill://{id}/{inside}")
+            };
+            let child = match rest.split_once('/') {
+                Some((dir, _)) => {
+                    Resource::new(format!("{here}/{dir}"), dir).with_mime_type(DIRECTORY_MIME_TYPE)
+                }
+                None => {
+                    let mut resource = Resource::new(format!("{here}/{rest}"), rest);
+                    if rest.ends_with(".md") {
+                        resource = resource.with_mime_type("text/markdown");
+                    }
+                    match size_of(file) {
+                        Some(size) => resource.with_size(size),
+                        None => resource,
+                    }
+                }
+            };
+            children.entry(child.uri.clone()).or_insert(child);
+        }
+        (!children.is_empty()).then(|| children.into_values().collect())
     }
 
     /// The `skill://` URIs of the files a synced skill's manifest lists besides `SKILL.md`.
@@ -962,6 +1028,7 @@ fn synced_entry(id: &str, served: SyncedServed, skill: &roster_core::Skill) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn write(path: &std::path::Path, text: &str) {
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
@@ -1074,6 +1141,69 @@ mod tests {
              steps:\n  - tool: echo\n    arguments: {text: \"{t}\"}\n---\nb\n",
             &[],
         )
+    }
+
+    #[test]
+    fn a_synced_skills_directories_come_from_its_manifest() {
+        use rmcp::model::{DIRECTORY_MIME_TYPE, SkillFrontmatter, SkillResource, SkillResources};
+        let text = "---\nname: forms\ndescription: d\nvisibility: [pro]\n---\nb\n";
+        let dir = "skill://pdf/forms/";
+        let manifest = vec![
+            SkillResource::from_bytes(format!("{dir}SKILL.md"), text.as_bytes()),
+            SkillResource::from_bytes(format!("{dir}a.txt"), b"aaa"),
+            SkillResource::from_bytes(format!("{dir}references/guide.md"), b"guide"),
+        ];
+        let mut skill = SyncedSkill::from_entry(
+            "pdf/forms".into(),
+            SkillFile::new(
+                format!("{dir}SKILL.md"),
+                SkillFrontmatter::new("forms", "d").with_field("visibility", json!(["pro"])),
+                SkillResources::Files(manifest),
+            ),
+            vec!["a.txt".into(), "references/guide.md".into()],
+            vec!["pro".into()],
+        );
+        skill.text = text.to_owned();
+        skill.loaded = true;
+        let (skills, _) = Skills::load(&[], 1 << 20);
+        skills.sync("docs", &[skill]);
+        let pro: Subscriptions = ["pro".to_owned()].into_iter().collect();
+        let listing = |uri: &str, subs: &Subscriptions| {
+            skills.synced_directory(uri, subs).map(|children| {
+                children
+                    .into_iter()
+                    .map(|r| (r.uri.clone(), r.mime_type.clone(), r.size))
+                    .collect::<Vec<_>>()
+            })
+        };
+        let dir_mime = Some(DIRECTORY_MIME_TYPE.to_owned());
+        let markdown = Some("text/markdown".to_owned());
+        assert_eq!(
+            listing("skill://docs/pdf/forms", &pro),
+            Some(vec![
+                (
+                    "skill://docs/pdf/forms/SKILL.md".into(),
+                    markdown.clone(),
+                    Some(text.len() as u64)
+                ),
+                ("skill://docs/pdf/forms/a.txt".into(), None, Some(3)),
+                ("skill://docs/pdf/forms/references".into(), dir_mime, None),
+            ])
+        );
+        assert_eq!(
+            listing("skill://docs/pdf/forms/references/", &pro),
+            Some(vec![(
+                "skill://docs/pdf/forms/references/guide.md".into(),
+                markdown,
+                Some(5)
+            )])
+        );
+        assert_eq!(listing("skill://docs/pdf/forms/nope", &pro), None);
+        assert_eq!(
+            listing("skill://docs/pdf/forms", &Subscriptions::default()),
+            None
+        );
+        assert_eq!(listing("skill://docs/pdf", &pro), None);
     }
 
     #[test]

@@ -220,6 +220,13 @@ impl GatewayHandler {
         let subscriptions = self.subscriptions(&context);
         let not_found =
             || ErrorData::invalid_params(format!("{} is not a directory", request.uri), None);
+        if let Some(children) = self
+            .gateway
+            .skills()
+            .synced_directory(&request.uri, &subscriptions)
+        {
+            return Ok(ReadResourceDirectoryResult::with_all_items(children));
+        }
         let files = self
             .gateway
             .skills()
