@@ -152,12 +152,24 @@ fn start(
     rest: impl FnOnce(&Path) -> String,
     env: &[(&str, &str)],
 ) -> common::Gateway {
+    start_debounced("100ms", upstream, local, rest, env)
+}
+
+/// [`start`] with the front's `debounce` (how long after a server's `list_changed` the
+/// background re-list runs when no turn comes).
+fn start_debounced(
+    debounce: &str,
+    upstream: &[(String, String)],
+    local: &[(String, String)],
+    rest: impl FnOnce(&Path) -> String,
+    env: &[(&str, &str)],
+) -> common::Gateway {
     common::Gateway::start(
         |dir| {
             write_files(&dir.join("upstream-skills"), upstream);
             write_files(&dir.join("skills"), local);
             format!(
-                "[gateway]\nstate_dir = {state:?}\ndebounce = \"100ms\"\n\n\
+                "[gateway]\nstate_dir = {state:?}\ndebounce = {debounce:?}\n\n\
                  [skills]\npaths = [{skills:?}]\n\n{rest}",
                 state = dir.join("state"),
                 skills = dir.join("skills"),
@@ -346,22 +358,26 @@ fn a_client_finds_reads_and_resolves_a_skill_only_the_upstream_publishes() {
 }
 
 #[test]
-fn upstream_skills_added_edited_and_removed_reach_a_client_without_a_restart() {
+fn upstream_skills_added_edited_and_removed_reach_a_client_at_its_next_turn() {
     // `auto` settles on 2026-07-28 with a roster upstream: its resources' list changes come
-    // on the `subscriptions/listen` stream.
-    upstream_changes_reach_a_client("");
+    // on the `subscriptions/listen` stream. No background re-list comes within the test (an
+    // hour's debounce): each change is listed by a client's turn.
+    upstream_changes_reach_a_client("", "1h");
 }
 
 #[test]
 fn upstream_skills_added_edited_and_removed_reach_a_client_in_the_initialize_era() {
-    upstream_changes_reach_a_client("protocol = \"legacy\"");
+    // With a short debounce the background re-list runs too, and a client that only waits in
+    // its session hears of the change.
+    upstream_changes_reach_a_client("protocol = \"legacy\"", "100ms");
 }
 
 /// Adds, edits and removes upstream skills on disk and waits for each at the front; the
-/// front's server entry has `extra` besides.
-fn upstream_changes_reach_a_client(extra: &str) {
+/// front's server entry has `extra` besides, and the front's `debounce` is `debounce`.
+fn upstream_changes_reach_a_client(extra: &str, debounce: &str) {
     let guide = |description: &str| knowledge("ops", "guide", description, "").1;
-    let front = start(
+    let front = start_debounced(
+        debounce,
         &[knowledge("ops", "guide", "The first version.", "")],
         &[],
         |dir| upstream_server(dir, "docs", false, extra),
@@ -397,6 +413,35 @@ fn upstream_changes_reach_a_client(extra: &str) {
         "its resource is gone too"
     );
 
+    if debounce == "1h" {
+        // One session, and in it only skill tool calls: its get_skill is the turn that lists
+        // the server the edit made stale (no tools/list, no background re-list comes).
+        let client = common::python_client(&common::python(), "call_tools.py")
+            .args(["--url", &front.url, "--calls"])
+            .arg(
+                json!([
+                    ["pause", {"seconds": 5}],
+                    ["get_skill", {"id": "docs/ops/guide"}]
+                ])
+                .to_string(),
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run the Python client");
+        write(
+            &upstream.join("ops/guide/SKILL.md"),
+            &guide("The third version."),
+        );
+        let report =
+            common::client_report("call_tools.py", &client.wait_with_output().expect("done"));
+        assert_eq!(
+            report["results"][1]["structuredContent"]["description"], "The third version.",
+            "{report}"
+        );
+        // A client that sends nothing hears of a change only from the background re-list.
+        return;
+    }
     // A client in a session hears of it: resources/list_changed.
     let mut client = common::python_client(&common::python(), "call_tools.py")
         .args(["--url", &front.url, "--calls"])
