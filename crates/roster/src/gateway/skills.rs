@@ -53,7 +53,7 @@ pub struct Skills {
     /// Synced skills' files read at their servers, kept until the server's skills change.
     file_cache: std::sync::Mutex<FileCache>,
     /// Where a skill left out is told (the inbox), besides the log ([`Skills::watch`]).
-    problem: std::sync::Mutex<Option<Arc<dyn Fn(&str) + Send + Sync>>>,
+    problem: std::sync::Mutex<Option<Tell>>,
 }
 
 /// Files of synced skills read at their servers, by the URI roster serves them at; bounded
@@ -252,6 +252,12 @@ struct Composed {
     names: Names,
 }
 
+/// Where a problem is told (the inbox).
+type Tell = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The name roster serves a server's tool under, by the server and the tool's own name.
+type ExposedName<'a> = dyn Fn(&str, &str) -> String + 'a;
+
 /// Per server, the tool names its skills use (its own names) and what they were mapped to.
 type Names = BTreeMap<String, BTreeMap<String, String>>;
 
@@ -261,11 +267,7 @@ type Names = BTreeMap<String, BTreeMap<String, String>>;
 /// references its server's tools by their own names (`exposed(server, name)` gives the name
 /// roster serves), and it is seen by whom its entry or the server's config says when its
 /// `SKILL.md` says nothing.
-fn compose(
-    served: &[Served],
-    synced: &Synced,
-    exposed: Option<&dyn Fn(&str, &str) -> String>,
-) -> Composed {
+fn compose(served: &[Served], synced: &Synced, exposed: Option<&ExposedName<'_>>) -> Composed {
     let mut sources: Vec<SkillSource> = served
         .iter()
         .flat_map(|s| s.sources.iter().cloned())
@@ -503,7 +505,7 @@ impl Skills {
     ) {
         use notify::Watcher as _;
         const DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(200);
-        let problem: Arc<dyn Fn(&str) + Send + Sync> = Arc::new(problem);
+        let problem: Tell = Arc::new(problem);
         *crate::sync::lock(&self.problem) = Some(problem.clone());
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
