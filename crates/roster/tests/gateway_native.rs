@@ -47,15 +47,6 @@ fn over_http<'a>(gateway: &'a common::Gateway, token: &'a str) -> [&'a str; 4] {
     ["--url", &gateway.url, "--token", token]
 }
 
-fn ids(result: &Value) -> Vec<String> {
-    result["structuredContent"]["skills"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no skills in {result}"))
-        .iter()
-        .filter_map(|s| s["id"].as_str().map(str::to_owned))
-        .collect()
-}
-
 fn text(result: &Value) -> String {
     result["content"][0]["text"]
         .as_str()
@@ -79,15 +70,27 @@ fn a_caller_without_pro_cannot_see_a_pro_skill_and_the_answer_equals_not_found()
     let pro = common::call_tools(&over_http(&gateway, PRO_TOKEN), &calls);
     let (free, pro) = (&free["results"], &pro["results"]);
 
-    assert!(!ids(&free[0]).contains(&hidden.to_owned()), "{}", free[0]);
-    assert!(ids(&pro[0]).contains(&hidden.to_owned()), "{}", pro[0]);
     assert!(
-        ids(&free[0]).contains(&"writing/plain-style".to_owned()),
+        !common::skill_ids(&free[0]).contains(&hidden.to_owned()),
+        "{}",
+        free[0]
+    );
+    assert!(
+        common::skill_ids(&pro[0]).contains(&hidden.to_owned()),
+        "{}",
+        pro[0]
+    );
+    assert!(
+        common::skill_ids(&free[0]).contains(&"writing/plain-style".to_owned()),
         "public skills are listed"
     );
-    assert!(!ids(&free[1]).contains(&hidden.to_owned()), "{}", free[1]);
+    assert!(
+        !common::skill_ids(&free[1]).contains(&hidden.to_owned()),
+        "{}",
+        free[1]
+    );
     assert_eq!(
-        ids(&pro[1]).first().map(String::as_str),
+        common::skill_ids(&pro[1]).first().map(String::as_str),
         Some(hidden),
         "{}",
         pro[1]

@@ -446,31 +446,17 @@ fn edited_skills_are_served_without_a_restart_and_a_broken_edit_keeps_the_last_g
     });
 
     // A client in a session hears of an edit: resources/list_changed.
-    let mut client = common::python_client(&common::python(), "call_tools.py")
-        .args(["--url", &gateway.url, "--calls"])
-        .arg(
-            serde_json::json!([
-                ["get_skill", {"id": "team/guide"}],
-                ["wait:resources_list_changed", {}]
-            ])
-            .to_string(),
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run the Python client");
-    // Edits until the client is done (it may connect after the first one).
-    let mut n = 0;
-    while client.try_wait().expect("the client").is_none() {
-        n += 1;
+    let calls = serde_json::json!([
+        ["get_skill", {"id": "team/guide"}],
+        ["wait:resources_list_changed", {}]
+    ]);
+    let report = common::call_tools_while(&gateway.url, &calls, |n| {
         std::fs::write(
             skills.join("guide/SKILL.md"),
             skill_md(&format!("Edit {n}.")),
         )
         .expect("edit");
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
-    let report = common::client_report("call_tools.py", &client.wait_with_output().expect("done"));
+    });
     assert_eq!(
         report["results"][1]["list_changed"], true,
         "the client got resources/list_changed: {report}"

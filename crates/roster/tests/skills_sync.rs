@@ -189,19 +189,9 @@ fn call(front: &common::Gateway, token: Option<&str>, calls: &Value) -> Value {
     common::call_tools(&target, calls)
 }
 
-/// The skill ids of a `list_skills` or `search_skills` result.
-fn ids(result: &Value) -> Vec<String> {
-    result["structuredContent"]["skills"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no skills in {result}"))
-        .iter()
-        .filter_map(|s| s["id"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// The ids `list_skills` answers the holder of `token` now.
 fn listed(front: &common::Gateway, token: Option<&str>) -> Vec<String> {
-    ids(&call(front, token, &json!([["list_skills", {}]]))["results"][0])
+    common::skill_ids(&call(front, token, &json!([["list_skills", {}]]))["results"][0])
 }
 
 /// Waits until `list_skills` lists `id` to the holder of `token` (the front has synced).
@@ -281,7 +271,7 @@ fn a_client_finds_reads_and_resolves_a_skill_only_the_upstream_publishes() {
     );
     let r = &report["results"];
 
-    let listed = ids(&r[0]);
+    let listed = common::skill_ids(&r[0]);
     assert!(
         listed.contains(&"docs/pdf/forms".to_owned())
             && listed.contains(&"docs/ops/shout".to_owned()),
@@ -295,7 +285,7 @@ fn a_client_finds_reads_and_resolves_a_skill_only_the_upstream_publishes() {
         "only namespaced ids: {listed:?}"
     );
     assert!(
-        ids(&r[1]).contains(&"docs/pdf/forms".to_owned()),
+        common::skill_ids(&r[1]).contains(&"docs/pdf/forms".to_owned()),
         "search finds it: {}",
         r[1]
     );
@@ -416,25 +406,18 @@ fn upstream_changes_reach_a_client(extra: &str, debounce: &str) {
     if debounce == "1h" {
         // One session, and in it only skill tool calls: its get_skill is the turn that lists
         // the server the edit made stale (no tools/list, no background re-list comes).
-        let client = common::python_client(&common::python(), "call_tools.py")
-            .args(["--url", &front.url, "--calls"])
-            .arg(
-                json!([
-                    ["pause", {"seconds": 5}],
-                    ["get_skill", {"id": "docs/ops/guide"}]
-                ])
-                .to_string(),
-            )
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("run the Python client");
-        write(
-            &upstream.join("ops/guide/SKILL.md"),
-            &guide("The third version."),
-        );
-        let report =
-            common::client_report("call_tools.py", &client.wait_with_output().expect("done"));
+        let calls = json!([
+            ["pause", {"seconds": 5}],
+            ["get_skill", {"id": "docs/ops/guide"}]
+        ]);
+        let report = common::call_tools_while(&front.url, &calls, |n| {
+            if n == 1 {
+                write(
+                    &upstream.join("ops/guide/SKILL.md"),
+                    &guide("The third version."),
+                );
+            }
+        });
         assert_eq!(
             report["results"][1]["structuredContent"]["description"], "The third version.",
             "{report}"
@@ -442,29 +425,16 @@ fn upstream_changes_reach_a_client(extra: &str, debounce: &str) {
         // A client that sends nothing hears of a change only from the background re-list.
         return;
     }
-    // A client in a session hears of it: resources/list_changed.
-    let mut client = common::python_client(&common::python(), "call_tools.py")
-        .args(["--url", &front.url, "--calls"])
-        .arg(
-            json!([
-                ["get_skill", {"id": "docs/ops/guide"}],
-                ["wait:resources_list_changed", {}]
-            ])
-            .to_string(),
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run the Python client");
-    // Skills are added upstream until the client is done (it may connect after the first).
-    let mut n = 0;
-    while client.try_wait().expect("the client").is_none() {
-        n += 1;
+    // A client in a session hears of it: resources/list_changed. Skills are added upstream
+    // until the client is done.
+    let calls = json!([
+        ["get_skill", {"id": "docs/ops/guide"}],
+        ["wait:resources_list_changed", {}]
+    ]);
+    let report = common::call_tools_while(&front.url, &calls, |n| {
         let (path, text) = knowledge("news", &format!("item-{n}"), &format!("News {n}."), "");
         write(&upstream.join(path), &text);
-        std::thread::sleep(std::time::Duration::from_millis(400));
-    }
-    let report = common::client_report("call_tools.py", &client.wait_with_output().expect("done"));
+    });
     assert_eq!(
         report["results"][0]["structuredContent"]["description"], "The second version.",
         "{report}"
@@ -522,7 +492,7 @@ fn a_synced_skill_is_seen_only_by_its_subscriptions_and_hidden_reads_as_not_foun
     ] {
         let report = call(&front, Some(token), &calls);
         let r = &report["results"];
-        let listed = ids(&r[0]);
+        let listed = common::skill_ids(&r[0]);
         assert!(
             listed.contains(&"local/guide".to_owned()),
             "{token}: {listed:?}"
@@ -582,7 +552,7 @@ fn a_servers_skills_are_taken_as_its_config_says_filtered_or_not_at_all() {
             None,
             &json!([["list_skills", {}], ["none__list_skills", {}]]),
         );
-        ids(&report["results"][0]).contains(&"some/ops/guide".to_owned())
+        common::skill_ids(&report["results"][0]).contains(&"some/ops/guide".to_owned())
             && report["results"][1]["structuredContent"]["skills"].is_array()
     });
 
@@ -600,7 +570,7 @@ fn a_servers_skills_are_taken_as_its_config_says_filtered_or_not_at_all() {
         ]),
     );
     let r = &report["results"];
-    let mut listed = ids(&r[0]);
+    let mut listed = common::skill_ids(&r[0]);
     listed.sort();
     assert_eq!(
         listed,
@@ -659,7 +629,7 @@ fn a_local_skill_keeps_its_id_and_a_clashing_synced_skill_takes_the_server_name_
         ]),
     );
     let r = &report["results"];
-    let mut listed = ids(&r[0]);
+    let mut listed = common::skill_ids(&r[0]);
     listed.sort();
     assert_eq!(listed, vec!["docs/docs/pdf/forms", "docs/pdf/forms"]);
     assert_eq!(

@@ -916,12 +916,7 @@ impl Skills {
             }
         }
         let size = read_size(&read);
-        if size > self.max_file_size {
-            tracing::warn!(
-                "skill file {uri} is {size} bytes, larger than the skill file size limit of {} \
-                 bytes ([skills] max_file_size); not served",
-                self.max_file_size
-            );
+        if !self.within_limit_of(uri, size) {
             return None;
         }
         if let SkillResources::Files(files) = &skill.entry.resources
@@ -968,7 +963,11 @@ impl Skills {
         let Some(read) = self.files().iter().find_map(|f| f.read_resource(uri)) else {
             return true;
         };
-        let bytes = read_size(&read);
+        self.within_limit_of(uri, read_size(&read))
+    }
+
+    /// Whether a skill file of `bytes` bytes is within the limit; one that is not is logged.
+    fn within_limit_of(&self, uri: &str, bytes: u64) -> bool {
         if bytes > self.max_file_size {
             tracing::warn!(
                 "skill file {uri} is {bytes} bytes, larger than the skill file size limit of {} \

@@ -333,6 +333,40 @@ pub fn client_report(script: &str, output: &std::process::Output) -> serde_json:
     report
 }
 
+/// The skill ids of a `list_skills` or `search_skills` result.
+pub fn skill_ids(result: &serde_json::Value) -> Vec<String> {
+    result["structuredContent"]["skills"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no skills in {result}"))
+        .iter()
+        .filter_map(|s| s["id"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Runs `call_tools.py` at `url` with `calls` and, until it is done, makes a change every 300
+/// ms (`change(1)`, `change(2)`, …): a client that waits for the notification a change brings
+/// may connect after the first one. Returns the client's report.
+pub fn call_tools_while(
+    url: &str,
+    calls: &serde_json::Value,
+    mut change: impl FnMut(u32),
+) -> serde_json::Value {
+    let mut client = python_client(&python(), "call_tools.py")
+        .args(["--url", url, "--calls"])
+        .arg(calls.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the Python client");
+    let mut n = 0;
+    while client.try_wait().expect("the client").is_none() {
+        n += 1;
+        change(n);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    client_report("call_tools.py", &client.wait_with_output().expect("done"))
+}
+
 /// What `command` printed on stdout; panics showing its stderr when it failed.
 pub fn stdout_of(command: &mut std::process::Command) -> String {
     let output = command.output().expect("run the command");
