@@ -814,14 +814,7 @@ impl Roster {
     /// Follows servers' skills (SEP-2640): `hook` gets a server's skills each time they change,
     /// and once now for every server listed already.
     pub fn set_skills_hook(&self, hook: crate::servers::SkillsHook) {
-        self.rt.set_skills_hook(Some(hook.clone()));
-        let listed: Vec<(String, Vec<crate::servers::SyncedSkill>)> = lock(&self.rt.offerings)
-            .skills()
-            .map(|(server, skills)| (server.to_owned(), skills.to_vec()))
-            .collect();
-        for (server, skills) in listed {
-            hook(&server, &skills);
-        }
+        self.rt.set_skills_hook(hook);
     }
 
     /// The enabled servers in config order.

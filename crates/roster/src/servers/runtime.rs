@@ -189,6 +189,8 @@ pub(crate) struct Runtime {
     reconcile_hook: RwLock<Option<ReconcileHook>>,
     /// Called with a server's skills each time they change (the skill catalog).
     skills_hook: RwLock<Option<SkillsHook>>,
+    /// Held while the skills hook runs (see [`Runtime::set_offerings`]).
+    skills_handover: Mutex<()>,
     /// Pins, reviews and the tools withheld now.
     pub(crate) pinning: Pinning,
     /// The configuration that runs: what a reload compares a new one with.
@@ -267,6 +269,7 @@ impl Runtime {
             sink,
             reconcile_hook: RwLock::new(reconcile_hook),
             skills_hook: RwLock::new(None),
+            skills_handover: Mutex::new(()),
             pinning,
             running: Mutex::new(crate::config::Config::with_servers(servers.clone())),
             log_level: Mutex::new(None),
@@ -285,8 +288,18 @@ impl Runtime {
         lock(&self.recent_changes).iter().rev().cloned().collect()
     }
 
-    pub(crate) fn set_skills_hook(&self, hook: Option<SkillsHook>) {
-        *write(&self.skills_hook) = hook;
+    /// `hook` gets a server's skills each time they change, and once now for each server
+    /// listed already.
+    pub(crate) fn set_skills_hook(&self, hook: SkillsHook) {
+        *write(&self.skills_hook) = Some(hook.clone());
+        let _one_at_a_time = lock(&self.skills_handover);
+        let listed: Vec<(String, Vec<super::skills::SyncedSkill>)> = lock(&self.offerings)
+            .skills()
+            .map(|(server, skills)| (server.to_owned(), skills.to_vec()))
+            .collect();
+        for (server, skills) in listed {
+            hook(&server, &skills);
+        }
     }
 
     pub(crate) fn set_reconcile_hook(&self, hook: Option<ReconcileHook>) {
@@ -616,13 +629,14 @@ impl Runtime {
                 .await;
         }
         // As for tools: a listing that finished as the server died brings nothing back.
-        let current = slot
-            .connection()
-            .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed());
-        if !current {
+        let current = || {
+            slot.connection()
+                .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed())
+        };
+        if !current() {
             return;
         }
-        self.set_offerings(&slot.name, offerings);
+        self.set_offerings_if(&slot.name, offerings, current);
         if let Some(schedule) = self.state().schedule.server_mut(&slot.name) {
             schedule.offerings_listed(ticket);
         }
@@ -669,12 +683,35 @@ impl Runtime {
     /// Replaces one server's offerings and tells whoever follows them: clients (a
     /// `list_changed` per kind that changed) and, when its skills changed, the skill catalog.
     pub(crate) fn set_offerings(&self, server: &str, offerings: ServerOfferings) {
-        let skills = offerings.skills.clone();
-        let changed = lock(&self.offerings).set(server, offerings);
+        self.set_offerings_if(server, offerings, || true);
+    }
+
+    /// [`Runtime::set_offerings`] if `still` holds when the offerings are taken (checked under
+    /// their lock: a listing that finished as its connection died sets nothing).
+    fn set_offerings_if(
+        &self,
+        server: &str,
+        offerings: ServerOfferings,
+        still: impl FnOnce() -> bool,
+    ) {
+        let changed = {
+            let mut all = lock(&self.offerings);
+            if !still() {
+                return;
+            }
+            all.set(server, offerings)
+        };
         if changed.skills
             && let Some(hook) = read(&self.skills_hook).clone()
         {
-            hook(server, &skills);
+            // One at a time, each with the skills as they are then: whichever runs last
+            // hands over the latest.
+            let _one_at_a_time = lock(&self.skills_handover);
+            let latest = lock(&self.offerings)
+                .by_server(server)
+                .map(|o| o.skills.clone())
+                .unwrap_or_default();
+            hook(server, &latest);
         }
         self.publish_offerings(changed);
     }
