@@ -1,16 +1,19 @@
 //! The skill catalog as the gateway serves it: native tools (through [`Catalog`], visibility
 //! checked at every call) and the MCP skills extension (SEP-2640: `skills/list`, `skills/get`,
 //! `skill://` resources), filtered by the same visibility.
+//!
+//! The catalog is made (`compose`) of the local skills (the `[skills] paths`, followed on
+//! disk) and the skills of the servers roster fronts (synced, see [`crate::servers::skills`]):
+//! a server's skill is `SERVER/PATH`, its includes and tool names mapped to what roster serves,
+//! its `SKILL.md` read at the server only when asked for and checked against the server's
+//! entry first.
 
-use crate::sync::{read, write};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use rmcp::handler::server::skill_catalog::SkillCatalog as SkillFiles;
-use rmcp::model::{Resource, SKILL_MD, Skill as SkillFile};
-use std::collections::{BTreeMap, HashMap, HashSet};
-
-use rmcp::model::ReadResourceResult;
+use rmcp::model::{ReadResourceResult, Resource, SKILL_MD, Skill as SkillFile};
 use roster_core::SkillSource;
 use roster_core::catalog::{Catalog, Subscriptions};
 use roster_core::skills::SkillRefreshResult;
@@ -20,10 +23,11 @@ use crate::Roster;
 use crate::servers::SyncedSkill;
 use crate::servers::skills::skill_md_text;
 use crate::store::scan_skills_dir;
+use crate::sync::{read, write};
 
 /// The skills of the configured `[skills] paths`, followed on disk ([`Skills::watch`]): an
 /// added, changed or removed skill is served at the next request; a broken edit keeps the last
-/// good version served and says why.
+/// good version served and says why. With them, the skills of the servers ([`Skills::follow`]).
 pub struct Skills {
     catalog: RwLock<Catalog>,
     /// Each root's files (SEP-2640), replaced whole when the root changes.
@@ -875,7 +879,7 @@ impl Skills {
     /// read at the server now — checked against the manifest's size and digest and `[skills]
     /// max_file_size`, then kept while the server's skills stay as they are. `None`: no such
     /// file (answered as an unknown URI); `Err`: why it is not served.
-    pub async fn read_synced(
+    pub(crate) async fn read_synced(
         &self,
         uri: &str,
         subscriptions: &Subscriptions,
