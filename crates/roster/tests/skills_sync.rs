@@ -407,7 +407,7 @@ fn upstream_changes_reach_a_client(extra: &str, debounce: &str) {
         // One session, and in it only skill tool calls: its get_skill is the turn that lists
         // the server the edit made stale (no tools/list, no background re-list comes).
         let calls = json!([
-            ["pause", {"seconds": 5}],
+            ["pause", {"seconds": 8}],
             ["get_skill", {"id": "docs/ops/guide"}]
         ]);
         let report = common::call_tools_while(&front.url, &calls, |n| {
