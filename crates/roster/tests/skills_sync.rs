@@ -658,3 +658,60 @@ fn a_local_skill_keeps_its_id_and_a_clashing_synced_skill_takes_the_server_name_
         assert!(resources.contains(&uri.to_owned()), "{uri}: {resources:?}");
     }
 }
+
+#[test]
+fn a_server_that_only_lists_skill_resources_is_a_skill_source_too() {
+    // The Python SDK 1.x's FastMCP, without the skills extension: `skill://guide/SKILL.md` and
+    // `skill://guide/notes.md` as plain resources, beside `test://plain`.
+    let fixture = common::workspace_root().join("tests/python/servers/skill_resources.py");
+    let front = start(
+        &[],
+        &[],
+        |_| {
+            format!(
+                "[servers.py]\ncommand = {:?}\nargs = [{:?}]\n",
+                common::python_mcp1(),
+                fixture
+            )
+        },
+        &[],
+    );
+    wait_for_skill(&front, None, "py/guide");
+    let report = call(
+        &front,
+        None,
+        &json!([
+            ["get_skill", {"id": "py/guide"}],
+            ["read:skill://py/guide/notes.md", {}],
+        ]),
+    );
+    let r = &report["results"];
+    assert_eq!(
+        r[0]["structuredContent"]["description"], "The first version.",
+        "{}",
+        r[0]
+    );
+    assert_eq!(r[0]["structuredContent"]["content"], "See notes.md.\n");
+    assert_eq!(read_text(&r[1]), "# Notes\n\nWhat the guide leaves out.\n");
+    let listed = uris(&report);
+    assert!(
+        listed.contains(&"skill://py/guide/SKILL.md".to_owned())
+            && listed.contains(&"test://plain".to_owned()),
+        "{listed:?}"
+    );
+    assert!(
+        !listed.iter().any(|u| u.starts_with("skill://guide/")),
+        "the server's own skill:// resources are not passed through: {listed:?}"
+    );
+
+    // Rewritten at the server (no digest says so: the file is read again at the listing its
+    // resources/list_changed brings).
+    call(
+        &front,
+        None,
+        &json!([["py__rewrite_guide", {"description": "The second version."}]]),
+    );
+    common::wait_until("the rewritten skill is served", || {
+        described(&front, None, "py/guide") == "The second version."
+    });
+}

@@ -468,7 +468,7 @@ impl Skills {
             // A skill loaded before that the server lists as it did stays loaded.
             if let Some(before) = synced.by_server.get(server) {
                 for skill in skills.iter_mut().filter(|s| !s.loaded) {
-                    if let Some(held) = before.iter().find(|b| b.loaded && b.entry == skill.entry) {
+                    if let Some(held) = before.iter().find(|b| b.same_text_as(&skill.entry)) {
                         skill.text = held.text.clone();
                         skill.loaded = true;
                     }

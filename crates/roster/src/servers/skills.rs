@@ -109,6 +109,16 @@ impl SyncedSkill {
     pub fn has_manifest(&self) -> bool {
         matches!(self.entry.resources, SkillResources::Files(_))
     }
+
+    /// Whether a `SKILL.md` read before still holds when the server lists `entry`: only when
+    /// both entries are the same and give it a digest (a `"dynamic"` skill, or one made from
+    /// resources, is read again).
+    pub fn same_text_as(&self, entry: &Skill) -> bool {
+        self.loaded
+            && self.entry == *entry
+            && matches!(&entry.resources, SkillResources::Files(files)
+                if files.iter().any(|f| f.uri == entry.uri))
+    }
 }
 
 /// The skill's path in a `SKILL.md` URI: what comes after `scheme://` and before
@@ -184,7 +194,7 @@ pub async fn list_skills(
         // Read before, and the server lists it as it did: kept as it was read.
         let known = kept
             .get(entry.uri.as_str())
-            .filter(|old| old.loaded && old.entry == entry)
+            .filter(|old| old.same_text_as(&entry))
             .map(|old| old.text.clone());
         let server = server.clone();
         async move {
