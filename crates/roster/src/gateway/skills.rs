@@ -408,9 +408,9 @@ impl Skills {
             read.served.iter().filter_map(|s| s.files.clone()).collect();
         *write(&self.files) = Arc::new(files);
         *crate::sync::lock(&self.served) = read.served;
-        let mut problems = read.problems;
-        problems.extend(self.recompose());
-        (true, problems)
+        // The servers' skills left out were told when they came.
+        self.recompose();
+        (true, read.problems)
     }
 
     /// Makes the catalog again from what is served now (local and synced), refreshes it, and
