@@ -251,7 +251,7 @@ struct Synced {
 struct Composed {
     catalog: Catalog,
     synced: BTreeMap<String, SyncedServed>,
-    problems: Vec<String>,
+    problems: Vec<(String, String)>,
     /// Each server's tool names its skills use, with the names roster served for them.
     names: Names,
 }
@@ -295,9 +295,12 @@ fn compose(served: &[Served], synced: &Synced, exposed: Option<&ExposedName<'_>>
             .into_iter()
             .find(|id| !taken.contains(id));
             let Some(id) = id else {
-                problems.push(format!(
-                    "skill {} of server `{server}` is left out: its ids are taken",
-                    skill.path
+                problems.push((
+                    server.clone(),
+                    format!(
+                        "skill {} of server `{server}` is left out: its ids are taken",
+                        skill.path
+                    ),
                 ));
                 continue;
             };
@@ -348,10 +351,11 @@ fn compose(served: &[Served], synced: &Synced, exposed: Option<&ExposedName<'_>>
     });
     for invalid in &report.invalid {
         if let Some(origin) = by_id.remove(&invalid.dir) {
-            problems.push(format!(
+            let text = format!(
                 "skill {} of server `{}` is left out: {}",
                 origin.skill.path, origin.server, invalid.error
-            ));
+            );
+            problems.push((origin.server, text));
         }
     }
     Composed {
@@ -414,8 +418,8 @@ impl Skills {
     }
 
     /// Makes the catalog again from what is served now (local and synced), refreshes it, and
-    /// returns the synced skills left out, with why.
-    fn recompose(&self) -> Vec<String> {
+    /// returns the synced skills left out: each server, and why.
+    fn recompose(&self) -> Vec<(String, String)> {
         let served = crate::sync::lock(&self.served).clone();
         let roster = crate::sync::lock(&self.roster).clone();
         let composed = {
@@ -488,7 +492,9 @@ impl Skills {
         }
         crate::sync::lock(&self.file_cache).forget(server);
         let told = crate::sync::lock(&self.problem).clone();
-        for problem in self.recompose() {
+        // This server's skills left out (another's were told when they came).
+        let problems = self.recompose().into_iter().filter(|(s, _)| s == server);
+        for (_, problem) in problems {
             tracing::warn!("skill: {problem}");
             if let Some(tell) = &told {
                 tell(&problem);
@@ -869,7 +875,7 @@ impl Skills {
                 None => return,
             }
         }
-        for problem in self.recompose() {
+        for (_, problem) in self.recompose().into_iter().filter(|(s, _)| s == server) {
             tracing::warn!("skill: {problem}");
         }
     }
@@ -1127,7 +1133,7 @@ mod tests {
             composed
                 .problems
                 .iter()
-                .any(|p| p.contains("broken") && p.contains("`docs`")),
+                .any(|(s, p)| s == "docs" && p.contains("broken") && p.contains("`docs`")),
             "{:?}",
             composed.problems
         );
