@@ -254,6 +254,20 @@ fn a_client_finds_reads_and_resolves_a_skill_only_the_upstream_publishes() {
         &[],
     );
     wait_for_skill(&front, None, "docs/pdf/forms");
+    // `roster status` counts the server's skills beside its tools.
+    front.wait_for_admin();
+    let status: Value = serde_json::from_str(&common::stdout_of(
+        std::process::Command::new(roster_bin())
+            .arg("--config")
+            .arg(front.dir.path().join("roster.toml"))
+            .args(["status", "--json"]),
+    ))
+    .expect("status --json");
+    let docs = status
+        .as_array()
+        .and_then(|servers| servers.iter().find(|s| s["name"] == "docs"))
+        .unwrap_or_else(|| panic!("no docs in {status}"));
+    assert_eq!(docs["skills"], 2, "{docs}");
 
     let report = call(
         &front,

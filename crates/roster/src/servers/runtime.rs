@@ -962,6 +962,10 @@ impl Runtime {
     }
 
     pub(crate) fn status(&self) -> Vec<ServerStatus> {
+        let skills: BTreeMap<String, usize> = lock(&self.offerings)
+            .skills()
+            .map(|(server, skills)| (server.to_owned(), skills.len()))
+            .collect();
         let state = self.state();
         let counts: BTreeMap<&str, usize> = state.registry.tool_counts().into_iter().collect();
         self.slots()
@@ -979,6 +983,7 @@ impl Runtime {
                     state: server_state,
                     listing,
                     tools: counts.get(slot.name.as_str()).copied().unwrap_or(0),
+                    skills: skills.get(&slot.name).copied().unwrap_or(0),
                     protocol_version: live.protocol_version.clone(),
                     restarts: live.restarts,
                     last_error: live.last_error.clone(),

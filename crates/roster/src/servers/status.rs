@@ -58,6 +58,8 @@ pub struct ServerStatus {
     pub listing: Option<ListingState>,
     /// Tools of this server in the registry.
     pub tools: usize,
+    /// Skills this server serves that roster takes (SEP-2640, `skills`), as last listed.
+    pub skills: usize,
     /// The protocol version of the current connection.
     pub protocol_version: Option<String>,
     /// How often the server was restarted or reconnected after a drop.
@@ -120,6 +122,7 @@ fn server_json(s: &ServerStatus, transport: Option<&str>, now: Instant) -> Value
         "connection": s.state.as_str(),
         "listing": listing,
         "tools": s.tools,
+        "skills": s.skills,
         "listed_ms_ago": listed_ago,
         "next_listing_in_ms": next_in,
         "last_error": s.last_error,
