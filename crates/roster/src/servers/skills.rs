@@ -3,7 +3,7 @@
 //! and nothing more: no file is read ahead of need, the catalog holds each skill as its entry's
 //! front matter says, and its `SKILL.md` is read when a client asks for it (`get_skill`, a
 //! `resources/read`), checked against the entry (size, digest, front matter field by field)
-//! and kept while the entry stays the same. A server that only lists `skill://.../SKILL.md`
+//! and kept while the entry stays the same and gives it a digest. A server that only lists `skill://.../SKILL.md`
 //! resources has no entries: each `SKILL.md` is read with the listing.
 //!
 //! What a server may cost is bounded: at most [`MAX_SKILLS`] skills, each `SKILL.md` at most
@@ -132,11 +132,11 @@ pub fn skill_path(uri: &str) -> Option<&str> {
     (!path.is_empty() && !uri.contains(['?', '#'])).then_some(path)
 }
 
-/// Lists `connection`'s skills as `sync` allows: by `skills/list` when `listed_by_extension`,
-/// else from `resources` (its `resources/list`). `before` is the last listing: a skill whose
-/// `SKILL.md` has the same digest (or, without one, the same URI) is not read again. A skill
-/// that cannot be read or does not check out is left out with a warning; `Err` only when
-/// `skills/list` itself failed (the caller keeps what it had).
+/// Lists `connection`'s skills as `sync` allows: by `skills/list` when `listed_by_extension`
+/// (no file read: a `SKILL.md` read before is kept when `before`, the last listing, has the
+/// same entry with a digest), else from `resources` (its `resources/list`: each `SKILL.md` read
+/// now). A skill that cannot be read or does not check out is left out with a warning; `Err`
+/// only when `skills/list` itself failed (the caller keeps what it had).
 pub async fn list_skills(
     connection: &Connection,
     sync: &SkillSync,
