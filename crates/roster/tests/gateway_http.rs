@@ -103,12 +103,7 @@ async fn open_session(url: &str, token: Option<&str>) -> String {
         .await
         .expect("POST initialize");
     assert_eq!(response.status(), 200, "initialize refused");
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session id")
-        .to_owned();
+    let session = common::session_id(&response);
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let ack = post(url, token, Some(&session), &initialized)
         .send()

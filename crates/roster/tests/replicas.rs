@@ -798,12 +798,7 @@ async fn a_get_stream_resumed_on_another_replica_goes_on_there() {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "resume-test", "version": "1"}}});
     let answer = post(&http, &replicas[0].url, None, initialize).await;
-    let id = answer
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session id")
-        .to_owned();
+    let id = common::session_id(&answer);
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     post(&http, &replicas[1].url, Some(&id), initialized).await;
 

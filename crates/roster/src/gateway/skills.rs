@@ -657,10 +657,7 @@ impl Skills {
             .flat_map(|f| f.skills())
             .filter(|s| self.visible_id_of(&s.uri, subscriptions))
             .collect();
-        entries.extend(
-            self.visible_synced(subscriptions)
-                .map(|(id, served, skill)| synced_entry(&id, served, &skill)),
-        );
+        entries.extend(self.map_visible_synced(subscriptions, synced_entry));
         entries
     }
 
@@ -672,33 +669,34 @@ impl Skills {
             .flat_map(|f| f.resources())
             .filter(|r| self.visible_id_of(&r.uri, subscriptions))
             .collect();
-        resources.extend(
-            self.visible_synced(subscriptions)
-                .map(|(id, served, skill)| {
-                    Resource::new(format!("skill://{id}/{SKILL_MD}"), &skill.name)
-                        .with_description(&skill.description)
-                        .with_mime_type("text/markdown")
-                        .with_size(served.skill.text.len() as u64)
-                }),
-        );
+        resources.extend(self.map_visible_synced(subscriptions, |id, served, skill| {
+            let resource = Resource::new(format!("skill://{id}/{SKILL_MD}"), &skill.name)
+                .with_description(&skill.description)
+                .with_mime_type("text/markdown");
+            match served.skill.skill_md_size() {
+                Some(size) => resource.with_size(size),
+                None => resource,
+            }
+        }));
         resources
     }
 
-    /// The synced skills the caller may see: id, origin, and the skill as the catalog holds it.
-    fn visible_synced(
+    /// `f` of each synced skill the caller may see: its id, origin, and the skill as the
+    /// catalog holds it (nothing is copied to ask).
+    fn map_visible_synced<T>(
         &self,
         subscriptions: &Subscriptions,
-    ) -> impl Iterator<Item = (String, SyncedServed, roster_core::Skill)> {
+        f: impl Fn(&str, &SyncedServed, &roster_core::Skill) -> T,
+    ) -> Vec<T> {
         let synced = read(&self.synced_ids).clone();
         let catalog = self.read();
-        let visible: Vec<_> = synced
+        synced
             .iter()
             .filter_map(|(id, served)| {
-                let skill = catalog.get(subscriptions, id).ok()?.skill.clone();
-                Some((id.clone(), served.clone(), skill))
+                let skill = catalog.get(subscriptions, id).ok()?.skill;
+                Some(f(id, served, skill))
             })
-            .collect();
-        visible.into_iter()
+            .collect()
     }
 
     /// The synced skill a `skill://` URI is in, if the caller may see it: its id, origin and
@@ -811,7 +809,7 @@ impl Skills {
             return None;
         }
         let skill = self.read().get(subscriptions, &id).ok()?.skill.clone();
-        Some(synced_entry(&id, served, &skill))
+        Some(synced_entry(&id, &served, &skill))
     }
 
     /// Loads a synced skill the caller may see, if it is not yet: its `SKILL.md` is read at
@@ -1011,7 +1009,7 @@ fn exposed_name(registry: &roster_core::ToolRegistry, server: &str, name: &str) 
 /// A synced skill's SEP-2640 entry as roster serves it: at `skill://ID/SKILL.md`, its
 /// manifest's files under `skill://ID/`, its front matter as the server gave it with the
 /// name and description its `SKILL.md` has.
-fn synced_entry(id: &str, served: SyncedServed, skill: &roster_core::Skill) -> SkillFile {
+fn synced_entry(id: &str, served: &SyncedServed, skill: &roster_core::Skill) -> SkillFile {
     use rmcp::model::{SkillFrontmatter, SkillResource, SkillResources};
     let dir = served.skill.dir_uri().to_owned();
     let ours = |uri: &str| {

@@ -6,13 +6,15 @@
 //! and kept while the entry stays the same and gives it a digest. A server that only lists `skill://.../SKILL.md`
 //! resources has no entries: each `SKILL.md` is read with the listing.
 //!
-//! What a server may cost is bounded: at most [`MAX_SKILLS`] skills, each `SKILL.md` at most
+//! What a server may cost is bounded: at most [`MAX_SKILLS`] skills of fewer than
+//! `SKILL_FILE_LIMIT` (512) files each, each `SKILL.md` (and an entry's front matter) at most
 //! [`crate::store::DEFAULT_MAX_SKILL_FILE_SIZE`] bytes (the catalog applies `[skills]
 //! max_file_size` on top).
 
 use std::collections::HashMap;
 
 use futures::StreamExt as _;
+use rmcp::handler::server::skill_catalog::SKILL_FILE_LIMIT;
 use rmcp::model::{SKILL_MD, Skill, SkillResources};
 use serde_json::{Value, json};
 
@@ -105,6 +107,19 @@ impl SyncedSkill {
             .unwrap_or(&self.entry.uri)
     }
 
+    /// The size of its `SKILL.md`: as the manifest gives it, else as read; `None` before it
+    /// was read from a `"dynamic"` entry.
+    pub fn skill_md_size(&self) -> Option<u64> {
+        match &self.entry.resources {
+            SkillResources::Files(files) => files
+                .iter()
+                .find(|f| f.uri == self.entry.uri)
+                .map(|f| f.size),
+            _ => None,
+        }
+        .or(self.loaded.then_some(self.text.len() as u64))
+    }
+
     /// Whether the server's manifest lists every file (else it is `"dynamic"`).
     pub fn has_manifest(&self) -> bool {
         matches!(self.entry.resources, SkillResources::Files(_))
@@ -171,13 +186,32 @@ pub async fn list_skills(
         from_resources(resources)
     };
     let mut wanted: Vec<(String, Skill, Vec<String>)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (entry, files) in entries {
         let Some(path) = skill_path(&entry.uri).map(str::to_owned) else {
             continue;
         };
-        if !sync.filter.permits(&path) || wanted.iter().any(|(p, ..)| *p == path) {
+        if !sync.filter.permits(&path) || seen.contains(&path) {
             continue;
         }
+        if files.len() >= SKILL_FILE_LIMIT {
+            tracing::warn!(
+                %server,
+                skill = %path,
+                "skill left out: it has more than the {SKILL_FILE_LIMIT} files a skill may have"
+            );
+            continue;
+        }
+        let front = serde_json::to_string(&entry.frontmatter).map_or(0, |f| f.len());
+        if front as u64 > crate::store::DEFAULT_MAX_SKILL_FILE_SIZE {
+            tracing::warn!(
+                %server,
+                skill = %path,
+                "skill left out: its front matter is {front} bytes, more than a SKILL.md may be"
+            );
+            continue;
+        }
+        seen.insert(path.clone());
         if wanted.len() == MAX_SKILLS {
             tracing::warn!(
                 %server,

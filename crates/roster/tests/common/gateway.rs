@@ -178,6 +178,16 @@ pub fn roster_stdout(config: &Path, args: &[&str]) -> String {
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
+/// The `Mcp-Session-Id` an `initialize` answer gave.
+pub fn session_id(answer: &reqwest::Response) -> String {
+    answer
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned()
+}
+
 /// The HTTP status of an `initialize` POSTed to `url` with `token` as the bearer token.
 pub fn post_initialize(url: &str, token: Option<&str>) -> reqwest::StatusCode {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");

@@ -15,7 +15,7 @@ pub mod oauth;
 // Each test binary compiles this module and uses only some of it.
 #[allow(unused_imports)]
 pub use gateway::{
-    Gateway, call_tools, example_config, post_initialize, roster_stdout, serve_command,
+    Gateway, call_tools, example_config, post_initialize, roster_stdout, serve_command, session_id,
     session_steps,
 };
 
