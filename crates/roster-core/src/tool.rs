@@ -75,6 +75,49 @@ impl Tool {
         self.input_schema = Arc::new(schema);
         self
     }
+
+    /// The same tool in as little memory as its content needs: every object and array in its
+    /// schemas and other parts made again at its exact length (a parse grows them in steps,
+    /// a small object to twice its length or more). A registry holds thousands of tools, most
+    /// of their objects with a key or two.
+    pub fn compacted(mut self) -> Self {
+        if let Some(schema) = Arc::get_mut(&mut self.input_schema) {
+            compact_object(schema);
+        }
+        let parts = [
+            &mut self.output_schema,
+            &mut self.annotations,
+            &mut self.icons,
+            &mut self.meta,
+        ];
+        for part in parts.into_iter().flatten() {
+            compact(part);
+        }
+        compact_object(&mut self.extra);
+        self
+    }
+}
+
+/// `value` with every object and array in it at its exact length (content and order kept).
+pub fn compact(value: &mut Value) {
+    match value {
+        Value::Object(object) => compact_object(object),
+        Value::Array(items) => {
+            items.shrink_to_fit();
+            items.iter_mut().for_each(compact);
+        }
+        Value::String(text) => text.shrink_to_fit(),
+        _ => {}
+    }
+}
+
+fn compact_object(object: &mut Map<String, Value>) {
+    let mut exact = Map::with_capacity(object.len());
+    for (key, mut value) in std::mem::take(object) {
+        compact(&mut value);
+        exact.insert(key, value);
+    }
+    *object = exact;
 }
 
 /// What is known about a tool reference (an exposed name) at this moment.
@@ -114,6 +157,32 @@ mod tests {
         let tool: Tool = serde_json::from_value(raw.clone()).expect("valid tool");
         assert_eq!(tool.extra.get("execution"), raw.get("execution"));
         assert_eq!(serde_json::to_value(&tool).expect("serializes"), raw);
+    }
+
+    #[test]
+    fn a_compacted_tool_is_the_same_tool() {
+        let raw = serde_json::json!({
+            "name": "search",
+            "description": "Searches.",
+            "inputSchema": {"type": "object", "properties": {
+                "q": {"type": "string", "description": "What to find."},
+                "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}},
+                "limit": {"type": "integer", "minimum": 1}
+            }, "required": ["q"], "additionalProperties": false},
+            "outputSchema": {"type": "object", "properties": {"hits": {"type": "array"}}},
+            "annotations": {"readOnlyHint": true},
+            "_meta": {"z": [1, {"y": 2}], "a": null},
+            "execution": {"taskSupport": "optional"}
+        });
+        let tool: Tool = serde_json::from_value(raw.clone()).expect("valid tool");
+        let fingerprint = crate::fingerprint::Fingerprint::of(&tool);
+        let compacted = tool.compacted();
+        // Same content, same key order, same fingerprint.
+        assert_eq!(
+            serde_json::to_string(&compacted).expect("serializes"),
+            raw.to_string()
+        );
+        assert_eq!(crate::fingerprint::Fingerprint::of(&compacted), fingerprint);
     }
 
     #[test]

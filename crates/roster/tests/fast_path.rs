@@ -4,10 +4,11 @@
 //! the server's progress reaches the client under the client's own token before the result.
 //! The server is the Python SDK conformance fixture.
 //!
-//! Over stdio the lane also answers a `tools/list` page every caller shares from text made
-//! once per version of the tools: those pages must be the ones rmcp's typed path gives (over
-//! HTTP), in each era's shape, follow a change of the tools, and never share a line with
-//! another answer written at the same time.
+//! Over stdio and in an initialize-era HTTP session the lane also answers a `tools/list` page
+//! every caller shares from text made once per version of the tools (over HTTP the front
+//! writes it in place of the lane's stand-in answer): those pages must be the ones rmcp's typed
+//! path gives (a stateless 2026-07-28 HTTP request), in each era's shape, follow a change of
+//! the tools, and never share a line with another answer written at the same time.
 
 mod common;
 
@@ -252,6 +253,69 @@ async fn raw_pages(roster: &mut RawStdio, first_id: u64, meta: &Value) -> Vec<Va
     unreachable!()
 }
 
+/// Every page of `tools/list` in an initialize-era HTTP session, each answered as JSON.
+async fn http_session_pages(url: &str) -> Vec<Value> {
+    let http = reqwest::Client::new();
+    let post = |session: Option<&str>, body: Value| {
+        let mut request = http
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .json(&body);
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        request.send()
+    };
+    let opened = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "raw-http", "version": "1"}}}),
+    )
+    .await
+    .expect("POST initialize");
+    assert_eq!(opened.status(), 200);
+    let session = common::session_id(&opened);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let ack = post(Some(&session), initialized)
+        .await
+        .expect("POST initialized");
+    assert_eq!(ack.status(), 202);
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    for id in 2.. {
+        let mut params = json!({});
+        if let Some(cursor) = &cursor {
+            params["cursor"] = json!(cursor);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+        let answer = post(Some(&session), body).await.expect("POST tools/list");
+        assert_eq!(answer.status(), 200);
+        let kind = answer.headers().get("content-type").cloned();
+        assert_eq!(
+            kind.as_ref().and_then(|v| v.to_str().ok()),
+            Some("application/json"),
+            "a page is answered as JSON"
+        );
+        let answer: Value = answer.json().await.expect("a JSON answer");
+        assert_eq!(answer["id"], json!(id), "{answer}");
+        let result = answer
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("tools/list answered {answer}"));
+        cursor = result["nextCursor"].as_str().map(str::to_owned);
+        pages.push(result);
+        if cursor.is_none() {
+            return pages;
+        }
+        assert!(pages.len() < 100, "the listing ends");
+    }
+    unreachable!()
+}
+
 fn names(pages: &[Value]) -> Vec<String> {
     pages
         .iter()
@@ -261,7 +325,7 @@ fn names(pages: &[Value]) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn over_stdio_shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes() {
+async fn shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes() {
     // Each roster its own state directory (one process holds a directory's inbox).
     let dirs: Vec<_> = (0..3)
         .map(|_| tempfile::tempdir().expect("temp dir"))
@@ -271,7 +335,8 @@ async fn over_stdio_shared_tools_pages_are_the_typed_pages_in_each_era_and_follo
         .map(|dir| config_with(dir.path(), "page_size = 4\n"))
         .collect();
 
-    // The typed path: rmcp's dispatch and serializer, over HTTP (no shared pages there).
+    // The typed path: rmcp's dispatch and serializer, over stateless 2026-07-28 HTTP (rmcp's
+    // client: no session, no lane, no shared pages).
     let http = common::start_roster_http(&configs[0]);
     let client =
         ().serve(StreamableHttpClientTransport::from_uri(http.url.as_str()))
@@ -320,8 +385,18 @@ async fn over_stdio_shared_tools_pages_are_the_typed_pages_in_each_era_and_follo
     });
     let mut modern = RawStdio::start(&configs[2]);
     let modern_pages = raw_pages(&mut modern, 1, &modern_meta).await;
+    // An initialize-era HTTP session: the front writes the lane's text.
+    let session_pages = http_session_pages(&http.url).await;
+    assert_eq!(
+        session_pages, legacy_pages,
+        "an HTTP session lists what stdio does in its era"
+    );
 
-    for (era, pages) in [("2025-11-25", &legacy_pages), ("2026-07-28", &modern_pages)] {
+    for (era, pages) in [
+        ("2025-11-25", &legacy_pages),
+        ("2026-07-28", &modern_pages),
+        ("2025-11-25 over HTTP", &session_pages),
+    ] {
         assert_eq!(
             pages.len(),
             typed.len(),

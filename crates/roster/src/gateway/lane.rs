@@ -14,13 +14,18 @@
 //! itself (the same session, watches and relays) when rmcp hands it that request. Until then
 //! every message takes rmcp's path.
 //!
+//! A shared `tools/list` page (the same for every caller) is made once as text: over stdio the
+//! lane writes it as its line; in an HTTP session it leaves the text in the request's
+//! [`PageSlot`] and answers rmcp with a stand-in, which the front swaps for the text (rmcp
+//! thus neither serializes the page nor keeps a copy of it for a resumed stream).
+//!
 //! Cancellation: a client's `notifications/cancelled` for a request in the lane cancels its
 //! context, as rmcp's loop would. A lane holds at most [`MAX_IN_LANE`] requests; past that, new
 //! ones take rmcp's path (nothing waits: the lane never stops reading).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -28,7 +33,7 @@ use futures::stream::FuturesUnordered;
 use rmcp::RoleServer;
 use rmcp::model::{
     ClientNotification, ClientRequest, Extensions, GetExtensions, GetMeta, JsonRpcMessage,
-    JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject,
+    JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -49,6 +54,39 @@ impl LaneLink {
     pub(crate) fn fill(&self, handler: impl FnOnce() -> GatewayHandler, peer: &Peer<RoleServer>) {
         self.0.get_or_init(|| (Arc::new(handler()), peer.clone()));
     }
+}
+
+/// Where the lane leaves a shared `tools/list` page, as the JSON text of its result, for the
+/// HTTP front to write as the answer. The front puts one in a `tools/list` request it hands
+/// rmcp; the lane fills it just before it answers that request with a stand-in (an empty
+/// result), so the front finds it filled when the stand-in comes.
+#[derive(Clone, Default)]
+pub(crate) struct PageSlot(Arc<Mutex<Option<Arc<str>>>>);
+
+impl PageSlot {
+    pub(crate) fn put(&self, text: Arc<str>) {
+        *crate::sync::lock(&self.0) = Some(text);
+    }
+
+    /// The page the lane left, if it answered with the stand-in.
+    pub(crate) fn take(&self) -> Option<Arc<str>> {
+        crate::sync::lock(&self.0).take()
+    }
+}
+
+/// The slot the front put in this HTTP request, if any.
+fn page_slot(context: &RequestContext<RoleServer>) -> Option<PageSlot> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<PageSlot>())
+        .cloned()
+}
+
+/// Where a shared page goes.
+enum PageTo {
+    Line(Lines),
+    Slot(PageSlot),
 }
 
 /// A lane request's answer: a message for the transport, or (where the lane writes lines
@@ -92,16 +130,23 @@ impl<T> FastLane<T> {
     }
 }
 
+/// The JSON-RPC response answering the request whose id is `id` (as JSON text) with
+/// `result` (JSON text), with `end` after it.
+pub(crate) fn response_text(id: &str, result: &str, end: &[u8]) -> Vec<u8> {
+    let mut text = Vec::with_capacity(result.len() + id.len() + 40);
+    text.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    text.extend_from_slice(id.as_bytes());
+    text.extend_from_slice(br#","result":"#);
+    text.extend_from_slice(result.as_bytes());
+    text.extend_from_slice(b"}");
+    text.extend_from_slice(end);
+    text
+}
+
 /// The JSON-RPC line answering `id` with `result`, given as JSON text.
 fn result_line(id: &RequestId, result: &str) -> Vec<u8> {
     let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
-    let mut line = Vec::with_capacity(result.len() + id.len() + 40);
-    line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    line.extend_from_slice(id.as_bytes());
-    line.extend_from_slice(br#","result":"#);
-    line.extend_from_slice(result.as_bytes());
-    line.extend_from_slice(b"}\n");
-    line
+    response_text(&id, result, b"\n")
 }
 
 /// Whether the lane answers this request (the hot ones; the rest keep rmcp's path).
@@ -163,18 +208,27 @@ where
         context.ct = ct;
         context.meta = meta;
         context.extensions = extensions;
-        let shared_page = match (&request, &self.lines) {
-            (ClientRequest::ListToolsRequest(list), Some(lines))
-                if handler.lists_shared_page(&context) =>
-            {
-                Some((list.params.clone(), lines.clone()))
+        let shared_page = match &request {
+            ClientRequest::ListToolsRequest(list) if handler.lists_shared_page(&context) => {
+                let to = match &self.lines {
+                    Some(lines) => Some(PageTo::Line(lines.clone())),
+                    None => page_slot(&context).map(PageTo::Slot),
+                };
+                to.map(|to| (list.params.clone(), to))
             }
             _ => None,
         };
         self.running.push(Box::pin(async move {
             let answer = match shared_page {
-                Some((params, lines)) => match handler.shared_tools_page(params, context).await {
-                    Ok(text) => Reply::Line(lines, result_line(&id, &text)),
+                Some((params, to)) => match handler.shared_tools_page(params, context).await {
+                    Ok(text) => match to {
+                        PageTo::Line(lines) => Reply::Line(lines, result_line(&id, &text)),
+                        PageTo::Slot(slot) => {
+                            slot.put(text);
+                            let stand_in = ServerResult::empty(());
+                            Reply::Message(JsonRpcMessage::response(stand_in, id.clone()))
+                        }
+                    },
                     Err(error) => Reply::Message(JsonRpcMessage::error(error, Some(id.clone()))),
                 },
                 None => Reply::Message(

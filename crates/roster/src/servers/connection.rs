@@ -723,7 +723,7 @@ fn parse_tools(raw: &Value, at_most: usize) -> Result<Vec<Tool>, RequestError> {
             break;
         }
         match serde_json::from_value::<Tool>(item.clone()) {
-            Ok(tool) => tools.push(tool),
+            Ok(tool) => tools.push(tool.compacted()),
             // One malformed entry should not hide the server's other tools.
             Err(error) => tracing::warn!(
                 %error,

@@ -120,7 +120,9 @@ impl Decoder for JsonLines {
             };
             let line = src.split_to(self.scanned + at + 1);
             self.scanned = 0;
-            if src.is_empty() && src.capacity() > KEPT_READ_BUFFER {
+            // The line shares the buffer's allocation, which is at least the line and what
+            // is left after it.
+            if src.is_empty() && line.len() + src.capacity() > KEPT_READ_BUFFER {
                 // A large line (a listing) grew the buffer; most lines are small answers, so
                 // fifty idle servers do not each keep a listing's worth of buffer.
                 *src = BytesMut::new();
@@ -418,6 +420,13 @@ mod tests {
         let line = decoder.decode(&mut buf).expect("decodes").flatten();
         assert!(line.is_some_and(|v| v["text"].as_str().map(str::len) == Some(200 * 1024)));
         assert!(buf.capacity() <= KEPT_READ_BUFFER, "{}", buf.capacity());
+        // A line a little larger than what is kept, with less than that left after it: the
+        // allocation both share is let go all the same.
+        let mid = format!("{{\"text\":\"{}\"}}\n", "x".repeat(KEPT_READ_BUFFER));
+        let mut mid_buf = BytesMut::with_capacity(mid.len() + KEPT_READ_BUFFER / 2);
+        mid_buf.extend_from_slice(mid.as_bytes());
+        assert!(decoder.decode(&mut mid_buf).expect("decodes").is_some());
+        assert_eq!(mid_buf.capacity(), 0, "a fresh buffer, not the shared one");
         buf.extend_from_slice(b"{\"a\":1}\n");
         let small = decoder.decode(&mut buf).expect("decodes").flatten();
         assert_eq!(small, Some(serde_json::json!({"a": 1})));

@@ -136,6 +136,13 @@ fn open_sqlite(
     // the gateway pins a listing) before it fails.
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(error)?;
+    if path.is_some() {
+        // SQLite keeps up to 2 MiB of a file's pages by default; what roster reads from its
+        // files it also holds itself (pins, the inbox's ring), and the system's page cache is
+        // behind these 256 KiB.
+        conn.pragma_update(None, "cache_size", -256)
+            .map_err(error)?;
+    }
     conn.execute_batch(schema).map_err(error)?;
     Ok((conn, name))
 }

@@ -8,7 +8,10 @@
 //! - an answer streamed as SSE whose first real event is the response itself is sent as plain
 //!   JSON when the client accepts it (anything sent before the response, or an answer slower
 //!   than `JSON_ANSWER_WAIT`, keeps the stream);
-//! - a request in flight when roster shuts down is answered with a JSON-RPC error naming it.
+//! - a request in flight when roster shuts down is answered with a JSON-RPC error naming it;
+//! - a `tools/list` page every caller shares is written from the text roster keeps of it: the
+//!   request carries a [`PageSlot`], the session's lane leaves the text there and answers rmcp
+//!   with a stand-in, and the stand-in is swapped for the text here (as JSON, or in the stream).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sessions::BoundSessions;
 use crate::gateway::ClientIdentity;
+use crate::gateway::lane::{PageSlot, response_text};
 use crate::store::sessions::SharedSessions;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -178,7 +182,7 @@ async fn post(
     request: Request,
     next: Next,
 ) -> Response {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let bytes = match read_body(body, front.max_body_bytes, front.body_read_timeout).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
@@ -219,6 +223,15 @@ async fn post(
     };
     let accepts_json = accepts_json(&parts.headers);
     let sent_json = is_json(&parts.headers);
+    // A session's page of tools may come as text (see the module's words).
+    let page = (is_request
+        && accepts_json
+        && session.is_some()
+        && probe.method.as_deref() == Some("tools/list"))
+    .then(PageSlot::default);
+    if let Some(slot) = &page {
+        parts.extensions.insert(slot.clone());
+    }
     let request = Request::from_parts(parts, Body::from(bytes));
     let response = tokio::select! {
         response = next.run(request) => response,
@@ -246,7 +259,7 @@ async fn post(
         );
     }
     if is_request && accepts_json && is_event_stream(response.headers()) {
-        return unwrap_first_event(response, probe.id, &front.shutdown).await;
+        return unwrap_first_event(response, probe.id, &front.shutdown, page).await;
     }
     response
 }
@@ -282,11 +295,13 @@ async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes,
 
 /// Reads an SSE answer up to its first message. A response or error goes back as plain JSON
 /// with the same headers; anything else (progress, a log message, a question for the client)
-/// keeps the stream, with what was read put back in front.
+/// keeps the stream, with what was read put back in front. With a `page` slot the lane filled,
+/// its stand-in answer is swapped for the page.
 async fn unwrap_first_event(
     response: Response,
     request_id: Option<Value>,
     shutdown: &CancellationToken,
+    page: Option<PageSlot>,
 ) -> Response {
     let (mut parts, body) = response.into_parts();
     let mut stream = body.into_data_stream();
@@ -299,7 +314,10 @@ async fn unwrap_first_event(
         let chunk = tokio::select! {
             chunk = stream.next() => chunk,
             _ = shutdown.cancelled() => return shutting_down(request_id),
-            _ = &mut wait => return restream(parts, held, stream, request_id, shutdown),
+            _ = &mut wait => {
+                let page = page.map(|slot| (slot, scanned));
+                return restream(parts, held, stream, request_id, shutdown, page);
+            }
         };
         let chunk = match chunk {
             Some(Ok(chunk)) => chunk,
@@ -315,6 +333,10 @@ async fn unwrap_first_event(
             match first_message(event) {
                 Event::Skip => scanned += end.1,
                 Event::Answer(message) => {
+                    let message = match page.as_ref().and_then(PageSlot::take) {
+                        Some(text) => page_answer(&message, &text),
+                        None => message.into_bytes(),
+                    };
                     parts.headers.insert(
                         header::CONTENT_TYPE,
                         HeaderValue::from_static("application/json"),
@@ -324,11 +346,15 @@ async fn unwrap_first_event(
                     parts.headers.remove("x-accel-buffering");
                     return Response::from_parts(parts, Body::from(message));
                 }
-                Event::Other => return restream(parts, held, stream, request_id, shutdown),
+                Event::Other => {
+                    let page = page.map(|slot| (slot, scanned));
+                    return restream(parts, held, stream, request_id, shutdown, page);
+                }
             }
         }
         if held.len() > FIRST_EVENT_LIMIT {
-            return restream(parts, held, stream, request_id, shutdown);
+            let page = page.map(|slot| (slot, scanned));
+            return restream(parts, held, stream, request_id, shutdown, page);
         }
     }
     // The stream ended with no message: at shutdown, say so; otherwise pass on what came.
@@ -340,31 +366,104 @@ async fn unwrap_first_event(
 
 /// The stream as it came, what was read put back in front. Should shutdown begin before the
 /// stream ends (the answer would then never come), an SSE event with the JSON-RPC error naming
-/// it ends the stream.
+/// it ends the stream. With a `page` slot (and where in `held` its events begin), the lane's
+/// stand-in answer is swapped for the page as it passes.
 fn restream(
     parts: axum::http::response::Parts,
     held: Vec<u8>,
     rest: impl futures::Stream<Item = Result<Bytes, axum::Error>> + Send + Unpin + 'static,
     request_id: Option<Value>,
     shutdown: &CancellationToken,
+    page: Option<(PageSlot, usize)>,
 ) -> Response {
-    let head = futures::stream::once(async move { Ok::<_, axum::Error>(Bytes::from(held)) });
+    let (head, swap) = match page {
+        Some((slot, scanned)) => {
+            let mut swap = SwapPage {
+                slot,
+                held: Vec::new(),
+            };
+            let mut head = held[..scanned].to_vec();
+            head.extend(swap.feed(&held[scanned..]));
+            (head, Some(swap))
+        }
+        None => (held, None),
+    };
+    let head = futures::stream::once(async move { Ok::<_, axum::Error>(Bytes::from(head)) });
     let shutdown = shutdown.clone();
-    let tail = futures::stream::unfold(Some((rest, request_id)), move |state| {
+    let tail = futures::stream::unfold(Some((rest, request_id, swap)), move |state| {
         let shutdown = shutdown.clone();
         async move {
-            let (mut rest, request_id) = state?;
+            let (mut rest, request_id, mut swap) = state?;
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => {
                     let event = format!("event: message\ndata: {}\n\n", shutdown_error(request_id));
                     Some((Ok(Bytes::from(event)), None))
                 }
-                item = rest.next() => item.map(|item| (item, Some((rest, request_id)))),
+                item = rest.next() => match item {
+                    Some(Ok(chunk)) if swap.is_some() => {
+                        let chunk = swap.as_mut().map(|s| s.feed(&chunk)).unwrap_or_default();
+                        Some((Ok(Bytes::from(chunk)), Some((rest, request_id, swap))))
+                    }
+                    Some(item) => Some((item, Some((rest, request_id, swap)))),
+                    // The stream ended: what a swap still holds (no whole event) goes as it is.
+                    None => swap.map(|swap| (Ok(Bytes::from(swap.held)), None)),
+                },
             }
         }
     });
     Response::from_parts(parts, Body::from_stream(head.chain(tail)))
+}
+
+/// The JSON-RPC answer with the page `text` for the lane's stand-in `answer` (its id kept).
+fn page_answer(answer: &str, text: &str) -> Vec<u8> {
+    let id = serde_json::from_str::<Value>(answer)
+        .ok()
+        .and_then(|answer| answer.get("id").map(Value::to_string))
+        .unwrap_or_else(|| "null".to_owned());
+    response_text(&id, text, b"")
+}
+
+/// Swaps the lane's stand-in answer for its page in an SSE stream, event by event.
+struct SwapPage {
+    slot: PageSlot,
+    /// The start of an event not yet whole.
+    held: Vec<u8>,
+}
+
+impl SwapPage {
+    /// What can go out of what came so far and `chunk`: every whole event, the answer swapped.
+    fn feed(&mut self, chunk: &[u8]) -> Vec<u8> {
+        self.held.extend_from_slice(chunk);
+        let mut out = Vec::with_capacity(self.held.len());
+        let mut at = 0;
+        while let Some((end, next)) = event_end(&self.held[at..]) {
+            let event = &self.held[at..at + end];
+            let text = match first_message(event) {
+                Event::Answer(answer) => self.slot.take().map(|text| (answer, text)),
+                _ => None,
+            };
+            match text {
+                Some((answer, text)) => {
+                    // The event's other fields (its id, its type) stay; its data is the page.
+                    let event = String::from_utf8_lossy(event);
+                    for line in event.split('\n').map(|l| l.trim_end_matches('\r')) {
+                        if !line.starts_with("data:") {
+                            out.extend_from_slice(line.as_bytes());
+                            out.push(b'\n');
+                        }
+                    }
+                    out.extend_from_slice(b"data: ");
+                    out.extend(page_answer(&answer, &text));
+                    out.extend_from_slice(b"\n\n");
+                }
+                None => out.extend_from_slice(&self.held[at..at + next]),
+            }
+            at += next;
+        }
+        self.held.drain(..at);
+        out
+    }
 }
 
 /// The length of the first complete event in `buf` and where the next one starts.
@@ -600,5 +699,63 @@ data: {"jsonrpc":"2.0","id":3,"result":{}}"#;
             HeaderValue::from_static("application/json, text/event-stream"),
         );
         assert!(accepts_json(&headers));
+    }
+
+    #[test]
+    fn a_streamed_page_stand_in_is_swapped_for_the_page_wherever_the_chunks_break() {
+        let before: &[u8] = b"id: 0\nretry: 3000\ndata: \n\n\
+            data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n\
+            : keep-alive\n\n";
+        let stand_in = br#"id: 7
+data: {"jsonrpc":"2.0","id":"req-1","result":{}}
+
+"#;
+        let stream = &[before, stand_in].concat()[..];
+        let page = r#"{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"2"}"#;
+        let expected = [
+            before,
+            b"id: 7\ndata: ",
+            br#"{"jsonrpc":"2.0","id":"req-1","result":"#,
+            page.as_bytes(),
+            b"}\n\n",
+        ]
+        .concat();
+        for cut in 0..=stream.len() {
+            let slot = PageSlot::default();
+            slot.put(page.into());
+            let mut swap = SwapPage {
+                slot: slot.clone(),
+                held: Vec::new(),
+            };
+            let mut out = swap.feed(&stream[..cut]);
+            out.extend(swap.feed(&stream[cut..]));
+            assert!(swap.held.is_empty(), "cut at {cut}: nothing left over");
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&expected),
+                "cut at {cut}"
+            );
+            assert!(slot.take().is_none(), "the page is used once");
+        }
+        // A slot the lane left empty (the answer was not the stand-in): the stream as it came.
+        let mut swap = SwapPage {
+            slot: PageSlot::default(),
+            held: Vec::new(),
+        };
+        assert_eq!(swap.feed(stream), stream);
+    }
+
+    #[test]
+    fn a_page_answer_keeps_the_stand_in_s_id() {
+        let text = r#"{"tools":[]}"#;
+        for (stand_in, id) in [
+            (r#"{"jsonrpc":"2.0","id":12,"result":{}}"#, "12"),
+            (r#"{"jsonrpc":"2.0","id":"x\"y","result":{}}"#, r#""x\"y""#),
+        ] {
+            let answer: Value = serde_json::from_slice(&page_answer(stand_in, text)).expect("JSON");
+            assert_eq!(answer["id"].to_string(), id);
+            assert_eq!(answer["result"], json!({"tools": []}));
+            assert_eq!(answer["jsonrpc"], "2.0");
+        }
     }
 }
