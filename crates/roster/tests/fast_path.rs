@@ -253,12 +253,14 @@ async fn raw_pages(roster: &mut RawStdio, first_id: u64, meta: &Value) -> Vec<Va
     unreachable!()
 }
 
-/// Every page of `tools/list` in an initialize-era HTTP session, each answered as JSON.
-async fn http_session_pages(url: &str) -> Vec<Value> {
+/// Every page of `tools/list` over HTTP with `token`, each answered as JSON: in an
+/// initialize-era session, or (`modern`) as stateless 2026-07-28 requests.
+async fn http_pages(url: &str, token: &str, modern: bool) -> Vec<Value> {
     let http = reqwest::Client::new();
-    let post = |session: Option<&str>, body: Value| {
+    let post = |session: Option<&str>, method: &str, body: Value| {
         let mut request = http
             .post(url)
+            .bearer_auth(token)
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
             .json(&body);
@@ -267,32 +269,51 @@ async fn http_session_pages(url: &str) -> Vec<Value> {
                 .header("mcp-session-id", session)
                 .header("mcp-protocol-version", "2025-11-25");
         }
+        if modern {
+            request = request
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", method);
+        }
         request.send()
     };
-    let opened = post(
-        None,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                          "clientInfo": {"name": "raw-http", "version": "1"}}}),
-    )
-    .await
-    .expect("POST initialize");
-    assert_eq!(opened.status(), 200);
-    let session = common::session_id(&opened);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let ack = post(Some(&session), initialized)
+    let mut session = None;
+    if !modern {
+        let opened = post(
+            None,
+            "initialize",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                              "clientInfo": {"name": "raw-http", "version": "1"}}}),
+        )
         .await
-        .expect("POST initialized");
-    assert_eq!(ack.status(), 202);
+        .expect("POST initialize");
+        assert_eq!(opened.status(), 200);
+        let id = common::session_id(&opened);
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let ack = post(Some(&id), "notifications/initialized", initialized)
+            .await
+            .expect("POST initialized");
+        assert_eq!(ack.status(), 202);
+        session = Some(id);
+    }
     let mut pages = Vec::new();
     let mut cursor: Option<String> = None;
     for id in 2.. {
         let mut params = json!({});
+        if modern {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
+            });
+        }
         if let Some(cursor) = &cursor {
             params["cursor"] = json!(cursor);
         }
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
-        let answer = post(Some(&session), body).await.expect("POST tools/list");
+        let answer = post(session.as_deref(), "tools/list", body)
+            .await
+            .expect("POST tools/list");
         assert_eq!(answer.status(), 200);
         let kind = answer.headers().get("content-type").cloned();
         assert_eq!(
@@ -334,14 +355,25 @@ async fn shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes()
         .iter()
         .map(|dir| config_with(dir.path(), "page_size = 4\n"))
         .collect();
+    // Over HTTP, client `own` may not use a tool no one has: its pages are its own, and so
+    // take rmcp's typed path; client `all` gets the pages every caller shares.
+    let clients = "\n[[clients]]\nname = \"own\"\n\
+        token_sha256 = \"ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb\"\n\
+        tools.deny = [\"no_such_tool\"]\n\n\
+        [[clients]]\nname = \"all\"\n\
+        token_sha256 = \"3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d\"\n";
+    let text = std::fs::read_to_string(&configs[0]).expect("read config");
+    std::fs::write(&configs[0], text + clients).expect("write config");
 
-    // The typed path: rmcp's dispatch and serializer, over stateless 2026-07-28 HTTP (rmcp's
-    // client: no session, no lane, no shared pages).
+    // The typed path: rmcp's dispatch and serializer (rmcp's client, token "a").
     let http = common::start_roster_http(&configs[0]);
-    let client =
-        ().serve(StreamableHttpClientTransport::from_uri(http.url.as_str()))
-            .await
-            .expect("connect to roster over HTTP");
+    let transport = StreamableHttpClientTransport::from_config(
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            http.url.as_str(),
+        )
+        .auth_header("a"),
+    );
+    let client = ().serve(transport).await.expect("connect to roster over HTTP");
     let mut typed = Vec::new();
     let mut cursor = None;
     loop {
@@ -386,10 +418,16 @@ async fn shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes()
     let mut modern = RawStdio::start(&configs[2]);
     let modern_pages = raw_pages(&mut modern, 1, &modern_meta).await;
     // An initialize-era HTTP session: the front writes the lane's text.
-    let session_pages = http_session_pages(&http.url).await;
+    let session_pages = http_pages(&http.url, "b", false).await;
     assert_eq!(
         session_pages, legacy_pages,
         "an HTTP session lists what stdio does in its era"
+    );
+
+    let stateless_pages = http_pages(&http.url, "b", true).await;
+    assert_eq!(
+        stateless_pages, modern_pages,
+        "2026-07-28 requests over HTTP list what they do over stdio"
     );
 
     for (era, pages) in [

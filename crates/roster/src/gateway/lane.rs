@@ -56,10 +56,11 @@ impl LaneLink {
     }
 }
 
-/// Where the lane leaves a shared `tools/list` page, as the JSON text of its result, for the
-/// HTTP front to write as the answer. The front puts one in a `tools/list` request it hands
-/// rmcp; the lane fills it just before it answers that request with a stand-in (an empty
-/// result), so the front finds it filled when the stand-in comes.
+/// Where the lane (or the handler, for a request outside a lane) leaves a shared `tools/list`
+/// page, as the JSON text of its result, for the HTTP front to write as the answer. The front
+/// puts one in a `tools/list` request it hands rmcp; it is filled just before that request is
+/// answered with a stand-in (an empty result), so the front finds it filled when the stand-in
+/// comes.
 #[derive(Clone, Default)]
 pub(crate) struct PageSlot(Arc<Mutex<Option<Arc<str>>>>);
 
@@ -75,7 +76,7 @@ impl PageSlot {
 }
 
 /// The slot the front put in this HTTP request, if any.
-fn page_slot(context: &RequestContext<RoleServer>) -> Option<PageSlot> {
+pub(crate) fn page_slot(context: &RequestContext<RoleServer>) -> Option<PageSlot> {
     context
         .extensions
         .get::<axum::http::request::Parts>()

@@ -15,6 +15,7 @@ use roster_core::delta::SchemaSource;
 use super::{GatewayHandler, input_round, not_a_call};
 use crate::Session;
 use crate::gateway::caller::{self, Step};
+use crate::gateway::lane::page_slot;
 use crate::gateway::tasks::{Dispatch, TaskCall};
 use crate::gateway::{ClientIdentity, Outcome, native};
 use crate::servers::{InputRequiredOnly, InputRound};
@@ -56,14 +57,19 @@ impl GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<Arc<str>, ErrorData> {
         let trace = self.trace("list_tools", &request, &context);
-        crate::telemetry::within(trace, async {
-            self.begin_listing(&context).await;
-            let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-            let size = self.gateway.config().page_size;
-            let modern = caller::is_modern(&context);
-            self.gateway.served_tools().page_text(cursor, size, modern)
-        })
-        .await
+        crate::telemetry::within(trace, self.shared_page_text(request, &context)).await
+    }
+
+    async fn shared_page_text(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<str>, ErrorData> {
+        self.begin_listing(context).await;
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let size = self.gateway.config().page_size;
+        let modern = caller::is_modern(context);
+        self.gateway.served_tools().page_text(cursor, size, modern)
     }
 
     /// A listing's turn: stale servers are listed again first, and the session's pending note
@@ -79,6 +85,14 @@ impl GatewayHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // A shared page asked over HTTP outside a session's lane (a 2026-07-28 request, or
+        // the first of a session): the front writes its text in place of this stand-in.
+        if let Some(slot) = page_slot(&context)
+            && self.lists_shared_page(&context)
+        {
+            slot.put(self.shared_page_text(request, &context).await?);
+            return Ok(ListToolsResult::default());
+        }
         self.begin_listing(&context).await;
         let tools = self.gateway.served_tools();
         let who = self.identity(&context);

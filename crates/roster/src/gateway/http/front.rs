@@ -224,11 +224,8 @@ async fn post(
     let accepts_json = accepts_json(&parts.headers);
     let sent_json = is_json(&parts.headers);
     // A session's page of tools may come as text (see the module's words).
-    let page = (is_request
-        && accepts_json
-        && session.is_some()
-        && probe.method.as_deref() == Some("tools/list"))
-    .then(PageSlot::default);
+    let page = (is_request && accepts_json && probe.method.as_deref() == Some("tools/list"))
+        .then(PageSlot::default);
     if let Some(slot) = &page {
         parts.extensions.insert(slot.clone());
     }
@@ -261,7 +258,27 @@ async fn post(
     if is_request && accepts_json && is_event_stream(response.headers()) {
         return unwrap_first_event(response, probe.id, &front.shutdown, page).await;
     }
-    response
+    match page.as_ref().and_then(PageSlot::take) {
+        // A stand-in answered as JSON (a 2026-07-28 request).
+        Some(text) if is_json(response.headers()) => json_page(response, &text).await,
+        _ => response,
+    }
+}
+
+/// The JSON answer `response` (a stand-in) with the page `text` in place of its result.
+async fn json_page(response: Response, text: &str) -> Response {
+    let (mut parts, body) = response.into_parts();
+    match axum::body::to_bytes(body, FIRST_EVENT_LIMIT).await {
+        Ok(answer) => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            let answer = page_answer(&String::from_utf8_lossy(&answer), text);
+            Response::from_parts(parts, Body::from(answer))
+        }
+        Err(error) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the answer could not be read: {error}"),
+        ),
+    }
 }
 
 /// The body, read within `timeout` and `limit`; else the answer to give.
