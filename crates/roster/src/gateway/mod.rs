@@ -22,6 +22,7 @@
 
 use crate::sync::{lock, read, write};
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 
 use rmcp::ErrorData;
@@ -274,7 +275,7 @@ pub(crate) struct ServedTools {
     tools: Vec<Tool>,
     /// Servers' tools a native tool's name hides, each with its place among the servers' tools.
     shadowed: Vec<(usize, Tool)>,
-    index: HashMap<String, usize>,
+    index: NameIndex,
     /// How many of `tools` (the first) are native.
     native: usize,
     /// `search_tools`, `describe_tools` and `call_tool`: served in search mode only.
@@ -297,18 +298,17 @@ impl ServedTools {
         let mut tools = native;
         let native_count = tools.len();
         tools.reserve(entries.len());
-        let mut index: HashMap<String, usize> =
-            HashMap::with_capacity(native_count + entries.len());
-        for tool in &tools {
-            index.insert(tool.name.to_string(), index.len());
+        let mut index = NameIndex::with_capacity(native_count + entries.len());
+        for at in 0..tools.len() {
+            index.insert(&tools, at);
         }
         let mut shadowed = Vec::new();
         for (at, tool) in entries.into_iter().filter_map(to_rmcp).enumerate() {
-            if index.contains_key(tool.name.as_ref()) {
+            if index.get(&tools, &tool.name).is_some() {
                 shadowed.push((at, tool));
             } else {
-                index.insert(tool.name.to_string(), tools.len());
                 tools.push(tool);
+                index.insert(&tools, tools.len() - 1);
             }
         }
         Self {
@@ -408,15 +408,49 @@ impl ServedTools {
 
     /// Whether `name` is a native tool's.
     pub(crate) fn is_native(&self, name: &str) -> bool {
-        self.index.get(name).is_some_and(|&i| i < self.native)
+        self.index
+            .get(&self.tools, name)
+            .is_some_and(|i| i < self.native)
     }
 
     /// The tool served under `name` (the search tools too).
     pub(crate) fn get(&self, name: &str) -> Option<&Tool> {
-        match self.index.get(name) {
-            Some(&i) => Some(&self.tools[i]),
+        match self.index.get(&self.tools, name) {
+            Some(i) => Some(&self.tools[i]),
             None => self.search.iter().find(|t| t.name == name),
         }
+    }
+}
+
+/// Where each tool of a list is, by name, without a copy of the name: the table holds
+/// positions, and a lookup compares with the listed tool's own name.
+struct NameIndex {
+    table: hashbrown::HashTable<u32>,
+    hasher: std::hash::RandomState,
+}
+
+impl NameIndex {
+    fn with_capacity(capacity: usize) -> Self {
+        NameIndex {
+            table: hashbrown::HashTable::with_capacity(capacity),
+            hasher: std::hash::RandomState::new(),
+        }
+    }
+
+    /// Where the tool named `name` is in `tools`.
+    fn get(&self, tools: &[Tool], name: &str) -> Option<usize> {
+        let hash = self.hasher.hash_one(name);
+        let found = self.table.find(hash, |&at| tools[at as usize].name == name);
+        found.map(|&at| at as usize)
+    }
+
+    /// Indexes `tools[at]`, whose name no tool indexed so far has.
+    fn insert(&mut self, tools: &[Tool], at: usize) {
+        let hasher = &self.hasher;
+        let hash_of = |at: usize| hasher.hash_one(tools[at].name.as_ref() as &str);
+        let position = u32::try_from(at).expect("fewer than 2^32 tools");
+        self.table
+            .insert_unique(hash_of(at), position, |&at| hash_of(at as usize));
     }
 }
 

@@ -29,6 +29,9 @@ use crate::config::ServerLimits;
 /// garbage rather than buffered without bound.
 const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The read buffer of a server's stderr (its log lines).
+const STDERR_BUFFER: usize = 2 * 1024;
+
 /// Reads the next line of at most `MAX_LINE_BYTES` into `buf`, decoded lossily; `None` at end
 /// of stream. Bytes, not `lines()`: a line of invalid UTF-8 is garbage to drop, not the end of
 /// the stream. An over-long line is skipped whole and reading goes on with the next one.
@@ -332,7 +335,8 @@ pub(crate) fn spawn(
     let max_log_line = limits.max_log_line;
     tokio::spawn(async move {
         // Drained to its end whatever it holds: a child whose stderr pipe fills up blocks.
-        let mut reader = BufReader::new(stderr);
+        // A small buffer (a longer line still reads whole): fifty servers keep fifty of them.
+        let mut reader = BufReader::with_capacity(STDERR_BUFFER, stderr);
         let mut line = Vec::new();
         while let Ok(Some(text)) = read_line(&mut reader, &mut line).await {
             let text = log_line(text.trim_end_matches(['\n', '\r']), max_log_line);
