@@ -232,25 +232,36 @@ impl RawStdio {
 /// Every page of `tools/list` over raw stdio, `meta` in each request's `_meta`.
 async fn raw_pages(roster: &mut RawStdio, first_id: u64, meta: &Value) -> Vec<Value> {
     let mut pages = Vec::new();
-    let mut cursor: Option<String> = None;
+    let mut cursor = None;
     for id in first_id.. {
-        let mut params = json!({"_meta": meta});
-        if let Some(cursor) = &cursor {
-            params["cursor"] = json!(cursor);
-        }
+        let params = page_params(json!({"_meta": meta}), &cursor);
         let answer = roster.request(id, "tools/list", params).await;
-        let result = answer
-            .get("result")
-            .cloned()
-            .unwrap_or_else(|| panic!("tools/list answered {answer}"));
-        cursor = result["nextCursor"].as_str().map(str::to_owned);
-        pages.push(result);
+        cursor = keep_page(&answer, &mut pages);
         if cursor.is_none() {
             return pages;
         }
-        assert!(pages.len() < 100, "the listing ends");
     }
     unreachable!()
+}
+
+/// `params` with the cursor of the page to ask for, if it is not the first.
+fn page_params(mut params: Value, cursor: &Option<String>) -> Value {
+    if let Some(cursor) = cursor {
+        params["cursor"] = json!(cursor);
+    }
+    params
+}
+
+/// Keeps the page `answer` holds; the cursor of the next one, none after the last.
+fn keep_page(answer: &Value, pages: &mut Vec<Value>) -> Option<String> {
+    let result = answer
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("tools/list answered {answer}"));
+    let cursor = result["nextCursor"].as_str().map(str::to_owned);
+    pages.push(result);
+    assert!(pages.len() < 100, "the listing ends");
+    cursor
 }
 
 /// Every page of `tools/list` over HTTP with `token`, each answered as JSON: in an
@@ -297,18 +308,15 @@ async fn http_pages(url: &str, token: &str, modern: bool) -> Vec<Value> {
         session = Some(id);
     }
     let mut pages = Vec::new();
-    let mut cursor: Option<String> = None;
+    let mut cursor = None;
     for id in 2.. {
-        let mut params = json!({});
+        let mut params = page_params(json!({}), &cursor);
         if modern {
             params["_meta"] = json!({
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": {},
                 "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
             });
-        }
-        if let Some(cursor) = &cursor {
-            params["cursor"] = json!(cursor);
         }
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
         let answer = post(session.as_deref(), "tools/list", body)
@@ -323,16 +331,10 @@ async fn http_pages(url: &str, token: &str, modern: bool) -> Vec<Value> {
         );
         let answer: Value = answer.json().await.expect("a JSON answer");
         assert_eq!(answer["id"], json!(id), "{answer}");
-        let result = answer
-            .get("result")
-            .cloned()
-            .unwrap_or_else(|| panic!("tools/list answered {answer}"));
-        cursor = result["nextCursor"].as_str().map(str::to_owned);
-        pages.push(result);
+        cursor = keep_page(&answer, &mut pages);
         if cursor.is_none() {
             return pages;
         }
-        assert!(pages.len() < 100, "the listing ends");
     }
     unreachable!()
 }
