@@ -44,9 +44,16 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
             .oauth
             .as_ref()
             .map(|oauth| crate::oauth::stamp(&slot.name, oauth).ok().flatten());
+        // What this task awaits on the way to `watch` is boxed: the task lives as long as the
+        // server, and its future would otherwise keep room for the largest of those steps
+        // (connecting, listing) all that time — some 8 KiB a server.
         let connect = tokio::time::timeout(
             slot.config.connect_timeout,
-            Connection::connect(&slot.name, &slot.config, slot.notifications.clone()),
+            Box::pin(Connection::connect(
+                &slot.name,
+                &slot.config,
+                slot.notifications.clone(),
+            )),
         );
         let attempt = tokio::select! {
             attempt = connect => attempt,
@@ -65,7 +72,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
                 tracing::warn!(server = %slot.name, %error, "waiting for a login");
                 rt.record_needs_login(&slot, &error);
                 slot.first_attempt.send_replace(true);
-                if !wait_for_login(&slot, login_seen.flatten()).await {
+                if !Box::pin(wait_for_login(&slot, login_seen.flatten())).await {
                     return;
                 }
                 continue;
@@ -90,14 +97,14 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         *lock(&slot.connection) = Some(connection.clone());
         let log_level = *lock(&rt.log_level);
         if let Some(level) = log_level
-            && let Err(error) = connection.set_log_level(level).await
+            && let Err(error) = Box::pin(connection.set_log_level(level)).await
         {
             tracing::warn!(server = %slot.name, %error, "logging/setLevel failed");
         }
         // Tools return only once the new connection has answered a listing.
-        let _ = rt.relist(&slot, Relisting::Always).await;
-        rt.list_offerings(&slot, Relisting::Always).await;
-        rt.resource_watches.watch_again(&slot, &connection).await;
+        let _ = Box::pin(rt.relist(&slot, Relisting::Always)).await;
+        Box::pin(rt.list_offerings(&slot, Relisting::Always)).await;
+        Box::pin(rt.resource_watches.watch_again(&slot, &connection)).await;
         slot.first_attempt.send_replace(true);
 
         let Some(reason) = watch(&slot, &connection).await else {
