@@ -10,8 +10,9 @@
 //!   than `JSON_ANSWER_WAIT`, keeps the stream);
 //! - a request in flight when roster shuts down is answered with a JSON-RPC error naming it;
 //! - a `tools/list` page every caller shares is written from the text roster keeps of it: the
-//!   request carries a [`PageSlot`], the session's lane leaves the text there and answers rmcp
-//!   with a stand-in, and the stand-in is swapped for the text here (as JSON, or in the stream).
+//!   request carries a [`PageSlot`], the session's lane (or the handler, for a 2026-07-28
+//!   request or a session's first) leaves the text there and answers rmcp with a stand-in, and
+//!   the stand-in is swapped for the text here (as JSON, or in the stream).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -223,7 +224,7 @@ async fn post(
     };
     let accepts_json = accepts_json(&parts.headers);
     let sent_json = is_json(&parts.headers);
-    // A session's page of tools may come as text (see the module's words).
+    // A page of tools may come as text (see the module's words).
     let page = (is_request && accepts_json && probe.method.as_deref() == Some("tools/list"))
         .then(PageSlot::default);
     if let Some(slot) = &page {
@@ -312,8 +313,8 @@ async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes,
 
 /// Reads an SSE answer up to its first message. A response or error goes back as plain JSON
 /// with the same headers; anything else (progress, a log message, a question for the client)
-/// keeps the stream, with what was read put back in front. With a `page` slot the lane filled,
-/// its stand-in answer is swapped for the page.
+/// keeps the stream, with what was read put back in front. With a `page` slot that was filled,
+/// the stand-in answer is swapped for the page.
 async fn unwrap_first_event(
     response: Response,
     request_id: Option<Value>,
@@ -383,7 +384,7 @@ async fn unwrap_first_event(
 
 /// The stream as it came, what was read put back in front. Should shutdown begin before the
 /// stream ends (the answer would then never come), an SSE event with the JSON-RPC error naming
-/// it ends the stream. With a `page` slot (and where in `held` its events begin), the lane's
+/// it ends the stream. With a `page` slot (and where in `held` its events begin), the
 /// stand-in answer is swapped for the page as it passes.
 fn restream(
     parts: axum::http::response::Parts,
@@ -432,7 +433,7 @@ fn restream(
     Response::from_parts(parts, Body::from_stream(head.chain(tail)))
 }
 
-/// The JSON-RPC answer with the page `text` for the lane's stand-in `answer` (its id kept).
+/// The JSON-RPC answer with the page `text` for the stand-in `answer` (its id kept).
 fn page_answer(answer: &str, text: &str) -> Vec<u8> {
     let id = serde_json::from_str::<Value>(answer)
         .ok()
@@ -441,7 +442,7 @@ fn page_answer(answer: &str, text: &str) -> Vec<u8> {
     response_text(&id, text, b"")
 }
 
-/// Swaps the lane's stand-in answer for its page in an SSE stream, event by event.
+/// Swaps the stand-in answer for its page in an SSE stream, event by event.
 struct SwapPage {
     slot: PageSlot,
     /// The start of an event not yet whole.
