@@ -667,6 +667,9 @@ pub(super) fn inbox(view: &View<'_>) -> (String, String) {
         );
         return (title, out);
     };
+    // "Mark all read" marks what this page shows, not what came after it was drawn: the last
+    // entry is read before the count, so the button never covers an entry the count missed.
+    let up_to = inbox.last_seq().to_string();
     let unread = inbox.unread_count();
     let _ = write!(
         out,
@@ -674,7 +677,13 @@ pub(super) fn inbox(view: &View<'_>) -> (String, String) {
          <a class=\"button warn\" id=\"clear\" href=\"/ui/inbox/clear\">{clear}</a>\
          <a class=\"button warn\" id=\"clear-all\" href=\"/ui/inbox/clear?all=1\">{clear_all}</a></div>",
         esc(&view.t("ui.inbox.unread")),
-        ack = button(view, "ack", &[], &view.t("ui.inbox.ack_all"), ""),
+        ack = button(
+            view,
+            "ack",
+            &[("up_to", &up_to)],
+            &view.t("ui.inbox.ack_all"),
+            ""
+        ),
         clear = esc(&view.t("ui.inbox.clear")),
         clear_all = esc(&view.t("ui.inbox.clear_all")),
     );
