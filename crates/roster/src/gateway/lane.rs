@@ -15,9 +15,9 @@
 //! every message takes rmcp's path.
 //!
 //! A shared `tools/list` page (the same for every caller) is made once as text: over stdio the
-//! lane writes it as its line; in an HTTP session it leaves the text in the request's
-//! [`PageSlot`] and answers rmcp with a stand-in, which the front swaps for the text (rmcp
-//! thus neither serializes the page nor keeps a copy of it for a resumed stream).
+//! lane writes it as its line; in an HTTP session the handler leaves it in the request's
+//! [`PageSlot`] and answers with a stand-in, which the front swaps for the text (rmcp thus
+//! neither serializes the page nor keeps a copy of it for a resumed stream).
 //!
 //! Cancellation: a client's `notifications/cancelled` for a request in the lane cancels its
 //! context, as rmcp's loop would. A lane holds at most [`MAX_IN_LANE`] requests; past that, new
@@ -33,7 +33,7 @@ use futures::stream::FuturesUnordered;
 use rmcp::RoleServer;
 use rmcp::model::{
     ClientNotification, ClientRequest, Extensions, GetExtensions, GetMeta, JsonRpcMessage,
-    JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject, ServerResult,
+    JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject,
 };
 use rmcp::service::{Peer, RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -56,11 +56,10 @@ impl LaneLink {
     }
 }
 
-/// Where the lane (or the handler, for a request outside a lane) leaves a shared `tools/list`
-/// page, as the JSON text of its result, for the HTTP front to write as the answer. The front
-/// puts one in a `tools/list` request it hands rmcp; it is filled just before that request is
-/// answered with a stand-in (an empty result), so the front finds it filled when the stand-in
-/// comes.
+/// Where the handler leaves a shared `tools/list` page asked over HTTP, as the JSON text of its
+/// result, for the front to write as the answer. The front puts one in a `tools/list` request
+/// it hands rmcp; it is filled just before that request is answered with a stand-in (an empty
+/// list), so the front finds it filled when the stand-in comes.
 #[derive(Clone, Default)]
 pub(crate) struct PageSlot(Arc<Mutex<Option<Arc<str>>>>);
 
@@ -82,12 +81,6 @@ pub(crate) fn page_slot(context: &RequestContext<RoleServer>) -> Option<PageSlot
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<PageSlot>())
         .cloned()
-}
-
-/// Where a shared page goes.
-enum PageTo {
-    Line(Lines),
-    Slot(PageSlot),
 }
 
 /// A lane request's answer: a message for the transport, or (where the lane writes lines
@@ -209,27 +202,19 @@ where
         context.ct = ct;
         context.meta = meta;
         context.extensions = extensions;
-        let shared_page = match &request {
-            ClientRequest::ListToolsRequest(list) if handler.lists_shared_page(&context) => {
-                let to = match &self.lines {
-                    Some(lines) => Some(PageTo::Line(lines.clone())),
-                    None => page_slot(&context).map(PageTo::Slot),
-                };
-                to.map(|to| (list.params.clone(), to))
+        // Over HTTP the handler's own `tools/list` fills the request's page slot.
+        let shared_page = match (&request, &self.lines) {
+            (ClientRequest::ListToolsRequest(list), Some(lines))
+                if handler.lists_shared_page(&context) =>
+            {
+                Some((list.params.clone(), lines.clone()))
             }
             _ => None,
         };
         self.running.push(Box::pin(async move {
             let answer = match shared_page {
-                Some((params, to)) => match handler.shared_tools_page(params, context).await {
-                    Ok(text) => match to {
-                        PageTo::Line(lines) => Reply::Line(lines, result_line(&id, &text)),
-                        PageTo::Slot(slot) => {
-                            slot.put(text);
-                            let stand_in = ServerResult::empty(());
-                            Reply::Message(JsonRpcMessage::response(stand_in, id.clone()))
-                        }
-                    },
+                Some((params, lines)) => match handler.shared_tools_page(params, context).await {
+                    Ok(text) => Reply::Line(lines, result_line(&id, &text)),
                     Err(error) => Reply::Message(JsonRpcMessage::error(error, Some(id.clone()))),
                 },
                 None => Reply::Message(

@@ -85,8 +85,8 @@ impl GatewayHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        // A shared page asked over HTTP outside a session's lane (a 2026-07-28 request, or
-        // the first of a session): the front writes its text in place of this stand-in.
+        // A shared page asked over HTTP (a session's lane hands it here too): the front writes
+        // its text in place of this stand-in.
         if let Some(slot) = page_slot(&context)
             && self.lists_shared_page(&context)
         {

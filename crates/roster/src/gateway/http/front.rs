@@ -10,9 +10,8 @@
 //!   than `JSON_ANSWER_WAIT`, keeps the stream);
 //! - a request in flight when roster shuts down is answered with a JSON-RPC error naming it;
 //! - a `tools/list` page every caller shares is written from the text roster keeps of it: the
-//!   request carries a [`PageSlot`], the session's lane (or the handler, for a 2026-07-28
-//!   request or a session's first) leaves the text there and answers rmcp with a stand-in, and
-//!   the stand-in is swapped for the text here (as JSON, or in the stream).
+//!   request carries a [`PageSlot`], the handler leaves the text there and answers with a
+//!   stand-in, and the stand-in is swapped for the text here (as JSON, or in the stream).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -399,6 +398,7 @@ fn restream(
             let mut swap = SwapPage {
                 slot,
                 held: Vec::new(),
+                swapped: false,
             };
             let mut head = held[..scanned].to_vec();
             head.extend(swap.feed(&held[scanned..]));
@@ -447,11 +447,16 @@ struct SwapPage {
     slot: PageSlot,
     /// The start of an event not yet whole.
     held: Vec<u8>,
+    /// The page went out: the rest of the stream passes as it comes.
+    swapped: bool,
 }
 
 impl SwapPage {
     /// What can go out of what came so far and `chunk`: every whole event, the answer swapped.
     fn feed(&mut self, chunk: &[u8]) -> Vec<u8> {
+        if self.swapped {
+            return chunk.to_vec();
+        }
         self.held.extend_from_slice(chunk);
         let mut out = Vec::with_capacity(self.held.len());
         let mut at = 0;
@@ -474,6 +479,10 @@ impl SwapPage {
                     out.extend_from_slice(b"data: ");
                     out.extend(page_answer(&answer, &text));
                     out.extend_from_slice(b"\n\n");
+                    out.extend_from_slice(&self.held[at + next..]);
+                    self.held.clear();
+                    self.swapped = true;
+                    return out;
                 }
                 None => out.extend_from_slice(&self.held[at..at + next]),
             }
@@ -728,7 +737,9 @@ data: {"jsonrpc":"2.0","id":3,"result":{}}"#;
 data: {"jsonrpc":"2.0","id":"req-1","result":{}}
 
 "#;
-        let stream = &[before, stand_in].concat()[..];
+        // What follows the answer passes as it comes.
+        let after: &[u8] = b": keep-alive\n\n";
+        let stream = &[before, stand_in, after].concat()[..];
         let page = r#"{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"2"}"#;
         let expected = [
             before,
@@ -736,6 +747,7 @@ data: {"jsonrpc":"2.0","id":"req-1","result":{}}
             br#"{"jsonrpc":"2.0","id":"req-1","result":"#,
             page.as_bytes(),
             b"}\n\n",
+            after,
         ]
         .concat();
         for cut in 0..=stream.len() {
@@ -744,6 +756,7 @@ data: {"jsonrpc":"2.0","id":"req-1","result":{}}
             let mut swap = SwapPage {
                 slot: slot.clone(),
                 held: Vec::new(),
+                swapped: false,
             };
             let mut out = swap.feed(&stream[..cut]);
             out.extend(swap.feed(&stream[cut..]));
@@ -759,6 +772,7 @@ data: {"jsonrpc":"2.0","id":"req-1","result":{}}
         let mut swap = SwapPage {
             slot: PageSlot::default(),
             held: Vec::new(),
+            swapped: false,
         };
         assert_eq!(swap.feed(stream), stream);
     }
