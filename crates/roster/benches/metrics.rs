@@ -77,7 +77,8 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// call, in nanoseconds.
 fn recording_ns(iterations: usize) -> f64 {
     let metrics = Metrics::new(&MetricsConfig::default());
-    let answer: Result<Value, roster::servers::RequestError> = Ok(json!({"content": []}));
+    let answer: Result<roster::servers::Answer, roster::servers::RequestError> =
+        Ok(roster::servers::Answer::Value(json!({"content": []})));
     let started = Instant::now();
     for _ in 0..iterations {
         metrics.bench_call("demo", "demo__echo", &answer);

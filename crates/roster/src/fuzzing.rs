@@ -9,6 +9,7 @@ use tokio_util::codec::Decoder;
 
 use crate::servers::sse::{Event, EventParser};
 use crate::servers::stdio::JsonLines;
+use crate::servers::wire::Received;
 
 /// Decodes `chunks` as a stdio server's stdout, one read per chunk, with lines of at most
 /// `limit` bytes; then the end of the stream. Each item is a message, or `None` for a line that
@@ -20,12 +21,12 @@ pub fn stdio_messages(chunks: &[&[u8]], limit: u64) -> Vec<Option<Value>> {
     for chunk in chunks {
         buffer.extend_from_slice(chunk);
         while let Ok(Some(item)) = decoder.decode(&mut buffer) {
-            out.push(item);
+            out.push(item.map(Received::into_message));
         }
     }
     // As `FramedRead` does at the end of a stream: until the decoder has nothing more.
     while let Ok(Some(item)) = decoder.decode_eof(&mut buffer) {
-        out.push(item);
+        out.push(item.map(Received::into_message));
     }
     out
 }

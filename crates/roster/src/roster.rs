@@ -35,7 +35,7 @@ use crate::servers::pinning::Pinning;
 use crate::servers::runtime::{ReconcileHook, Relisting, Runtime};
 use crate::servers::watches::ResourceWatches;
 use crate::servers::{
-    CallOptions, LogLevel, LogSink, NotificationSink, Notifications, OfferingsGeneration,
+    Answer, CallOptions, LogLevel, LogSink, NotificationSink, Notifications, OfferingsGeneration,
     PromptEntry, RefreshHookError, RelistError, RequestError, ResourceUpdate, ResourceWatch,
     RouteError, ServerLog, ServerStatus,
 };
@@ -417,8 +417,26 @@ impl Roster {
         &self,
         exposed_name: &str,
         arguments: Option<Map<String, Value>>,
-        mut options: CallOptions,
+        options: CallOptions,
     ) -> Result<Value, CallError> {
+        let answer = self.call_answer(exposed_name, arguments, options).await?;
+        answer.into_value().map_err(|source| CallError::Request {
+            server: self
+                .with_registry(|r| r.route_call(exposed_name).map(|r| r.server.to_owned()))
+                .unwrap_or_default(),
+            tool: exposed_name.to_owned(),
+            source,
+        })
+    }
+
+    /// [`Roster::call_with`] with the result as the server wrote it, where roster's own
+    /// transport read it (see [`crate::servers::answer`]).
+    pub(crate) async fn call_answer(
+        &self,
+        exposed_name: &str,
+        arguments: Option<Map<String, Value>>,
+        mut options: CallOptions,
+    ) -> Result<Answer, CallError> {
         let (server, tool) = {
             let state = self.rt.state();
             let route = state
@@ -449,7 +467,7 @@ impl Roster {
             options.timeout = Some(slot.config.call_timeout);
         }
         let started = self.rt.metrics.started();
-        let outcome = connection.call_tool(&tool, arguments, options).await;
+        let outcome = connection.call_tool_answer(&tool, arguments, options).await;
         self.rt
             .metrics
             .call(&server, exposed_name, started, &outcome);
@@ -634,6 +652,7 @@ impl Roster {
         connection
             .interactive(method, params, options)
             .await
+            .and_then(Answer::into_value)
             .map_err(|source| RouteError::Request {
                 server: server.to_owned(),
                 source: Box::new(source),

@@ -186,13 +186,47 @@ struct RawStdio {
 
 impl RawStdio {
     fn start(config: &std::path::Path) -> RawStdio {
-        use tokio::io::AsyncBufReadExt;
         let (child, stdout, stdin) = serve_stdio(config);
+        RawStdio::of(child, stdout, stdin)
+    }
+
+    /// The conformance fixture itself, with no roster in between.
+    fn fixture() -> RawStdio {
+        let script = common::workspace_root().join("tests/python/conformance_server.py");
+        let mut child = tokio::process::Command::new(common::python())
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the fixture");
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            panic!("the fixture's pipes");
+        };
+        RawStdio::of(child, stdout, stdin)
+    }
+
+    fn of(
+        child: tokio::process::Child,
+        stdout: tokio::process::ChildStdout,
+        stdin: tokio::process::ChildStdin,
+    ) -> RawStdio {
+        use tokio::io::AsyncBufReadExt;
         RawStdio {
             _child: child,
             stdin,
             lines: tokio::io::BufReader::new(stdout).lines(),
         }
+    }
+
+    /// An initialize-era session, opened.
+    async fn initialize(&mut self) {
+        let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                            "clientInfo": {"name": "raw", "version": "1"}});
+        self.request(1, "initialize", params).await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
     }
 
     async fn send(&mut self, message: Value) {
@@ -206,6 +240,12 @@ impl RawStdio {
 
     /// The next answer (notifications roster sends in between are passed over), parsed.
     async fn answer(&mut self) -> Value {
+        let line = self.answer_line().await;
+        serde_json::from_str(&line).expect("checked")
+    }
+
+    /// The next answer as its line.
+    async fn answer_line(&mut self) -> String {
         loop {
             let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
                 .await
@@ -215,9 +255,17 @@ impl RawStdio {
             let message: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("a line that is no JSON ({e}): {line}"));
             if message.get("id").is_some() {
-                return message;
+                return line;
             }
         }
+    }
+
+    /// The `result` of a `tools/call` of `tool` as it was written.
+    async fn call_text(&mut self, id: u64, tool: &str, arguments: &Value, meta: &Value) -> String {
+        let params = json!({"name": tool, "arguments": arguments, "_meta": meta});
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}))
+            .await;
+        result_text(&self.answer_line().await, id)
     }
 
     async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
@@ -264,72 +312,124 @@ fn keep_page(answer: &Value, pages: &mut Vec<Value>) -> Option<String> {
     cursor
 }
 
-/// Every page of `tools/list` over HTTP with `token`, each answered as JSON: in an
-/// initialize-era session, or (`modern`) as stateless 2026-07-28 requests.
-async fn http_pages(url: &str, token: &str, modern: bool) -> Vec<Value> {
-    let http = reqwest::Client::new();
-    let post = |session: Option<&str>, method: &str, body: Value| {
-        let mut request = http
-            .post(url)
-            .bearer_auth(token)
+/// The `result` of the answer `line` to request `id`, as it was written.
+fn result_text(line: &str, id: u64) -> String {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        id: Value,
+        result: Option<Box<serde_json::value::RawValue>>,
+    }
+    let answer: Answer = serde_json::from_str(line).expect("a JSON-RPC answer");
+    assert_eq!(answer.id, json!(id), "{line}");
+    let result = answer.result.unwrap_or_else(|| panic!("no result: {line}"));
+    result.get().to_owned()
+}
+
+/// The `_meta` every 2026-07-28 request carries.
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    })
+}
+
+/// A client of roster's `/mcp` that reads each answer as it was written: in an initialize-era
+/// session, or (`modern`) as stateless 2026-07-28 requests. Every answer must come as JSON.
+struct RawHttp {
+    http: reqwest::Client,
+    url: String,
+    token: String,
+    modern: bool,
+    session: Option<String>,
+}
+
+impl RawHttp {
+    async fn open(url: &str, token: &str, modern: bool) -> RawHttp {
+        let mut client = RawHttp {
+            http: reqwest::Client::new(),
+            url: url.to_owned(),
+            token: token.to_owned(),
+            modern,
+            session: None,
+        };
+        if !modern {
+            let opened = client
+                .post(
+                    "initialize",
+                    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                      "clientInfo": {"name": "raw-http", "version": "1"}}}),
+                )
+                .await;
+            assert_eq!(opened.status(), 200);
+            let id = common::session_id(&opened);
+            client.session = Some(id);
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            let ack = client.post("notifications/initialized", initialized).await;
+            assert_eq!(ack.status(), 202);
+        }
+        client
+    }
+
+    async fn post(&self, method: &str, body: Value) -> reqwest::Response {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .bearer_auth(&self.token)
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
             .json(&body);
-        if let Some(session) = session {
+        if let Some(session) = &self.session {
             request = request
                 .header("mcp-session-id", session)
                 .header("mcp-protocol-version", "2025-11-25");
         }
-        if modern {
+        if self.modern {
             request = request
                 .header("mcp-protocol-version", "2026-07-28")
                 .header("mcp-method", method);
+            // SEP-2243: a call names its tool in a header too.
+            if let Some(name) = body["params"]["name"].as_str() {
+                request = request.header("mcp-name", name);
+            }
         }
-        request.send()
-    };
-    let mut session = None;
-    if !modern {
-        let opened = post(
-            None,
-            "initialize",
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                              "clientInfo": {"name": "raw-http", "version": "1"}}}),
-        )
-        .await
-        .expect("POST initialize");
-        assert_eq!(opened.status(), 200);
-        let id = common::session_id(&opened);
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let ack = post(Some(&id), "notifications/initialized", initialized)
+        request
+            .send()
             .await
-            .expect("POST initialized");
-        assert_eq!(ack.status(), 202);
-        session = Some(id);
+            .unwrap_or_else(|e| panic!("POST {method}: {e}"))
     }
-    let mut pages = Vec::new();
-    let mut cursor = None;
-    for id in 2.. {
-        let mut params = page_params(json!({}), &cursor);
-        if modern {
-            params["_meta"] = json!({
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
-            });
+
+    /// The answer to request `id` of `method`, as it was written.
+    async fn request(&self, id: u64, method: &str, mut params: Value) -> String {
+        if self.modern {
+            params["_meta"] = modern_meta();
         }
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
-        let answer = post(session.as_deref(), "tools/list", body)
-            .await
-            .expect("POST tools/list");
-        assert_eq!(answer.status(), 200);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let answer = self.post(method, body).await;
+        let status = answer.status();
         let kind = answer.headers().get("content-type").cloned();
+        let text = answer.text().await.expect("an answer");
+        assert_eq!(status, 200, "{method}: {text}");
         assert_eq!(
             kind.as_ref().and_then(|v| v.to_str().ok()),
             Some("application/json"),
-            "a page is answered as JSON"
+            "{method} is answered as JSON"
         );
-        let answer: Value = answer.json().await.expect("a JSON answer");
+        text
+    }
+}
+
+/// Every page of `tools/list` over HTTP with `token`, each answered as JSON: in an
+/// initialize-era session, or (`modern`) as stateless 2026-07-28 requests.
+async fn http_pages(url: &str, token: &str, modern: bool) -> Vec<Value> {
+    let client = RawHttp::open(url, token, modern).await;
+    let mut pages = Vec::new();
+    let mut cursor = None;
+    for id in 2.. {
+        let params = page_params(json!({}), &cursor);
+        let answer = client.request(id, "tools/list", params).await;
+        let answer: Value = serde_json::from_str(&answer).expect("a JSON answer");
         assert_eq!(answer["id"], json!(id), "{answer}");
         cursor = keep_page(&answer, &mut pages);
         if cursor.is_none() {
@@ -400,25 +500,10 @@ async fn shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes()
 
     // An initialize-era session over stdio, and a stateless 2026-07-28 one.
     let mut legacy = RawStdio::start(&configs[1]);
-    legacy
-        .request(
-            1,
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "1"}}),
-        )
-        .await;
-    legacy
-        .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await;
+    legacy.initialize().await;
     let legacy_pages = raw_pages(&mut legacy, 2, &json!({})).await;
-    let modern_meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-    });
     let mut modern = RawStdio::start(&configs[2]);
-    let modern_pages = raw_pages(&mut modern, 1, &modern_meta).await;
+    let modern_pages = raw_pages(&mut modern, 1, &modern_meta()).await;
     // An initialize-era HTTP session: the front writes the lane's text.
     let session_pages = http_pages(&http.url, "b", false).await;
     assert_eq!(
@@ -517,5 +602,75 @@ async fn shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes()
         let id = answer["id"].as_u64().expect("a numeric id");
         assert!(answer.get("result").is_some(), "{answer}");
         assert!(expected.remove(&id), "answered once: {id}");
+    }
+}
+
+/// The fixture's tools whose results the next test compares, with their arguments.
+fn result_tools() -> Vec<(&'static str, Value)> {
+    vec![
+        ("test_simple_text", json!({})),
+        ("test_image_content", json!({})),
+        ("test_audio_content", json!({})),
+        ("test_embedded_resource", json!({})),
+        ("test_multiple_content_types", json!({})),
+        ("test_error_handling", json!({})),
+        (
+            "json_schema_2020_12_tool",
+            json!({"name": "a \"quoted\" name\n"}),
+        ),
+    ]
+}
+
+/// `result` (an initialize-era result) as a 2026-07-28 client gets it.
+fn completed(result: &str) -> Value {
+    let mut result: Value = serde_json::from_str(result).expect("json");
+    result["resultType"] = json!("complete");
+    result
+}
+
+#[tokio::test]
+async fn tool_results_reach_clients_as_the_server_wrote_them_in_each_era() {
+    // What the fixture writes itself, to an initialize-era client.
+    let mut fixture = RawStdio::fixture();
+    fixture.initialize().await;
+    let mut own = Vec::new();
+    for (id, (tool, arguments)) in (10..).zip(result_tools()) {
+        own.push(fixture.call_text(id, tool, &arguments, &json!({})).await);
+    }
+    assert!(own[5].contains("\"isError\":true"), "{}", own[5]);
+
+    // roster speaks the same era to the fixture; each roster its own state directory.
+    let dirs: Vec<_> = (0..3)
+        .map(|_| tempfile::tempdir().expect("temp dir"))
+        .collect();
+    let configs: Vec<_> = dirs
+        .iter()
+        .map(|dir| {
+            let config = config(dir.path());
+            let text = std::fs::read_to_string(&config).expect("read config");
+            std::fs::write(&config, text + "protocol = \"legacy\"\n").expect("write config");
+            config
+        })
+        .collect();
+    let mut legacy = RawStdio::start(&configs[0]);
+    legacy.initialize().await;
+    let mut modern = RawStdio::start(&configs[1]);
+    let http = common::start_roster_http(&configs[2]);
+    let session = RawHttp::open(&http.url, "t", false).await;
+    let stateless = RawHttp::open(&http.url, "t", true).await;
+    for (id, ((tool, arguments), own)) in (20..).zip(result_tools().into_iter().zip(&own)) {
+        // An initialize-era client gets the server's very bytes, over stdio and over HTTP.
+        let text = legacy.call_text(id, tool, &arguments, &json!({})).await;
+        assert_eq!(&text, own, "{tool} over stdio");
+        let params = json!({"name": tool, "arguments": arguments});
+        let answer = session.request(id, "tools/call", params.clone()).await;
+        assert_eq!(&result_text(&answer, id), own, "{tool} in an HTTP session");
+        // A 2026-07-28 client is told the result is complete as well.
+        let text = modern.call_text(id, tool, &arguments, &modern_meta()).await;
+        let sent: Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(sent, completed(own), "{tool} over stdio, 2026-07-28");
+        let answer = stateless.request(id, "tools/call", params).await;
+        let sent: Value = serde_json::from_str(&result_text(&answer, id)).expect("json");
+        assert_eq!(sent, completed(own), "{tool} over HTTP, 2026-07-28");
     }
 }

@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{CallError, CallRelay, Gateway, ProgressRelay};
+use super::{CallError, CallRelay, Gateway, ProgressRelay, ToolAnswer};
 use crate::inbox::{HeldRequest, current_client};
-use crate::servers::{CallOptions, CallerRelay, InputRound, RequestError, RouteError, relay};
+use crate::servers::answer::RawResult;
+use crate::servers::{Answer, CallOptions, CallerRelay, InputRound, RequestError, RouteError};
 use crate::sync::lock;
 
 impl Gateway {
@@ -24,24 +25,55 @@ impl Gateway {
         exposed: &str,
         arguments: Option<JsonObject>,
         relay: CallRelay,
-    ) -> Result<CallToolResponse, CallError> {
+    ) -> Result<ToolAnswer, CallError> {
         let (options, forwarder) = call_options(relay);
         let held = self.hold(exposed);
-        let outcome = self.roster.call_with(exposed, arguments, options).await;
+        let outcome = self.roster.call_answer(exposed, arguments, options).await;
         drop(held);
         finish(forwarder).await;
-        let mut value = outcome.map_err(call_error)?;
-        let unreadable = |e: serde_json::Error| CallError::ServerDown {
-            server: self.server_of(exposed),
-            reason: format!("it sent a tool result roster cannot read: {e}"),
-        };
-        if relay::is_input_required(&value) {
+        let answer = outcome.map_err(call_error)?;
+        let unreadable = |e: serde_json::Error| self.unreadable(exposed, e);
+        if answer.is_input_required() {
+            let value = answer
+                .into_value()
+                .map_err(|e| self.unreadable(exposed, e))?;
             let result: InputRequiredResult = serde_json::from_value(value).map_err(unreadable)?;
-            return Ok(CallToolResponse::InputRequired(result));
+            return Ok(ToolAnswer::Typed(CallToolResponse::InputRequired(result)));
         }
+        match answer {
+            Answer::Raw(raw) => Ok(ToolAnswer::Raw(raw)),
+            Answer::Value(value) => self
+                .complete_result(exposed, value)
+                .map(|result| ToolAnswer::Typed(CallToolResponse::Complete(result))),
+        }
+    }
+
+    /// A raw tool result ([`ToolAnswer::Raw`]) of `exposed` parsed.
+    pub(crate) fn typed_result(
+        &self,
+        exposed: &str,
+        raw: RawResult,
+    ) -> Result<CallToolResult, CallError> {
+        let value = Answer::Raw(raw)
+            .into_value()
+            .map_err(|e| self.unreadable(exposed, e))?;
+        self.complete_result(exposed, value)
+    }
+
+    fn complete_result(
+        &self,
+        exposed: &str,
+        mut value: Value,
+    ) -> Result<CallToolResult, CallError> {
         complete_when_untyped(&mut value);
-        let result: CallToolResult = serde_json::from_value(value).map_err(unreadable)?;
-        Ok(CallToolResponse::Complete(result))
+        serde_json::from_value(value).map_err(|e| self.unreadable(exposed, e))
+    }
+
+    fn unreadable(&self, exposed: &str, error: impl std::fmt::Display) -> CallError {
+        CallError::ServerDown {
+            server: self.server_of(exposed),
+            reason: format!("it sent a tool result roster cannot read: {error}"),
+        }
     }
 
     /// One round of a server tool's call for `caller` with the answer as the server gave it: a

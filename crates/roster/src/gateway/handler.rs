@@ -21,7 +21,7 @@ use rmcp::model::{
     ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestParams,
     SubscriptionFilter, TASKS_EXTENSION_ID, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
-use rmcp::model::{CustomRequest, CustomResult};
+use rmcp::model::{CustomRequest, CustomResult, InitializeRequestParams, InitializeResult};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use roster_core::catalog::Subscriptions;
@@ -237,6 +237,18 @@ impl ServerHandler for GatewayHandler {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.served_tool(name)
+    }
+
+    /// rmcp's own `initialize`; the lane is linked here, so it takes the session's requests
+    /// from the first one after the handshake.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.link_lane(&context);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     fn accepted_subscription_filter(

@@ -14,10 +14,11 @@
 //! itself (the same session, watches and relays) when rmcp hands it that request. Until then
 //! every message takes rmcp's path.
 //!
-//! A shared `tools/list` page (the same for every caller) is made once as text: over stdio the
-//! lane writes it as its line; in an HTTP session the handler leaves it in the request's
-//! [`PageSlot`] and answers with a stand-in, which the front swaps for the text (rmcp thus
-//! neither serializes the page nor keeps a copy of it for a resumed stream).
+//! Answers roster holds as JSON text — a shared `tools/list` page (the same for every caller,
+//! made once), a tool result as the server wrote it — skip rmcp's serializer: the handler
+//! leaves the text in the request's [`AnswerSlot`] and answers with a stand-in; over stdio
+//! the lane writes the text as the answer's line, over HTTP the front swaps the stand-in for
+//! it (rmcp thus neither serializes the text nor keeps a copy of it for a resumed stream).
 //!
 //! Cancellation: a client's `notifications/cancelled` for a request in the lane cancels its
 //! context, as rmcp's loop would. A lane holds at most [`MAX_IN_LANE`] requests; past that, new
@@ -56,31 +57,33 @@ impl LaneLink {
     }
 }
 
-/// Where the handler leaves a shared `tools/list` page asked over HTTP, as the JSON text of its
-/// result, for the front to write as the answer. The front puts one in a `tools/list` request
-/// it hands rmcp; it is filled just before that request is answered with a stand-in (an empty
-/// list), so the front finds it filled when the stand-in comes.
+/// Where the handler leaves the JSON text of a request's result (a shared `tools/list` page, a
+/// tool result as the server wrote it) for whoever writes the answer: the lane over stdio, the
+/// front over HTTP, each puts one in the `tools/list` and `tools/call` requests it hands on.
+/// It is filled just before the request is answered with a stand-in, so the writer finds it
+/// filled when the stand-in comes.
 #[derive(Clone, Default)]
-pub(crate) struct PageSlot(Arc<Mutex<Option<Arc<str>>>>);
+pub(crate) struct AnswerSlot(Arc<Mutex<Option<Arc<str>>>>);
 
-impl PageSlot {
+impl AnswerSlot {
     pub(crate) fn put(&self, text: Arc<str>) {
         *crate::sync::lock(&self.0) = Some(text);
     }
 
-    /// The page the lane left, if it answered with the stand-in.
+    /// The text the handler left, if it answered with the stand-in.
     pub(crate) fn take(&self) -> Option<Arc<str>> {
         crate::sync::lock(&self.0).take()
     }
 }
 
-/// The slot the front put in this HTTP request, if any.
-pub(crate) fn page_slot(context: &RequestContext<RoleServer>) -> Option<PageSlot> {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<PageSlot>())
-        .cloned()
+/// The slot the lane or the front put in this request, if any.
+pub(crate) fn answer_slot(context: &RequestContext<RoleServer>) -> Option<AnswerSlot> {
+    let lane = context.extensions.get::<AnswerSlot>();
+    let front = || {
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        parts.and_then(|parts| parts.extensions.get::<AnswerSlot>())
+    };
+    lane.or_else(front).cloned()
 }
 
 /// A lane request's answer: a message for the transport, or (where the lane writes lines
@@ -202,27 +205,19 @@ where
         context.ct = ct;
         context.meta = meta;
         context.extensions = extensions;
-        // Over HTTP the handler's own `tools/list` fills the request's page slot.
-        let shared_page = match (&request, &self.lines) {
-            (ClientRequest::ListToolsRequest(list), Some(lines))
-                if handler.lists_shared_page(&context) =>
-            {
-                Some((list.params.clone(), lines.clone()))
-            }
-            _ => None,
-        };
+        // Where the lane writes lines itself, the handler may leave the answer as text.
+        let slot = self.lines.clone().map(|lines| {
+            let slot = AnswerSlot::default();
+            context.extensions.insert(slot.clone());
+            (slot, lines)
+        });
         self.running.push(Box::pin(async move {
-            let answer = match shared_page {
-                Some((params, lines)) => match handler.shared_tools_page(params, context).await {
-                    Ok(text) => Reply::Line(lines, result_line(&id, &text)),
-                    Err(error) => Reply::Message(JsonRpcMessage::error(error, Some(id.clone()))),
+            let answer = match Service::handle_request(&*handler, request, context).await {
+                Ok(result) => match slot.and_then(|(slot, lines)| Some((slot.take()?, lines))) {
+                    Some((text, lines)) => Reply::Line(lines, result_line(&id, &text)),
+                    None => Reply::Message(JsonRpcMessage::response(result, id.clone())),
                 },
-                None => Reply::Message(
-                    match Service::handle_request(&*handler, request, context).await {
-                        Ok(result) => JsonRpcMessage::response(result, id.clone()),
-                        Err(error) => JsonRpcMessage::error(error, Some(id.clone())),
-                    },
-                ),
+                Err(error) => Reply::Message(JsonRpcMessage::error(error, Some(id.clone()))),
             };
             (id, answer)
         }));

@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{AlwaysListed, ToolsMode};
 use crate::inbox::Attribution;
+use crate::servers::answer::RawResult;
 use crate::servers::{CallerRelay, InputRound};
 use crate::{Roster, Session, ToolEntry};
 
@@ -126,11 +127,21 @@ pub enum CallError {
     Cancelled,
 }
 
+/// A server tool's answer for the client.
+pub(crate) enum ToolAnswer {
+    /// Parsed: an `input_required` result, or a result read by rmcp.
+    Typed(CallToolResponse),
+    /// A complete result as the server wrote it ([`crate::servers::answer`]): it goes to the
+    /// client as it is where nothing must change inside it, else parsed
+    /// ([`Gateway::typed_result`]).
+    Raw(RawResult),
+}
+
 /// What a client's request to the servers produced; held while the request is paused on a
 /// server's question (see `caller`).
 pub(crate) enum Outcome {
     /// A `tools/call`.
-    Call(Result<CallToolResponse, CallError>),
+    Call(Result<ToolAnswer, CallError>),
     /// A forwarded `prompts/get` or `resources/read`.
     Forward(Result<serde_json::Value, ErrorData>),
 }

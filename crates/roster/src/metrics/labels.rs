@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder};
 
-use crate::servers::RequestError;
+use crate::servers::{Answer, RequestError};
 
 /// The request methods of the MCP specification (2025-06-18, 2025-11-25, 2026-07-28 and the
 /// extensions roster serves) a client may send roster; any other method is counted as
@@ -110,11 +110,9 @@ impl CallOutcome {
     }
 
     /// The outcome of a server's answer to a call.
-    pub(crate) fn of(outcome: &Result<serde_json::Value, RequestError>) -> CallOutcome {
+    pub(crate) fn of(outcome: &Result<Answer, RequestError>) -> CallOutcome {
         match outcome {
-            Ok(result) if result.get("isError") == Some(&serde_json::Value::Bool(true)) => {
-                CallOutcome::ToolError
-            }
+            Ok(result) if result.is_error() => CallOutcome::ToolError,
             Ok(_) => CallOutcome::Ok,
             Err(RequestError::Timeout(_)) => CallOutcome::Timeout,
             Err(RequestError::Cancelled) => CallOutcome::Cancelled,
@@ -253,8 +251,10 @@ mod tests {
 
     #[test]
     fn outcomes_follow_the_answer() {
-        let ok = Ok(serde_json::json!({"content": []}));
-        let tool_error = Ok(serde_json::json!({"content": [], "isError": true}));
+        let ok = Ok(Answer::Value(serde_json::json!({"content": []})));
+        let tool_error = Ok(Answer::Value(
+            serde_json::json!({"content": [], "isError": true}),
+        ));
         assert_eq!(CallOutcome::of(&ok), CallOutcome::Ok);
         assert_eq!(CallOutcome::of(&tool_error), CallOutcome::ToolError);
         let timeout = Err(RequestError::Timeout(Duration::from_secs(1)));

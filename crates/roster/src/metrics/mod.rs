@@ -25,7 +25,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use roster_core::Delta;
 
-use crate::servers::RequestError;
+use crate::servers::{Answer, RequestError};
 use crate::sync::lock;
 
 mod collect;
@@ -265,7 +265,7 @@ impl Metrics {
         server: &str,
         exposed: &str,
         started: Option<Instant>,
-        outcome: &Result<serde_json::Value, RequestError>,
+        outcome: &Result<Answer, RequestError>,
     ) {
         if self.is_on() {
             self.call_ended(server, exposed, started, CallOutcome::of(outcome));
@@ -274,12 +274,7 @@ impl Metrics {
 
     /// [`Metrics::call`] timed from now, for `benches/metrics.rs` (what recording costs).
     #[doc(hidden)]
-    pub fn bench_call(
-        &self,
-        server: &str,
-        exposed: &str,
-        outcome: &Result<serde_json::Value, RequestError>,
-    ) {
+    pub fn bench_call(&self, server: &str, exposed: &str, outcome: &Result<Answer, RequestError>) {
         self.call(server, exposed, self.started(), outcome);
     }
 
@@ -572,7 +567,12 @@ mod tests {
             ..MetricsConfig::default()
         });
         off.request("tools/call");
-        off.call("s", "s__t", off.started(), &Ok(serde_json::json!({})));
+        off.call(
+            "s",
+            "s__t",
+            off.started(),
+            &Ok(Answer::Value(serde_json::json!({}))),
+        );
         assert!(!off.is_on());
         assert_eq!(off.encode(), None);
     }
@@ -596,7 +596,12 @@ mod tests {
     #[test]
     fn tool_labels_only_when_asked() {
         let plain = on();
-        plain.call("s", "s__echo", plain.started(), &Ok(serde_json::json!({})));
+        plain.call(
+            "s",
+            "s__echo",
+            plain.started(),
+            &Ok(Answer::Value(serde_json::json!({}))),
+        );
         let page = plain.encode().expect("on");
         assert!(!page.contains("s__echo"), "{page}");
         assert!(
@@ -610,7 +615,7 @@ mod tests {
             "s",
             "s__echo",
             labelled.started(),
-            &Ok(serde_json::json!({"isError": true})),
+            &Ok(Answer::Value(serde_json::json!({"isError": true}))),
         );
         let page = labelled.encode().expect("on");
         assert!(
@@ -648,7 +653,7 @@ mod tests {
                 server,
                 "x__t",
                 metrics.started(),
-                &Ok(serde_json::json!({})),
+                &Ok(Answer::Value(serde_json::json!({}))),
             );
             metrics.listing(server, metrics.started(), true);
             metrics.delta(server, &delta);

@@ -12,12 +12,13 @@ use rmcp::service::RequestHandle;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::answer::{Answer, RawResult};
 use super::client_side::Unanswered;
 use super::connection::{Connection, client_request};
 use super::error::RequestError;
 use super::notifications::ProgressListener;
 use super::relay::{self, CallerRelay, InFlightGuard};
-use super::wire::{DirectCall, RawResults, WireError};
+use super::wire::{DirectCall, RawResults, Received, WireError};
 
 /// A round's request on its way: through rmcp's service, or past it.
 enum Sent {
@@ -43,24 +44,26 @@ impl Sent {
         }
     }
 
-    /// The server's result as JSON, or its error.
-    async fn answer(self, raw: &RawResults) -> Result<Value, RequestError> {
+    /// The server's result, or its error.
+    async fn answer(self, raw: &RawResults) -> Result<Answer, RequestError> {
         match self {
             Sent::Rmcp(handle) => {
                 let id = handle.id.clone();
                 let typed = handle.await_response().await?;
                 match raw.take(&id) {
-                    Some(raw) => Ok(raw),
+                    Some(raw) => Ok(Answer::Value(raw)),
                     // An answer rmcp reads as another type (say an empty `{}`) is still the
                     // result.
                     None => serde_json::to_value(typed)
+                        .map(Answer::Value)
                         .map_err(|e| RequestError::Unexpected(e.to_string())),
                 }
             }
-            Sent::Direct(mut call) => {
-                let message = call.answer().await.map_err(|_| RequestError::Closed)?;
-                result_of(message)
-            }
+            Sent::Direct(mut call) => match call.answer().await {
+                Ok(Received::Result { result, .. }) => Ok(Answer::Raw(RawResult::new(result))),
+                Ok(Received::Message(message)) => result_of(message).map(Answer::Value),
+                Err(_) => Err(RequestError::Closed),
+            },
         }
     }
 }
@@ -156,6 +159,18 @@ impl Connection {
         arguments: Option<Map<String, Value>>,
         options: CallOptions,
     ) -> Result<Value, RequestError> {
+        let answer = self.call_tool_answer(tool, arguments, options).await?;
+        answer.into_value()
+    }
+
+    /// [`Connection::call_tool`] with the result as the server wrote it, where roster's own
+    /// transport read it (see [`super::answer`]).
+    pub(crate) async fn call_tool_answer(
+        &self,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        options: CallOptions,
+    ) -> Result<Answer, RequestError> {
         let mut params = json!({"name": tool});
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
@@ -174,7 +189,7 @@ impl Connection {
         method: &str,
         mut params: Value,
         options: CallOptions,
-    ) -> Result<Value, RequestError> {
+    ) -> Result<Answer, RequestError> {
         if let Some(input) = &options.input {
             input.apply(&mut params);
         }
@@ -186,10 +201,10 @@ impl Connection {
             let answer = self.round(method, &mut params, &options, &in_flight).await;
             let answer = crate::telemetry::ServerRequest::end(span, answer)?;
             let passes_through = caller.as_ref().is_some_and(|c| c.takes_input_required());
-            if !relay::is_input_required(&answer) || passes_through {
+            if !answer.is_input_required() || passes_through {
                 return Ok(answer);
             }
-            self.fulfil(&answer, caller.as_ref(), &cancel)
+            self.fulfil(&answer.into_value()?, caller.as_ref(), &cancel)
                 .await?
                 .apply(&mut params);
         }
@@ -206,7 +221,7 @@ impl Connection {
         params: &mut Value,
         options: &CallOptions,
         in_flight: &InFlightGuard<'_>,
-    ) -> Result<Value, RequestError> {
+    ) -> Result<Answer, RequestError> {
         let sent = self.send_round(method, params, options).await?;
         let id = sent.id();
         in_flight.sent_as(id.clone());

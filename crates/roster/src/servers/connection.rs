@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::answer::Answer;
 use super::client_side::relay_listen;
 use super::client_side::{ClientShared, ClientSide};
 use super::error::{ConnectError, RequestError};
@@ -608,7 +609,8 @@ impl Connection {
             let result = handle.await_response().await?;
             serde_json::to_value(result).map_err(|e| RequestError::Unexpected(e.to_string()))
         };
-        crate::telemetry::ServerRequest::end(span, answer.await)
+        crate::telemetry::ServerRequest::end(span, answer.await.map(Answer::Value))
+            .and_then(Answer::into_value)
     }
 
     /// Pages `method` (`prompts/list`, `resources/list`, `resources/templates/list`) to its end

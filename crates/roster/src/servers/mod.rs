@@ -42,6 +42,7 @@
 //!   return after the new connection is listed; repeated failures park the server in
 //!   `crash-loop`.
 
+pub(crate) mod answer;
 mod call;
 mod client_side;
 mod connection;
@@ -61,8 +62,9 @@ pub(crate) mod status;
 pub(crate) mod stdio;
 mod supervisor;
 pub(crate) mod watches;
-mod wire;
+pub(crate) mod wire;
 
+pub use answer::Answer;
 pub use call::{CallOptions, InputRound};
 pub use client_side::ELICITATION_WAIT;
 pub use connection::{Connection, Negotiated, ToolListing};

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{Outgoing, RawResults, WireTransport, incoming_channel, parse_line};
+use super::wire::{Outgoing, RawResults, Received, WireTransport, incoming_channel, parse_line};
 use crate::config::redact_url;
 
 /// The SSE stream could not be opened or did not name its message endpoint.
@@ -230,7 +230,7 @@ pub(crate) async fn connect(
     };
     tracing::debug!(server = %server, %endpoint, "SSE message endpoint");
 
-    let (in_tx, in_rx) = mpsc::channel::<Value>(256);
+    let (in_tx, in_rx) = mpsc::channel::<Received>(256);
     let (out_tx, mut out_rx) = mpsc::channel::<Value>(256);
     // Cancelled when the guard drops or the POST side dies: either way the stream ends, so the
     // connection closes and supervision reconnects, instead of a half-open connection.

@@ -14,7 +14,6 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::{oneshot, watch};
@@ -22,7 +21,7 @@ use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder, FramedRead};
 
 use super::gate::NotificationGate;
-use super::wire::{Outgoing, RawResults, WireTransport, log_line, parse_line};
+use super::wire::{Outgoing, RawResults, Received, WireTransport, log_line, parse_line};
 use crate::config::ServerLimits;
 
 /// The longest line read from a server's stdout or stderr (64 MiB); a longer one is dropped as
@@ -99,13 +98,13 @@ impl JsonLines {
         tracing::warn!(server = %self.server, limit = self.limit, "dropped an over-long line from a server");
     }
 
-    fn line(&self, bytes: &[u8]) -> Option<Value> {
+    fn line(&self, bytes: &[u8]) -> Option<Received> {
         parse_line(&self.server, &String::from_utf8_lossy(bytes))
     }
 }
 
 impl Decoder for JsonLines {
-    type Item = Option<Value>;
+    type Item = Option<Received>;
     type Error = std::io::Error;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
@@ -398,7 +397,14 @@ mod tests {
     use super::*;
 
     /// Feeds `chunks` one at a time, as reads would deliver them, then ends the stream.
-    fn decode_chunks(chunks: &[&[u8]], limit: u64) -> Vec<Option<Value>> {
+    fn decode_chunks(chunks: &[&[u8]], limit: u64) -> Vec<Option<serde_json::Value>> {
+        decode_received(chunks, limit)
+            .into_iter()
+            .map(|item| item.map(Received::into_message))
+            .collect()
+    }
+
+    fn decode_received(chunks: &[&[u8]], limit: u64) -> Vec<Option<Received>> {
         let mut decoder = JsonLines::new(Arc::from("s"), limit);
         let mut buf = BytesMut::new();
         let mut out = Vec::new();
@@ -422,6 +428,7 @@ mod tests {
         let mut buf = BytesMut::with_capacity(2 * big.len());
         buf.extend_from_slice(big.as_bytes());
         let line = decoder.decode(&mut buf).expect("decodes").flatten();
+        let line = line.map(Received::into_message);
         assert!(line.is_some_and(|v| v["text"].as_str().map(str::len) == Some(200 * 1024)));
         assert!(buf.capacity() <= KEPT_READ_BUFFER, "{}", buf.capacity());
         // A line a little larger than what is kept, with less than that left after it: the
@@ -433,6 +440,7 @@ mod tests {
         assert_eq!(mid_buf.capacity(), 0, "a fresh buffer, not the shared one");
         buf.extend_from_slice(b"{\"a\":1}\n");
         let small = decoder.decode(&mut buf).expect("decodes").flatten();
+        let small = small.map(Received::into_message);
         assert_eq!(small, Some(serde_json::json!({"a": 1})));
     }
 

@@ -28,6 +28,7 @@ use futures::stream::BoxStream;
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
@@ -221,7 +222,7 @@ struct DirectInner {
     outgoing: Outgoing,
     next: AtomicU64,
     /// Waiting requests by id; `None` once the connection is closed.
-    pending: Mutex<Option<HashMap<u64, oneshot::Sender<Value>>>>,
+    pending: Mutex<Option<HashMap<u64, oneshot::Sender<Received>>>>,
 }
 
 /// One request sent by [`Direct::send`]: its answer, or the end of the connection. Dropped
@@ -230,7 +231,7 @@ pub(crate) struct DirectCall {
     direct: Direct,
     /// The JSON-RPC id it was sent with.
     pub(crate) id: u64,
-    answer: oneshot::Receiver<Value>,
+    answer: oneshot::Receiver<Received>,
 }
 
 #[derive(serde::Serialize)]
@@ -292,14 +293,21 @@ impl Direct {
 
     /// Takes `message` when it answers one of roster's own requests (and hands it to the
     /// waiting call); otherwise gives it back.
-    fn answer(&self, message: Value) -> Option<Value> {
-        let id = match message.get("id") {
-            Some(Value::Number(id)) if message.get("method").is_none() => id.as_u64(),
-            _ => None,
+    fn answer(&self, message: Received) -> Option<Value> {
+        let id = match &message {
+            Received::Result { id, .. } => Some(*id),
+            Received::Message(message) => match message.get("id") {
+                Some(Value::Number(id)) if message.get("method").is_none() => id.as_u64(),
+                _ => None,
+            },
         };
-        let Some(id) = id.filter(|id| *id >= DIRECT_IDS) else {
-            return Some(message);
+        let id = match (id.filter(|id| *id >= DIRECT_IDS), message) {
+            (Some(id), message) => (id, message),
+            (None, Received::Message(message)) => return Some(message),
+            // Only read as one for an id of roster's.
+            (None, Received::Result { .. }) => return None,
         };
+        let (id, message) = id;
         let waiting = lock(&self.inner.pending)
             .as_mut()
             .and_then(|p| p.remove(&id));
@@ -327,9 +335,9 @@ impl Direct {
 }
 
 impl DirectCall {
-    /// The server's whole answer (`result` or `error`), or [`WireError::Closed`] when the
-    /// connection ended first.
-    pub(crate) async fn answer(&mut self) -> Result<Value, WireError> {
+    /// The server's answer (its `result` as written, or the whole message with its `error`),
+    /// or [`WireError::Closed`] when the connection ended first.
+    pub(crate) async fn answer(&mut self) -> Result<Received, WireError> {
         (&mut self.answer).await.map_err(|_| WireError::Closed)
     }
 }
@@ -342,10 +350,33 @@ impl Drop for DirectCall {
 
 /// Where a transport's messages come from, in order. Polled only from `receive`, which rmcp
 /// may drop between messages: the stream keeps whatever it had read so far.
-pub(crate) type Incoming = BoxStream<'static, Value>;
+pub(crate) type Incoming = BoxStream<'static, Received>;
 
-/// The values of a channel, as [`Incoming`].
-pub(crate) fn incoming_channel(rx: mpsc::Receiver<Value>) -> Incoming {
+/// A message from a server, read once.
+#[derive(Debug)]
+pub(crate) enum Received {
+    /// The answer to one of roster's own requests ([`Direct`]) with a result: the result's
+    /// JSON text as the server wrote it (see [`super::answer`]).
+    Result { id: u64, result: Box<RawValue> },
+    /// Anything else, parsed.
+    Message(Value),
+}
+
+impl Received {
+    /// The message as one value (a kept result parsed back into its answer).
+    pub(crate) fn into_message(self) -> Value {
+        match self {
+            Received::Result { id, result } => {
+                let result: Value = serde_json::from_str(result.get()).expect("json");
+                json!({"jsonrpc": "2.0", "id": id, "result": result})
+            }
+            Received::Message(value) => value,
+        }
+    }
+}
+
+/// The messages of a channel, as [`Incoming`].
+pub(crate) fn incoming_channel(rx: mpsc::Receiver<Received>) -> Incoming {
     futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|v| (v, rx)) }).boxed()
 }
 
@@ -396,9 +427,17 @@ impl WireTransport {
                 return Some(json!({"jsonrpc": "2.0", "method": method}));
             }
             let sleep = self.gate.until_wake();
-            let value = tokio::select! {
-                value = self.incoming.next() => value?,
+            let received = tokio::select! {
+                received = self.incoming.next() => received?,
                 () = sleep => continue,
+            };
+            let value = match received {
+                Received::Message(value) => value,
+                result => {
+                    // No request of rmcp's is answered this way, in the handshake or after.
+                    self.direct.answer(result);
+                    continue;
+                }
             };
             if let Some(method) = value.get("method").and_then(Value::as_str)
                 && self.gate.admit(method, Instant::now()) != Admit::Pass
@@ -413,7 +452,7 @@ impl WireTransport {
                 );
                 continue;
             }
-            let Some(value) = self.direct.answer(value) else {
+            let Some(value) = self.direct.answer(Received::Message(value)) else {
                 continue;
             };
             return Some(value);
@@ -496,17 +535,74 @@ pub(crate) fn header_map(
 }
 
 /// Parses one line from a server; `None` (after a warning) when it is not JSON.
-pub(crate) fn parse_line(server: &str, line: &str) -> Option<Value> {
+pub(crate) fn parse_line(server: &str, line: &str) -> Option<Received> {
     let line = line.trim();
     if line.is_empty() {
         return None;
     }
+    if let Ok(message) = serde_json::from_str::<Message>(line) {
+        return Some(message.0);
+    }
     match serde_json::from_str::<Value>(line) {
-        Ok(value) if value.is_object() || value.is_array() => Some(value),
+        Ok(value) if value.is_array() => Some(Received::Message(value)),
         Ok(_) | Err(_) => {
             tracing::warn!(server, line = %truncate(line), "dropped a line that is not JSON-RPC");
             None
         }
+    }
+}
+
+/// A JSON object from a server read in one pass: the `result` of an answer to one of roster's
+/// own requests is kept as its text, everything else parsed.
+struct Message(Received);
+
+impl<'de> serde::Deserialize<'de> for Message {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Message;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Message, A::Error> {
+                let mut object = serde_json::Map::new();
+                // `Some(direct)` once the id was read: whether it is one of roster's.
+                let mut direct: Option<Option<u64>> = None;
+                let mut raw: Option<&'de RawValue> = None;
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if key == "result" && direct != Some(None) {
+                        raw = Some(map.next_value()?);
+                        continue;
+                    }
+                    let value: Value = map.next_value()?;
+                    if key == "id" {
+                        direct = Some(value.as_u64().filter(|id| *id >= DIRECT_IDS));
+                    }
+                    object.insert(key.into_owned(), value);
+                }
+                match (direct, raw) {
+                    (Some(Some(id)), Some(raw)) if !object.contains_key("method") => {
+                        return Ok(Message(Received::Result {
+                            id,
+                            result: raw.to_owned(),
+                        }));
+                    }
+                    (_, Some(raw)) => {
+                        let result =
+                            serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?;
+                        object.insert("result".to_owned(), result);
+                    }
+                    (_, None) => {}
+                }
+                Ok(Message(Received::Message(Value::Object(object))))
+            }
+        }
+        deserializer.deserialize_map(Visit)
     }
 }
 

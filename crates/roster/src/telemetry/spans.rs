@@ -13,7 +13,7 @@ use rmcp::ErrorData;
 use serde_json::Value;
 
 use super::propagation;
-use crate::servers::RequestError;
+use crate::servers::{Answer, RequestError};
 
 /// The tool a client called, by the name it used (the exposed name, or an MCP App's use of the
 /// server's own name): kept in the request's context for the server request's span.
@@ -158,8 +158,8 @@ impl ServerRequest {
     /// Ends `span` (if there is one) with what the server answered, and hands the answer on.
     pub(crate) fn end(
         span: Option<Self>,
-        answer: Result<Value, RequestError>,
-    ) -> Result<Value, RequestError> {
+        answer: Result<Answer, RequestError>,
+    ) -> Result<Answer, RequestError> {
         if let Some(span) = span {
             span.finish(outcome(&answer), answer.as_ref().err());
         }
@@ -196,9 +196,9 @@ impl ServerRequest {
 
 /// The outcome of a request to a server, in a few words: `ok`, `tool_error` (a result with
 /// `isError`), `protocol_error` (a JSON-RPC error), `timeout`, `cancelled`, `server_down`, `error`.
-fn outcome(answer: &Result<Value, RequestError>) -> &'static str {
+fn outcome(answer: &Result<Answer, RequestError>) -> &'static str {
     match answer {
-        Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => "tool_error",
+        Ok(result) if result.is_error() => "tool_error",
         Ok(_) => "ok",
         Err(error) => failure(error),
     }
@@ -221,8 +221,9 @@ mod tests {
 
     #[test]
     fn outcomes_name_what_happened() {
-        assert_eq!(outcome(&Ok(json!({"content": []}))), "ok");
-        assert_eq!(outcome(&Ok(json!({"isError": true}))), "tool_error");
+        assert_eq!(outcome(&Ok(Answer::Value(json!({"content": []})))), "ok");
+        let error = Answer::Value(json!({"isError": true}));
+        assert_eq!(outcome(&Ok(error)), "tool_error");
         let timeout = RequestError::Timeout(std::time::Duration::from_secs(1));
         assert_eq!(outcome(&Err(timeout)), "timeout");
         assert_eq!(outcome(&Err(RequestError::Closed)), "server_down");

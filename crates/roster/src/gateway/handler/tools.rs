@@ -15,16 +15,17 @@ use roster_core::delta::SchemaSource;
 use super::{GatewayHandler, input_round, not_a_call};
 use crate::Session;
 use crate::gateway::caller::{self, Step};
-use crate::gateway::lane::page_slot;
+use crate::gateway::lane::answer_slot;
 use crate::gateway::tasks::{Dispatch, TaskCall};
-use crate::gateway::{ClientIdentity, Outcome, native};
+use crate::gateway::{ClientIdentity, Outcome, ToolAnswer, native};
+use crate::servers::answer::RawResult;
 use crate::servers::{InputRequiredOnly, InputRound};
 
 impl GatewayHandler {
     /// Whether this request's `tools/list` page is every caller's — all tools, no search
     /// mode, no tool permissions, a request rmcp's dispatch would take as it is — and so can
-    /// be answered with [`GatewayHandler::shared_tools_page`].
-    pub(crate) fn lists_shared_page(&self, context: &RequestContext<RoleServer>) -> bool {
+    /// be answered with the page's text ([`ServedTools::page_text`]).
+    fn lists_shared_page(&self, context: &RequestContext<RoleServer>) -> bool {
         let who = self.identity(context);
         let view = self.gateway.tool_view(&who);
         if view.searches() || view.own || !who.permissions.tools.allows_all() {
@@ -50,16 +51,7 @@ impl GatewayHandler {
 
     /// A `tools/list` page every caller shares, as the JSON text of its result: made once
     /// per version of the served tools and protocol era, then copied (the session's turn and
-    /// note go exactly as in [`GatewayHandler::tools_page`]).
-    pub(crate) async fn shared_tools_page(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<Arc<str>, ErrorData> {
-        let trace = self.trace("list_tools", &request, &context);
-        crate::telemetry::within(trace, self.shared_page_text(request, &context)).await
-    }
-
+    /// note go exactly as for any other page).
     async fn shared_page_text(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -85,9 +77,8 @@ impl GatewayHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        // A shared page asked over HTTP (a session's lane hands it here too): the front writes
-        // its text in place of this stand-in.
-        if let Some(slot) = page_slot(&context)
+        // A shared page: whoever writes the answer writes its text in place of this stand-in.
+        if let Some(slot) = answer_slot(&context)
             && self.lists_shared_page(&context)
         {
             slot.put(self.shared_page_text(request, &context).await?);
@@ -251,6 +242,7 @@ impl GatewayHandler {
         }
         let gateway = self.gateway.clone();
         let target = format!("tools/call {name}");
+        let exposed = name.clone();
         let work = move |relay| -> futures::future::BoxFuture<'static, Outcome> {
             Box::pin(
                 async move { Outcome::Call(gateway.call(&name, Some(arguments), relay).await) },
@@ -272,12 +264,43 @@ impl GatewayHandler {
             Step::Done(Outcome::Forward(_)) => return Err(not_a_call("tools/call")),
         };
         let mut result = match outcome {
-            Ok(CallToolResponse::Complete(result)) => result,
+            Ok(ToolAnswer::Raw(raw)) => {
+                return self.raw_answer(&exposed, raw, &session, &who, &context);
+            }
+            Ok(ToolAnswer::Typed(CallToolResponse::Complete(result))) => result,
             // A 2026-07-28 server's question for a 2026-07-28 client goes to it untouched.
-            Ok(other) => return Ok(other),
+            Ok(ToolAnswer::Typed(other)) => return Ok(other),
             Err(error) => error.into_answer()?,
         };
         self.carry_note(&session, &who, &mut result);
+        Ok(result.into())
+    }
+
+    /// A server's tool result as the server wrote it: left as text in the request's slot for
+    /// whoever writes the answer (see [`crate::gateway::lane`]), the answer being a stand-in,
+    /// unless something must go inside it (the session's change note, or what rmcp changes for
+    /// the client's era) or nobody writes text: then parsed, as any other result.
+    fn raw_answer(
+        &self,
+        exposed: &str,
+        raw: RawResult,
+        session: &Session,
+        who: &ClientIdentity,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let note = self.note_for(session, who);
+        if note.is_none()
+            && let Some(slot) = answer_slot(context)
+            && let Some(text) = raw.tool_text(caller::is_modern(context))
+        {
+            slot.put(text.into());
+            return Ok(stand_in().into());
+        }
+        let mut result = match self.gateway.typed_result(exposed, raw) {
+            Ok(result) => result,
+            Err(error) => error.into_answer()?,
+        };
+        result.content.extend(note.map(ContentBlock::text));
         Ok(result.into())
     }
 
@@ -298,19 +321,21 @@ impl GatewayHandler {
     /// server's content (never joined to the server's text; `structuredContent` is left as
     /// the server gave it), unless `who` turned notes off.
     fn carry_note(&self, session: &Session, who: &ClientIdentity, result: &mut CallToolResult) {
+        result
+            .content
+            .extend(self.note_for(session, who).map(ContentBlock::text));
+    }
+
+    /// The session's pending change note, taken, for a result to carry; `None` when `who`
+    /// turned notes off (what was drained is dropped, so it cannot surface much later).
+    fn note_for(&self, session: &Session, who: &ClientIdentity) -> Option<String> {
         let source = if self.gateway.tool_view(who).searches() {
             SchemaSource::DescribeTools
         } else {
             SchemaSource::ToolsList
         };
         let note = session.take_note(source);
-        if !self.gateway.delta_notes(who) {
-            // Notes are off: what was drained is dropped so it cannot surface much later.
-            return;
-        }
-        if let Some(note) = note {
-            result.content.push(ContentBlock::text(note));
-        }
+        note.filter(|_| self.gateway.delta_notes(who))
     }
 
     /// The task path of a server tool's call (see [`super::tasks`]).
@@ -343,6 +368,17 @@ impl GatewayHandler {
             .dispatch(&self.gateway, &owner, call, &self.gateway.shutdown_token())
             .await
     }
+}
+
+/// The stand-in answer of a tool result left as text. A client sees it only where the text
+/// could not take its place: a stream resumed after it was cut before the answer, which rmcp
+/// replays from what it kept.
+fn stand_in() -> CallToolResult {
+    native::error(
+        "roster sent this call's result on a stream that was cut before it arrived and cannot \
+         send it again; call the tool again if its result is needed"
+            .to_owned(),
+    )
 }
 
 /// The tool name and arguments of a `call_tool` call, or what is wrong with them.

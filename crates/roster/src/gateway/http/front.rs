@@ -9,9 +9,10 @@
 //!   JSON when the client accepts it (anything sent before the response, or an answer slower
 //!   than `JSON_ANSWER_WAIT`, keeps the stream);
 //! - a request in flight when roster shuts down is answered with a JSON-RPC error naming it;
-//! - a `tools/list` page every caller shares is written from the text roster keeps of it: the
-//!   request carries a [`PageSlot`], the handler leaves the text there and answers with a
-//!   stand-in, and the stand-in is swapped for the text here (as JSON, or in the stream).
+//! - an answer roster holds as text (a `tools/list` page every caller shares, a tool result as
+//!   the server wrote it) is written from that text: the request carries an [`AnswerSlot`],
+//!   the handler leaves the text there and answers with a stand-in, and the stand-in is
+//!   swapped for the text here (as JSON, or in the stream).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sessions::BoundSessions;
 use crate::gateway::ClientIdentity;
-use crate::gateway::lane::{PageSlot, response_text};
+use crate::gateway::lane::{AnswerSlot, response_text};
 use crate::store::sessions::SharedSessions;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -223,9 +224,9 @@ async fn post(
     };
     let accepts_json = accepts_json(&parts.headers);
     let sent_json = is_json(&parts.headers);
-    // A page of tools may come as text (see the module's words).
-    let page = (is_request && accepts_json && probe.method.as_deref() == Some("tools/list"))
-        .then(PageSlot::default);
+    // A page of tools or a tool result may come as text (see the module's words).
+    let texts = matches!(probe.method.as_deref(), Some("tools/list" | "tools/call"));
+    let page = (is_request && accepts_json && texts).then(AnswerSlot::default);
     if let Some(slot) = &page {
         parts.extensions.insert(slot.clone());
     }
@@ -258,7 +259,7 @@ async fn post(
     if is_request && accepts_json && is_event_stream(response.headers()) {
         return unwrap_first_event(response, probe.id, &front.shutdown, page).await;
     }
-    match page.as_ref().and_then(PageSlot::take) {
+    match page.as_ref().and_then(AnswerSlot::take) {
         // A stand-in answered as JSON (a 2026-07-28 request).
         Some(text) if is_json(response.headers()) => json_page(response, &text).await,
         _ => response,
@@ -318,7 +319,7 @@ async fn unwrap_first_event(
     response: Response,
     request_id: Option<Value>,
     shutdown: &CancellationToken,
-    page: Option<PageSlot>,
+    page: Option<AnswerSlot>,
 ) -> Response {
     let (mut parts, body) = response.into_parts();
     let mut stream = body.into_data_stream();
@@ -350,7 +351,7 @@ async fn unwrap_first_event(
             match first_message(event) {
                 Event::Skip => scanned += end.1,
                 Event::Answer(message) => {
-                    let message = match page.as_ref().and_then(PageSlot::take) {
+                    let message = match page.as_ref().and_then(AnswerSlot::take) {
                         Some(text) => page_answer(&message, &text),
                         None => message.into_bytes(),
                     };
@@ -391,7 +392,7 @@ fn restream(
     rest: impl futures::Stream<Item = Result<Bytes, axum::Error>> + Send + Unpin + 'static,
     request_id: Option<Value>,
     shutdown: &CancellationToken,
-    page: Option<(PageSlot, usize)>,
+    page: Option<(AnswerSlot, usize)>,
 ) -> Response {
     let (head, swap) = match page {
         Some((slot, scanned)) => {
@@ -444,7 +445,7 @@ fn page_answer(answer: &str, text: &str) -> Vec<u8> {
 
 /// Swaps the stand-in answer for its page in an SSE stream, event by event.
 struct SwapPage {
-    slot: PageSlot,
+    slot: AnswerSlot,
     /// The start of an event not yet whole.
     held: Vec<u8>,
     /// The page went out: the rest of the stream passes as it comes.
@@ -751,7 +752,7 @@ data: {"jsonrpc":"2.0","id":"req-1","result":{}}
         ]
         .concat();
         for cut in 0..=stream.len() {
-            let slot = PageSlot::default();
+            let slot = AnswerSlot::default();
             slot.put(page.into());
             let mut swap = SwapPage {
                 slot: slot.clone(),
@@ -770,7 +771,7 @@ data: {"jsonrpc":"2.0","id":"req-1","result":{}}
         }
         // A slot the lane left empty (the answer was not the stand-in): the stream as it came.
         let mut swap = SwapPage {
-            slot: PageSlot::default(),
+            slot: AnswerSlot::default(),
             held: Vec::new(),
             swapped: false,
         };
