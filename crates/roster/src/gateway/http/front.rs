@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::sessions::BoundSessions;
 use crate::gateway::ClientIdentity;
 use crate::gateway::lane::{AnswerSlot, response_text};
+use crate::servers::answer::members;
 use crate::store::sessions::SharedSessions;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -541,49 +542,16 @@ fn first_message(event: &[u8]) -> Event {
     if data.trim().is_empty() {
         return Event::Skip;
     }
-    // Only the top-level keys are looked at: the result itself (a tool's output, a page of
-    // tools) is skipped, not built.
-    match serde_json::from_str::<Keys>(&data) {
-        Ok(keys) if keys.id && !keys.method && (keys.result || keys.error) => Event::Answer(data),
-        _ => Event::Other,
-    }
-}
-
-/// Which of a JSON-RPC message's top-level keys a JSON object has (anything else is an error).
-#[derive(Default)]
-struct Keys {
-    id: bool,
-    method: bool,
-    result: bool,
-    error: bool,
-}
-
-impl<'de> serde::Deserialize<'de> for Keys {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Keys;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON-RPC message")
-            }
-
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
-                let mut keys = Keys::default();
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                    match key.as_ref() {
-                        "id" => keys.id = true,
-                        "method" => keys.method = true,
-                        "result" => keys.result = true,
-                        "error" => keys.error = true,
-                        _ => {}
-                    }
-                }
-                Ok(keys)
-            }
-        }
-        deserializer.deserialize_map(Visit)
+    // Only the top-level members are looked at: the result itself (a tool's output, a page
+    // of tools) is skipped, not built.
+    let Some(members) = members(&data) else {
+        return Event::Other;
+    };
+    let has = |name: &str| members.iter().any(|(key, _)| key == name);
+    if has("id") && !has("method") && (has("result") || has("error")) {
+        Event::Answer(data)
+    } else {
+        Event::Other
     }
 }
 
