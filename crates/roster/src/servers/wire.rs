@@ -577,6 +577,8 @@ impl<'de> serde::Deserialize<'de> for Message {
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     if key == "result" && direct != Some(None) {
                         raw = Some(map.next_value()?);
+                        // Its place, should it be parsed after all.
+                        object.insert(key.into_owned(), Value::Null);
                         continue;
                     }
                     let value: Value = map.next_value()?;
@@ -732,5 +734,46 @@ mod tests {
         assert!(parse_line("s", "42").is_none());
         assert!(parse_line("s", "").is_none());
         assert!(parse_line("s", r#"{"jsonrpc":"2.0","method":"x"}"#).is_some());
+    }
+
+    #[test]
+    fn only_the_result_of_an_answer_to_roster_s_own_request_stays_text() {
+        let id = DIRECT_IDS + 7;
+        // Its result as written, whichever member comes first.
+        for line in [
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[ {{"text":"a\"b"}} ]}}}}"#
+            ),
+            format!(
+                r#"{{"result":{{"content":[ {{"text":"a\"b"}} ]}},"id":{id},"jsonrpc":"2.0"}}"#
+            ),
+        ] {
+            match parse_line("s", &line) {
+                Some(Received::Result { id: got, result }) => {
+                    assert_eq!(got, id);
+                    assert_eq!(result.get(), r#"{"content":[ {"text":"a\"b"} ]}"#);
+                }
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        // Anything else is parsed, members and their order kept.
+        for value in [
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": [{"name": "t"}]}}),
+            json!({"result": {"tools": []}, "id": 3, "jsonrpc": "2.0"}),
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -1, "message": "no"}}),
+            json!({"jsonrpc": "2.0", "id": id, "method": "ping", "result": 1}),
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse"}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}),
+            json!([{"jsonrpc": "2.0", "method": "x"}]),
+        ] {
+            let line = value.to_string();
+            match parse_line("s", &line) {
+                Some(Received::Message(parsed)) => {
+                    assert_eq!(parsed, value);
+                    assert_eq!(parsed.to_string(), line, "in the order written");
+                }
+                other => panic!("{line}: {other:?}"),
+            }
+        }
     }
 }
