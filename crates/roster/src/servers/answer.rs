@@ -10,9 +10,10 @@
 //! are read by rmcp, which parses every answer ([`Answer::Value`]).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -27,13 +28,17 @@ pub enum Answer {
     Value(Value),
 }
 
-/// A result as the server wrote it, with the top-level members roster reads of it.
+/// A result as the server wrote it, with what roster reads of its top-level members.
 #[derive(Debug)]
 pub struct RawResult {
-    text: Box<RawValue>,
+    text: Arc<str>,
     /// `resultType`, when it is a string.
     result_type: Option<Box<str>>,
     is_error: bool,
+    /// Whether rmcp reads it as a complete tool result ([`Shape::tool`]).
+    tool: bool,
+    /// `structuredContent` is there but no object (rmcp makes it text for a legacy client).
+    unstructured: bool,
 }
 
 impl Answer {
@@ -61,7 +66,7 @@ impl Answer {
     /// The result parsed.
     pub fn into_value(self) -> Result<Value, RequestError> {
         match self {
-            Answer::Raw(raw) => serde_json::from_str(raw.text.get())
+            Answer::Raw(raw) => serde_json::from_str(&raw.text)
                 .map_err(|e| RequestError::Unexpected(format!("an unreadable result: {e}"))),
             Answer::Value(value) => Ok(value),
         }
@@ -69,24 +74,16 @@ impl Answer {
 }
 
 impl RawResult {
-    /// The result `text` (read once, for its top-level members).
-    pub(crate) fn new(text: Box<RawValue>) -> Self {
-        let (mut result_type, mut is_error) = (None, false);
-        for (key, value) in members(text.get()).unwrap_or_default() {
-            match key.as_ref() {
-                "resultType" => {
-                    result_type = serde_json::from_str::<Cow<'_, str>>(value.get())
-                        .ok()
-                        .map(|t| t.into())
-                }
-                "isError" => is_error = value.get() == "true",
-                _ => {}
-            }
-        }
+    /// The result `text`, JSON already read once (by the transport); its top-level members
+    /// are read here, in one more pass that also checks the shape of a tool result.
+    pub(crate) fn new(text: Arc<str>) -> Self {
+        let shape = serde_json::from_str::<Shape>(&text).unwrap_or_default();
         RawResult {
             text,
-            result_type,
-            is_error,
+            result_type: shape.result_type,
+            is_error: shape.is_error,
+            tool: shape.valid && shape.known,
+            unstructured: shape.unstructured,
         }
     }
 
@@ -95,54 +92,28 @@ impl RawResult {
     /// the server wrote them. `None` when the text cannot go as it is: a shape rmcp would not
     /// read as a complete tool result (the typed path then says what is wrong), or a change
     /// inside it (a legacy client gets a non-object `structuredContent` as text).
-    pub(crate) fn tool_text(&self, modern: bool) -> Option<String> {
-        let text = self.text.get();
-        let members = members(text)?;
-        let mut known = false;
-        let mut legacy_change = false;
-        for (key, value) in &members {
-            let value = value.get();
-            let ok = match key.as_ref() {
-                "resultType" => self.result_type.as_deref() == Some("complete"),
-                "content" => {
-                    known = true;
-                    serde_json::from_str::<Vec<Block<'_>>>(value)
-                        .is_ok_and(|blocks| blocks.iter().all(Block::is_valid))
-                }
-                "structuredContent" => {
-                    known = true;
-                    legacy_change |= !value.starts_with('{');
-                    true
-                }
-                "isError" => {
-                    known = true;
-                    value == "true" || value == "false"
-                }
-                "_meta" => value.starts_with('{'),
-                _ => true,
-            };
-            if !ok {
-                return None;
-            }
-        }
-        if !known || (!modern && legacy_change) {
+    pub(crate) fn tool_text(&self, modern: bool) -> Option<Arc<str>> {
+        if !self.tool || (!modern && self.unstructured) {
             return None;
         }
         match (modern, self.result_type.is_some()) {
-            (true, true) | (false, false) => Some(text.to_owned()),
+            (true, true) | (false, false) => Some(self.text.clone()),
             // rmcp tells a 2026-07-28 client a result without `resultType` is complete.
             (true, false) => {
-                let rest = text.trim_start().strip_prefix('{')?;
-                let mut out = String::with_capacity(text.len() + 26);
+                let rest = self.text.trim_start().strip_prefix('{')?;
+                let mut out = String::with_capacity(self.text.len() + 26);
                 out.push_str(r#"{"resultType":"complete","#);
                 out.push_str(rest);
-                Some(out)
+                Some(out.into())
             }
             // ... and strips it for an older client.
             (false, true) => {
-                let mut out = String::with_capacity(text.len());
+                let mut out = String::with_capacity(self.text.len());
                 out.push('{');
-                for (key, value) in members.iter().filter(|(k, _)| k != "resultType") {
+                for (key, value) in members(&self.text)?
+                    .iter()
+                    .filter(|(k, _)| k != "resultType")
+                {
                     if out.len() > 1 {
                         out.push(',');
                     }
@@ -151,7 +122,7 @@ impl RawResult {
                     out.push_str(value.get());
                 }
                 out.push('}');
-                Some(out)
+                Some(out.into())
             }
         }
     }
@@ -187,46 +158,198 @@ impl<'de> Deserialize<'de> for Members<'de> {
     }
 }
 
-/// What rmcp needs of a content block to read it, as written.
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(borrow, default)]
-    text: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    data: Option<&'a RawValue>,
-    #[serde(rename = "mimeType", borrow, default)]
-    mime_type: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    resource: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    uri: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    name: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    annotations: Option<&'a RawValue>,
-    #[serde(rename = "_meta", borrow, default)]
-    meta: Option<&'a RawValue>,
+/// What roster reads of a result's top-level members in one pass: the members every result
+/// may have, and whether rmcp would read it as a complete tool result.
+#[derive(Default)]
+struct Shape {
+    result_type: Option<Box<str>>,
+    is_error: bool,
+    /// No member rmcp would refuse in a complete tool result.
+    valid: bool,
+    /// One of `content`, `structuredContent`, `isError` (rmcp wants one).
+    known: bool,
+    unstructured: bool,
+}
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = Shape;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+                let mut shape = Shape {
+                    valid: true,
+                    ..Shape::default()
+                };
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if key == "content" {
+                        shape.known = true;
+                        shape.valid &= map.next_value::<Blocks>()?.0;
+                        continue;
+                    }
+                    let value = map.next_value::<&'de RawValue>()?.get();
+                    let ok = match key.as_ref() {
+                        "resultType" => {
+                            let kind = serde_json::from_str::<Cow<'_, str>>(value).ok();
+                            shape.result_type = kind.map(Into::into);
+                            shape.result_type.as_deref() == Some("complete")
+                        }
+                        "structuredContent" => {
+                            shape.known = true;
+                            shape.unstructured = !value.starts_with('{');
+                            true
+                        }
+                        "isError" => {
+                            shape.known = true;
+                            shape.is_error = value == "true";
+                            value == "true" || value == "false"
+                        }
+                        "_meta" => value.starts_with('{'),
+                        _ => true,
+                    };
+                    shape.valid &= ok;
+                }
+                Ok(shape)
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// Whether a `content` member (any JSON value) is an array of blocks rmcp reads as they are.
+struct Blocks(bool);
+
+impl<'de> Deserialize<'de> for Blocks {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = Blocks;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("content blocks")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Blocks, A::Error> {
+                let mut valid = true;
+                while let Some(block) = seq.next_element::<Block<'de>>()? {
+                    valid &= block.is_valid();
+                }
+                Ok(Blocks(valid))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Blocks, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Blocks(false))
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Blocks, E> {
+                Ok(Blocks(false))
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<Blocks, E> {
+                Ok(Blocks(false))
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<Blocks, E> {
+                Ok(Blocks(false))
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<Blocks, E> {
+                Ok(Blocks(false))
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<Blocks, E> {
+                Ok(Blocks(false))
+            }
+
+            fn visit_unit<E>(self) -> Result<Blocks, E> {
+                Ok(Blocks(false))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
+/// A content block's members as written; `None` for a block that is no JSON object.
+struct Block<'a>(Option<Vec<(Cow<'a, str>, &'a RawValue)>>);
+
+impl<'de> Deserialize<'de> for Block<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = Block<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Block<'de>, A::Error> {
+                let mut members = Vec::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    members.push((key, map.next_value::<&'de RawValue>()?));
+                }
+                Ok(Block(Some(members)))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Block<'de>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Block(None))
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Block<'de>, E> {
+                Ok(Block(None))
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<Block<'de>, E> {
+                Ok(Block(None))
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<Block<'de>, E> {
+                Ok(Block(None))
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<Block<'de>, E> {
+                Ok(Block(None))
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<Block<'de>, E> {
+                Ok(Block(None))
+            }
+
+            fn visit_unit<E>(self) -> Result<Block<'de>, E> {
+                Ok(Block(None))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
 }
 
 impl Block<'_> {
     /// Whether rmcp reads this block as it is. Annotations are left to rmcp (their values
     /// are typed); so is anything this check does not know.
     fn is_valid(&self) -> bool {
-        let string = |v: Option<&RawValue>| v.is_some_and(|v| v.get().starts_with('"'));
-        let object = |v: Option<&RawValue>| v.is_none_or(|v| v.get().starts_with('{'));
-        if self.annotations.is_some() || !object(self.meta) {
+        let Some(own) = &self.0 else {
+            return false;
+        };
+        let member = |name: &str| own.iter().find(|(k, _)| k == name).map(|m| m.1.get());
+        let string = |name: &str| member(name).is_some_and(|v| v.starts_with('"'));
+        if member("annotations").is_some() || member("_meta").is_some_and(|m| !m.starts_with('{')) {
             return false;
         }
-        match self.kind.as_ref() {
-            "text" => string(self.text),
-            "image" | "audio" => string(self.data) && string(self.mime_type),
-            "resource_link" => string(self.uri) && string(self.name),
-            "resource" => self.resource.is_some_and(|r| {
-                let members = members(r.get()).unwrap_or_default();
-                let member = |name: &str| members.iter().find(|(k, _)| k == name).map(|m| m.1);
-                string(member("uri")) && (string(member("text")) || string(member("blob")))
+        match member("type") {
+            Some(r#""text""#) => string("text"),
+            Some(r#""image""#) | Some(r#""audio""#) => string("data") && string("mimeType"),
+            Some(r#""resource_link""#) => string("uri") && string("name"),
+            Some(r#""resource""#) => member("resource").is_some_and(|r| {
+                let inner = members(r).unwrap_or_default();
+                let member = |name: &str| inner.iter().find(|(k, _)| k == name).map(|m| m.1.get());
+                let string = |name: &str| member(name).is_some_and(|v| v.starts_with('"'));
+                string("uri") && (string("text") || string("blob"))
             }),
             _ => false,
         }
@@ -240,7 +363,7 @@ mod tests {
     use serde_json::json;
 
     fn raw(value: &Value) -> RawResult {
-        RawResult::new(RawValue::from_string(value.to_string()).expect("json"))
+        RawResult::new(value.to_string().into())
     }
 
     /// What rmcp writes for `result` to a client of the era given.
@@ -272,7 +395,7 @@ mod tests {
         ];
         for result in &results {
             for modern in [true, false] {
-                let text = raw(result).tool_text(modern);
+                let text = raw(result).tool_text(modern).map(|t| t.to_string());
                 let text = text.unwrap_or_else(|| panic!("{result} modern={modern} goes raw"));
                 let sent: Value = serde_json::from_str(&text).expect("json");
                 assert_eq!(sent, typed(result, modern), "{result} modern={modern}");
@@ -299,7 +422,7 @@ mod tests {
         ];
         for result in &results {
             for modern in [true, false] {
-                assert_eq!(raw(result).tool_text(modern), None, "{result}");
+                assert!(raw(result).tool_text(modern).is_none(), "{result}");
             }
         }
         // A non-object structuredContent is made text for a legacy client (by rmcp).
@@ -312,7 +435,7 @@ mod tests {
                 .expect("raw for a 2026-07-28 client");
             let sent: Value = serde_json::from_str(&text).expect("json");
             assert_eq!(sent, typed(&result, true));
-            assert_eq!(raw(&result).tool_text(false), None);
+            assert!(raw(&result).tool_text(false).is_none());
         }
     }
 

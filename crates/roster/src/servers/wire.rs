@@ -357,7 +357,7 @@ pub(crate) type Incoming = BoxStream<'static, Received>;
 pub(crate) enum Received {
     /// The answer to one of roster's own requests ([`Direct`]) with a result: the result's
     /// JSON text as the server wrote it (see [`super::answer`]).
-    Result { id: u64, result: Box<RawValue> },
+    Result { id: u64, result: Arc<str> },
     /// Anything else, parsed.
     Message(Value),
 }
@@ -367,7 +367,7 @@ impl Received {
     pub(crate) fn into_message(self) -> Value {
         match self {
             Received::Result { id, result } => {
-                let result: Value = serde_json::from_str(result.get()).expect("json");
+                let result: Value = serde_json::from_str(&result).expect("json");
                 json!({"jsonrpc": "2.0", "id": id, "result": result})
             }
             Received::Message(value) => value,
@@ -591,7 +591,7 @@ impl<'de> serde::Deserialize<'de> for Message {
                     (Some(Some(id)), Some(raw)) if !object.contains_key("method") => {
                         return Ok(Message(Received::Result {
                             id,
-                            result: raw.to_owned(),
+                            result: Arc::from(raw.get()),
                         }));
                     }
                     (_, Some(raw)) => {
@@ -751,7 +751,7 @@ mod tests {
             match parse_line("s", &line) {
                 Some(Received::Result { id: got, result }) => {
                     assert_eq!(got, id);
-                    assert_eq!(result.get(), r#"{"content":[ {"text":"a\"b"} ]}"#);
+                    assert_eq!(&*result, r#"{"content":[ {"text":"a\"b"} ]}"#);
                 }
                 other => panic!("{line}: {other:?}"),
             }

@@ -293,7 +293,7 @@ impl GatewayHandler {
             && let Some(slot) = answer_slot(context)
             && let Some(text) = raw.tool_text(caller::is_modern(context))
         {
-            slot.put(text.into());
+            slot.put(text);
             return Ok(stand_in().into());
         }
         let mut result = match self.gateway.typed_result(exposed, raw) {
