@@ -38,6 +38,7 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use super::GatewayHandler;
@@ -63,15 +64,15 @@ impl LaneLink {
 /// It is filled just before the request is answered with a stand-in, so the writer finds it
 /// filled when the stand-in comes.
 #[derive(Clone, Default)]
-pub(crate) struct AnswerSlot(Arc<Mutex<Option<Arc<str>>>>);
+pub(crate) struct AnswerSlot(Arc<Mutex<Option<Bytes>>>);
 
 impl AnswerSlot {
-    pub(crate) fn put(&self, text: Arc<str>) {
+    pub(crate) fn put(&self, text: Bytes) {
         *crate::sync::lock(&self.0) = Some(text);
     }
 
     /// The text the handler left, if it answered with the stand-in.
-    pub(crate) fn take(&self) -> Option<Arc<str>> {
+    pub(crate) fn take(&self) -> Option<Bytes> {
         crate::sync::lock(&self.0).take()
     }
 }
@@ -87,12 +88,12 @@ pub(crate) fn answer_slot(context: &RequestContext<RoleServer>) -> Option<Answer
 }
 
 /// A lane request's answer: a message for the transport, or (where the lane writes lines
-/// itself) one already written out as its JSON-RPC line. Not boxed: each answer is moved once,
-/// and a box would be an allocation per answer on the hot path.
+/// itself) one already written out as the parts of its JSON-RPC line. Not boxed: each answer
+/// is moved once, and a box would be an allocation per answer on the hot path.
 #[allow(clippy::large_enum_variant)]
 enum Reply {
     Message(TxJsonRpcMessage<RoleServer>),
-    Line(Lines, Vec<u8>),
+    Line(Lines, [Bytes; 3]),
 }
 
 type Answer = (RequestId, Reply);
@@ -127,23 +128,25 @@ impl<T> FastLane<T> {
     }
 }
 
-/// The JSON-RPC response answering the request whose id is `id` (as JSON text) with
-/// `result` (JSON text), with `end` after it.
-pub(crate) fn response_text(id: &str, result: &str, end: &[u8]) -> Vec<u8> {
-    let mut text = Vec::with_capacity(result.len() + id.len() + 40);
-    text.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    text.extend_from_slice(id.as_bytes());
-    text.extend_from_slice(br#","result":"#);
-    text.extend_from_slice(result.as_bytes());
-    text.extend_from_slice(b"}");
-    text.extend_from_slice(end);
-    text
+/// What comes before the result in the JSON-RPC response answering the request whose id is
+/// `id` (as JSON text); `}` closes it.
+pub(crate) fn response_head(id: &str) -> Vec<u8> {
+    let mut head = Vec::with_capacity(id.len() + 32);
+    head.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    head.extend_from_slice(id.as_bytes());
+    head.extend_from_slice(br#","result":"#);
+    head
 }
 
-/// The JSON-RPC line answering `id` with `result`, given as JSON text.
-fn result_line(id: &RequestId, result: &str) -> Vec<u8> {
+/// The JSON-RPC line answering `id` with `result` (JSON text), in parts: the result is not
+/// copied (a large tool result is written as it came).
+fn result_line(id: &RequestId, result: Bytes) -> [Bytes; 3] {
     let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
-    response_text(&id, result, b"\n")
+    [
+        response_head(&id).into(),
+        result,
+        Bytes::from_static(b"}\n"),
+    ]
 }
 
 /// Whether the lane answers this request (the hot ones; the rest keep rmcp's path).
@@ -214,7 +217,7 @@ where
         self.running.push(Box::pin(async move {
             let answer = match Service::handle_request(&*handler, request, context).await {
                 Ok(result) => match slot.and_then(|(slot, lines)| Some((slot.take()?, lines))) {
-                    Some((text, lines)) => Reply::Line(lines, result_line(&id, &text)),
+                    Some((text, lines)) => Reply::Line(lines, result_line(&id, text)),
                     None => Reply::Message(JsonRpcMessage::response(result, id.clone())),
                 },
                 Err(error) => Reply::Message(JsonRpcMessage::error(error, Some(id.clone()))),

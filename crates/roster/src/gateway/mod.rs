@@ -29,6 +29,7 @@ use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResponse, ProgressNotificationParam, ProgressToken, Tool};
 use rmcp::service::Peer;
+use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{AlwaysListed, ToolsMode};
@@ -301,7 +302,7 @@ pub(crate) struct ServedTools {
 #[derive(Default)]
 struct PageTexts {
     size: usize,
-    pages: [HashMap<usize, Arc<str>>; 2],
+    pages: [HashMap<usize, Bytes>; 2],
 }
 
 impl ServedTools {
@@ -341,7 +342,7 @@ impl ServedTools {
         cursor: Option<&str>,
         size: usize,
         modern: bool,
-    ) -> Result<Arc<str>, rmcp::ErrorData> {
+    ) -> Result<Bytes, rmcp::ErrorData> {
         let size = size.max(1);
         let (start, end, next) = handler::page_bounds(self.tools.len(), cursor, size)?;
         let era = usize::from(!modern);
@@ -366,7 +367,7 @@ impl ServedTools {
             result.strip_result_type_for_legacy_peer();
             result.strip_non_object_output_for_legacy_peer();
         }
-        let text: Arc<str> = serde_json::to_string(&result)
+        let text: Bytes = serde_json::to_string(&result)
             .map_err(|e| rmcp::ErrorData::internal_error(format!("tools/list page: {e}"), None))?
             .into();
         if kept {

@@ -10,6 +10,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
+use tokio_util::bytes::Bytes;
 
 use super::lane::FastLane;
 use super::{Gateway, GatewayHandler};
@@ -74,17 +75,34 @@ impl Lines {
         }
     }
 
-    /// Writes `line` (one JSON-RPC message and its newline) as a whole.
-    pub(crate) fn write(&self, line: Vec<u8>) -> BoxFuture<'static, io::Result<()>> {
-        whole(self.out.clone(), line)
+    /// Writes `parts` (of one JSON-RPC message and its newline) as a whole line.
+    pub(crate) fn write(&self, parts: [Bytes; 3]) -> BoxFuture<'static, io::Result<()>> {
+        whole(self.out.clone(), parts.into())
     }
 }
 
-/// Writes `line` to `out` as a whole, the lock held from its first byte to its flush.
-fn whole(out: Out, line: Vec<u8>) -> BoxFuture<'static, io::Result<()>> {
+/// Writes `parts` to `out` as one line, the lock held from its first byte to its flush: in
+/// one system call when the pipe takes it all (a vectored write).
+fn whole(out: Out, parts: Vec<Bytes>) -> BoxFuture<'static, io::Result<()>> {
     Box::pin(async move {
         let mut out = out.lock().await;
-        out.write_all(&line).await?;
+        let mut parts = parts;
+        parts.retain(|part| !part.is_empty());
+        while !parts.is_empty() {
+            let slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
+            let mut written = out.write_vectored(&slices).await?;
+            if written == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            while let Some(first) = parts.first_mut() {
+                if written < first.len() {
+                    let _ = first.split_to(written);
+                    break;
+                }
+                written -= first.len();
+                parts.remove(0);
+            }
+        }
         out.flush().await
     })
 }
@@ -117,7 +135,7 @@ impl AsyncWrite for LineWriter {
                 return Poll::Ready(Ok(()));
             }
             let line = std::mem::take(&mut self.pending);
-            self.flushing = Some(whole(self.out.clone(), line));
+            self.flushing = Some(whole(self.out.clone(), vec![line.into()]));
         }
     }
 

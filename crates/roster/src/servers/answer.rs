@@ -10,7 +10,7 @@
 //! are read by rmcp, which parses every answer ([`Answer::Value`]).
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use tokio_util::bytes::Bytes;
 
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -31,7 +31,8 @@ pub enum Answer {
 /// A result as the server wrote it, with what roster reads of its top-level members.
 #[derive(Debug)]
 pub struct RawResult {
-    text: Arc<str>,
+    /// UTF-8 (from a line read as text).
+    text: Bytes,
     /// `resultType`, when it is a string.
     result_type: Option<Box<str>>,
     is_error: bool,
@@ -66,7 +67,7 @@ impl Answer {
     /// The result parsed.
     pub fn into_value(self) -> Result<Value, RequestError> {
         match self {
-            Answer::Raw(raw) => serde_json::from_str(&raw.text)
+            Answer::Raw(raw) => serde_json::from_slice(&raw.text)
                 .map_err(|e| RequestError::Unexpected(format!("an unreadable result: {e}"))),
             Answer::Value(value) => Ok(value),
         }
@@ -76,8 +77,8 @@ impl Answer {
 impl RawResult {
     /// The result `text`, JSON already read once (by the transport); its top-level members
     /// are read here, in one more pass that also checks the shape of a tool result.
-    pub(crate) fn new(text: Arc<str>) -> Self {
-        let shape = serde_json::from_str::<Shape>(&text).unwrap_or_default();
+    pub(crate) fn new(text: Bytes) -> Self {
+        let shape = serde_json::from_slice::<Shape>(&text).unwrap_or_default();
         RawResult {
             text,
             result_type: shape.result_type,
@@ -92,28 +93,26 @@ impl RawResult {
     /// the server wrote them. `None` when the text cannot go as it is: a shape rmcp would not
     /// read as a complete tool result (the typed path then says what is wrong), or a change
     /// inside it (a legacy client gets a non-object `structuredContent` as text).
-    pub(crate) fn tool_text(&self, modern: bool) -> Option<Arc<str>> {
+    pub(crate) fn tool_text(&self, modern: bool) -> Option<Bytes> {
         if !self.tool || (!modern && self.unstructured) {
             return None;
         }
+        let text = std::str::from_utf8(&self.text).ok()?;
         match (modern, self.result_type.is_some()) {
             (true, true) | (false, false) => Some(self.text.clone()),
             // rmcp tells a 2026-07-28 client a result without `resultType` is complete.
             (true, false) => {
-                let rest = self.text.trim_start().strip_prefix('{')?;
-                let mut out = String::with_capacity(self.text.len() + 26);
+                let rest = text.trim_start().strip_prefix('{')?;
+                let mut out = String::with_capacity(text.len() + 26);
                 out.push_str(r#"{"resultType":"complete","#);
                 out.push_str(rest);
                 Some(out.into())
             }
             // ... and strips it for an older client.
             (false, true) => {
-                let mut out = String::with_capacity(self.text.len());
+                let mut out = String::with_capacity(text.len());
                 out.push('{');
-                for (key, value) in members(&self.text)?
-                    .iter()
-                    .filter(|(k, _)| k != "resultType")
-                {
+                for (key, value) in members(text)?.iter().filter(|(k, _)| k != "resultType") {
                     if out.len() > 1 {
                         out.push(',');
                     }
@@ -395,7 +394,8 @@ mod tests {
         ];
         for result in &results {
             for modern in [true, false] {
-                let text = raw(result).tool_text(modern).map(|t| t.to_string());
+                let text = raw(result).tool_text(modern);
+                let text = text.map(|t| String::from_utf8(t.to_vec()).expect("utf-8"));
                 let text = text.unwrap_or_else(|| panic!("{result} modern={modern} goes raw"));
                 let sent: Value = serde_json::from_str(&text).expect("json");
                 assert_eq!(sent, typed(result, modern), "{result} modern={modern}");
@@ -433,7 +433,7 @@ mod tests {
             let text = raw(&result)
                 .tool_text(true)
                 .expect("raw for a 2026-07-28 client");
-            let sent: Value = serde_json::from_str(&text).expect("json");
+            let sent: Value = serde_json::from_slice(&text).expect("json");
             assert_eq!(sent, typed(&result, true));
             assert!(raw(&result).tool_text(false).is_none());
         }
@@ -443,9 +443,12 @@ mod tests {
     fn members_rmcp_does_not_model_pass_as_written() {
         let result = json!({"content": [], "later": {"x": [1, 2]}});
         let text = raw(&result).tool_text(false).expect("raw");
-        assert_eq!(serde_json::from_str::<Value>(&text).expect("json"), result);
+        assert_eq!(
+            serde_json::from_slice::<Value>(&text).expect("json"),
+            result
+        );
         let text = raw(&result).tool_text(true).expect("raw");
-        let sent: Value = serde_json::from_str(&text).expect("json");
+        let sent: Value = serde_json::from_slice(&text).expect("json");
         assert_eq!(sent["later"], result["later"]);
         assert_eq!(sent["resultType"], "complete");
     }

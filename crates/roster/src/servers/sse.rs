@@ -245,7 +245,7 @@ pub(crate) async fn connect(
                 if event.kind != "message" {
                     continue;
                 }
-                if let Some(value) = parse_line(&name, &event.data)
+                if let Some(value) = parse_line(&name, event.data.into())
                     && in_tx.send(value).await.is_err()
                 {
                     return;

@@ -98,8 +98,8 @@ impl JsonLines {
         tracing::warn!(server = %self.server, limit = self.limit, "dropped an over-long line from a server");
     }
 
-    fn line(&self, bytes: &[u8]) -> Option<Received> {
-        parse_line(&self.server, &String::from_utf8_lossy(bytes))
+    fn line(&self, bytes: BytesMut) -> Option<Received> {
+        parse_line(&self.server, bytes.freeze())
     }
 }
 
@@ -136,7 +136,7 @@ impl Decoder for JsonLines {
                 self.dropped_long_line();
                 continue;
             }
-            return Ok(Some(self.line(&line)));
+            return Ok(Some(self.line(line)));
         }
     }
 
@@ -150,7 +150,7 @@ impl Decoder for JsonLines {
             return Ok(None);
         }
         let rest = src.split();
-        Ok(Some(self.line(&rest)))
+        Ok(Some(self.line(rest)))
     }
 }
 

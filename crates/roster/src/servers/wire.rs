@@ -32,6 +32,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::bytes::Bytes;
 
 use super::event::AWAITED_BY_RESULTS;
 use super::gate::{Admit, NotificationGate};
@@ -357,7 +358,7 @@ pub(crate) type Incoming = BoxStream<'static, Received>;
 pub(crate) enum Received {
     /// The answer to one of roster's own requests ([`Direct`]) with a result: the result's
     /// JSON text as the server wrote it (see [`super::answer`]).
-    Result { id: u64, result: Arc<str> },
+    Result { id: u64, result: Bytes },
     /// Anything else, parsed.
     Message(Value),
 }
@@ -367,7 +368,7 @@ impl Received {
     pub(crate) fn into_message(self) -> Value {
         match self {
             Received::Result { id, result } => {
-                let result: Value = serde_json::from_str(&result).expect("json");
+                let result: Value = serde_json::from_slice(&result).expect("json");
                 json!({"jsonrpc": "2.0", "id": id, "result": result})
             }
             Received::Message(value) => value,
@@ -534,14 +535,26 @@ pub(crate) fn header_map(
     Ok(map)
 }
 
-/// Parses one line from a server; `None` (after a warning) when it is not JSON.
-pub(crate) fn parse_line(server: &str, line: &str) -> Option<Received> {
-    let line = line.trim();
+/// Parses one line from a server; `None` (after a warning) when it is not JSON. A result kept
+/// as text shares `bytes` (no copy) when they are UTF-8.
+pub(crate) fn parse_line(server: &str, bytes: Bytes) -> Option<Received> {
+    let text = String::from_utf8_lossy(&bytes);
+    let line = text.trim();
     if line.is_empty() {
         return None;
     }
-    if let Ok(message) = serde_json::from_str::<Message>(line) {
-        return Some(message.0);
+    if let Ok(message) = serde_json::from_str::<Message<'_>>(line) {
+        return Some(match message {
+            Message::Result { id, raw } => {
+                let raw = raw.get().as_bytes();
+                let result = match &text {
+                    Cow::Borrowed(_) => bytes.slice_ref(raw),
+                    Cow::Owned(_) => Bytes::copy_from_slice(raw),
+                };
+                Received::Result { id, result }
+            }
+            Message::Parsed(value) => Received::Message(value),
+        });
     }
     match serde_json::from_str::<Value>(line) {
         Ok(value) if value.is_array() => Some(Received::Message(value)),
@@ -554,13 +567,16 @@ pub(crate) fn parse_line(server: &str, line: &str) -> Option<Received> {
 
 /// A JSON object from a server read in one pass: the `result` of an answer to one of roster's
 /// own requests is kept as its text, everything else parsed.
-struct Message(Received);
+enum Message<'a> {
+    Result { id: u64, raw: &'a RawValue },
+    Parsed(Value),
+}
 
-impl<'de> serde::Deserialize<'de> for Message {
+impl<'de> serde::Deserialize<'de> for Message<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visit;
         impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Message;
+            type Value = Message<'de>;
 
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON object")
@@ -569,7 +585,7 @@ impl<'de> serde::Deserialize<'de> for Message {
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,
-            ) -> Result<Message, A::Error> {
+            ) -> Result<Message<'de>, A::Error> {
                 let mut object = serde_json::Map::new();
                 // `Some(direct)` once the id was read: whether it is one of roster's.
                 let mut direct: Option<Option<u64>> = None;
@@ -589,10 +605,7 @@ impl<'de> serde::Deserialize<'de> for Message {
                 }
                 match (direct, raw) {
                     (Some(Some(id)), Some(raw)) if !object.contains_key("method") => {
-                        return Ok(Message(Received::Result {
-                            id,
-                            result: Arc::from(raw.get()),
-                        }));
+                        return Ok(Message::Result { id, raw });
                     }
                     (_, Some(raw)) => {
                         let result =
@@ -601,7 +614,7 @@ impl<'de> serde::Deserialize<'de> for Message {
                     }
                     (_, None) => {}
                 }
-                Ok(Message(Received::Message(Value::Object(object))))
+                Ok(Message::Parsed(Value::Object(object)))
             }
         }
         deserializer.deserialize_map(Visit)
@@ -730,10 +743,11 @@ mod tests {
 
     #[test]
     fn garbage_lines_are_dropped() {
-        assert!(parse_line("s", "Starting server on stdio...").is_none());
-        assert!(parse_line("s", "42").is_none());
-        assert!(parse_line("s", "").is_none());
-        assert!(parse_line("s", r#"{"jsonrpc":"2.0","method":"x"}"#).is_some());
+        let line = |text: &'static str| Bytes::from_static(text.as_bytes());
+        assert!(parse_line("s", line("Starting server on stdio...")).is_none());
+        assert!(parse_line("s", line("42")).is_none());
+        assert!(parse_line("s", line("")).is_none());
+        assert!(parse_line("s", line(r#"{"jsonrpc":"2.0","method":"x"}"#)).is_some());
     }
 
     #[test]
@@ -748,10 +762,10 @@ mod tests {
                 r#"{{"result":{{"content":[ {{"text":"a\"b"}} ]}},"id":{id},"jsonrpc":"2.0"}}"#
             ),
         ] {
-            match parse_line("s", &line) {
+            match parse_line("s", line.clone().into()) {
                 Some(Received::Result { id: got, result }) => {
                     assert_eq!(got, id);
-                    assert_eq!(&*result, r#"{"content":[ {"text":"a\"b"} ]}"#);
+                    assert_eq!(&result[..], br#"{"content":[ {"text":"a\"b"} ]}"#);
                 }
                 other => panic!("{line}: {other:?}"),
             }
@@ -767,7 +781,7 @@ mod tests {
             json!([{"jsonrpc": "2.0", "method": "x"}]),
         ] {
             let line = value.to_string();
-            match parse_line("s", &line) {
+            match parse_line("s", line.clone().into()) {
                 Some(Received::Message(parsed)) => {
                     assert_eq!(parsed, value);
                     assert_eq!(parsed.to_string(), line, "in the order written");

@@ -1,8 +1,6 @@
 //! `tools/list` and `tools/call`: native tools first, then a server's tool, in place or as a
 //! task; a tool result carries the session's pending change note.
 
-use std::sync::Arc;
-
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, Tool,
@@ -56,7 +54,7 @@ impl GatewayHandler {
         &self,
         request: Option<PaginatedRequestParams>,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Arc<str>, ErrorData> {
+    ) -> Result<tokio_util::bytes::Bytes, ErrorData> {
         self.begin_listing(context).await;
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let size = self.gateway.config().page_size;

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sessions::BoundSessions;
 use crate::gateway::ClientIdentity;
-use crate::gateway::lane::{AnswerSlot, response_text};
+use crate::gateway::lane::{AnswerSlot, response_head};
 use crate::servers::answer::members;
 use crate::store::sessions::SharedSessions;
 
@@ -268,7 +268,7 @@ async fn post(
 }
 
 /// The JSON answer `response` (a stand-in) with the page `text` in place of its result.
-async fn json_page(response: Response, text: &str) -> Response {
+async fn json_page(response: Response, text: &[u8]) -> Response {
     let (mut parts, body) = response.into_parts();
     match axum::body::to_bytes(body, FIRST_EVENT_LIMIT).await {
         Ok(answer) => {
@@ -436,12 +436,16 @@ fn restream(
 }
 
 /// The JSON-RPC answer with the page `text` for the stand-in `answer` (its id kept).
-fn page_answer(answer: &str, text: &str) -> Vec<u8> {
+fn page_answer(answer: &str, text: &[u8]) -> Vec<u8> {
     let id = serde_json::from_str::<Value>(answer)
         .ok()
         .and_then(|answer| answer.get("id").map(Value::to_string))
         .unwrap_or_else(|| "null".to_owned());
-    response_text(&id, text, b"")
+    let mut out = response_head(&id);
+    out.reserve(text.len() + 1);
+    out.extend_from_slice(text);
+    out.push(b'}');
+    out
 }
 
 /// Swaps the stand-in answer for its page in an SSE stream, event by event.
@@ -753,7 +757,8 @@ data: {"jsonrpc":"2.0","id":"req-1","result":{}}
             (r#"{"jsonrpc":"2.0","id":12,"result":{}}"#, "12"),
             (r#"{"jsonrpc":"2.0","id":"x\"y","result":{}}"#, r#""x\"y""#),
         ] {
-            let answer: Value = serde_json::from_slice(&page_answer(stand_in, text)).expect("JSON");
+            let answer: Value =
+                serde_json::from_slice(&page_answer(stand_in, text.as_bytes())).expect("JSON");
             assert_eq!(answer["id"].to_string(), id);
             assert_eq!(answer["result"], json!({"tools": []}));
             assert_eq!(answer["jsonrpc"], "2.0");
