@@ -145,3 +145,39 @@ impl AsyncWrite for LineWriter {
         Poll::Ready(Ok(()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn a_line_in_parts_goes_out_whole_however_little_each_write_takes() {
+        // Each write takes at most 7 bytes: parts are cut anywhere.
+        let (write, mut read) = tokio::io::duplex(7);
+        let lines = Lines::new(write);
+        let body = Bytes::from("x".repeat(1000));
+        let parts = [
+            Bytes::from_static(b"{\"a\":\""),
+            body,
+            Bytes::from_static(b"\"}\n"),
+        ];
+        let other = lines.writer();
+        let writing = tokio::spawn(async move {
+            lines.write(parts).await.expect("written");
+            // rmcp's writer's line comes after, never inside it.
+            let mut other = other;
+            other.write_all(b"{}\n").await.expect("buffered");
+            other.flush().await.expect("written");
+        });
+        let mut got = Vec::new();
+        while !got.ends_with(b"{}\n") {
+            let mut chunk = [0; 64];
+            let n = read.read(&mut chunk).await.expect("read");
+            got.extend_from_slice(&chunk[..n]);
+        }
+        writing.await.expect("joined");
+        let expected = format!("{{\"a\":\"{}\"}}\n{{}}\n", "x".repeat(1000));
+        assert_eq!(String::from_utf8(got).expect("utf-8"), expected);
+    }
+}
