@@ -22,6 +22,7 @@ pub mod gateway;
 pub mod i18n;
 pub mod inbox;
 mod memory;
+pub use memory::tune_for_serving;
 pub mod metrics;
 pub mod oauth;
 mod roster;

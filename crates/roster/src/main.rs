@@ -184,6 +184,9 @@ fn main() -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
+    if matches!(cli.command, Some(Command::Serve(_))) {
+        roster::tune_for_serving();
+    }
     let runtime = runtime_for(cli.command.as_ref())?;
     match cli.command {
         Some(Command::DemoServer) => runtime.block_on(roster::demo::run_stdio())?,

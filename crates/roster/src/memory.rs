@@ -4,12 +4,36 @@
 //! would hold several MiB it no longer uses. After listings, and at most every
 //! [`TRIM_EVERY`], the pages are returned (`malloc_trim`). Other allocators and platforms: a
 //! no-op.
+//!
+//! Between those trims, glibc's own would give back the top of the heap whenever more than
+//! 128 KiB of it is free — after every message of that size: a 64 KiB tool result forwarded
+//! both ways cost 66 page faults per call as the heap shrank and grew again. `roster serve`
+//! keeps up to [`KEEP_FREED`] for reuse instead, and heap-allocates what is smaller than
+//! [`HEAP_BELOW`] (glibc maps each larger block anew, with a fault per page).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The shortest time between two trims after listings.
 const TRIM_EVERY_MS: u64 = 2_000;
+
+/// Freed heap at its top kept for reuse (glibc gives back what is more).
+const KEEP_FREED: i32 = 2 << 20;
+
+/// Blocks smaller than this come from the heap (larger ones are mapped on their own).
+const HEAP_BELOW: i32 = 1 << 20;
+
+/// Sets the heap up for serving (see the module's words); called once, before the runtime
+/// starts its threads.
+#[allow(unsafe_code)]
+pub fn tune_for_serving() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets glibc's allocator parameters, under its lock.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, KEEP_FREED);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, HEAP_BELOW);
+    }
+}
 
 /// When the last trim was, in milliseconds since the Unix epoch.
 struct LastTrim(AtomicU64);
