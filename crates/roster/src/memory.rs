@@ -18,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const TRIM_EVERY_MS: u64 = 2_000;
 
 /// Freed heap at its top kept for reuse (glibc gives back what is more).
-const KEEP_FREED: i32 = 2 << 20;
+const KEEP_FREED: i32 = 1 << 20;
 
 /// Blocks smaller than this come from the heap (larger ones are mapped on their own).
 const HEAP_BELOW: i32 = 1 << 20;
