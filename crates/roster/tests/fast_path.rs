@@ -63,25 +63,29 @@ fn config_with(dir: &std::path::Path, gateway: &str) -> std::path::PathBuf {
 }
 
 /// `roster serve` over stdio with `config`: the process (killed when dropped) and its pipes.
-fn serve_stdio(
-    config: &std::path::Path,
-) -> (
+fn serve_stdio(config: &std::path::Path) -> Piped {
+    let mut roster = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"));
+    roster.arg("--config").arg(config).arg("serve");
+    piped(roster)
+}
+
+type Piped = (
     tokio::process::Child,
     tokio::process::ChildStdout,
     tokio::process::ChildStdin,
-) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"))
-        .arg("--config")
-        .arg(config)
-        .arg("serve")
+);
+
+/// `command` started (killed when dropped) with its stdin and stdout piped.
+fn piped(mut command: tokio::process::Command) -> Piped {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .expect("start roster");
+        .unwrap_or_else(|e| panic!("start {command:?}: {e}"));
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-        panic!("roster's pipes");
+        panic!("the pipes of {command:?}");
     };
     (child, stdout, stdin)
 }
@@ -193,17 +197,9 @@ impl RawStdio {
     /// The conformance fixture itself, with no roster in between.
     fn fixture() -> RawStdio {
         let script = common::workspace_root().join("tests/python/conformance_server.py");
-        let mut child = tokio::process::Command::new(common::python())
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the fixture");
-        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-            panic!("the fixture's pipes");
-        };
+        let mut fixture = tokio::process::Command::new(common::python());
+        fixture.arg(script);
+        let (child, stdout, stdin) = piped(fixture);
         RawStdio::of(child, stdout, stdin)
     }
 
