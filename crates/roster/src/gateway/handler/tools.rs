@@ -22,7 +22,7 @@ use crate::servers::{InputRequiredOnly, InputRound};
 impl GatewayHandler {
     /// Whether this request's `tools/list` page is every caller's — all tools, no search
     /// mode, no tool permissions, a request rmcp's dispatch would take as it is — and so can
-    /// be answered with the page's text ([`ServedTools::page_text`]).
+    /// be answered with the page's text (`ServedTools::page_text`).
     fn lists_shared_page(&self, context: &RequestContext<RoleServer>) -> bool {
         let who = self.identity(context);
         let view = self.gateway.tool_view(&who);
