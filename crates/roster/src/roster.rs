@@ -421,12 +421,16 @@ impl Roster {
     ) -> Result<Value, CallError> {
         let answer = self.call_answer(exposed_name, arguments, options).await?;
         answer.into_value().map_err(|source| CallError::Request {
-            server: self
-                .with_registry(|r| r.route_call(exposed_name).map(|r| r.server.to_owned()))
-                .unwrap_or_default(),
+            server: self.server_of(exposed_name),
             tool: exposed_name.to_owned(),
             source,
         })
+    }
+
+    /// The server an exposed tool name routes to ("" for none).
+    pub(crate) fn server_of(&self, exposed_name: &str) -> String {
+        self.with_registry(|r| r.route_call(exposed_name).map(|r| r.server.to_owned()))
+            .unwrap_or_default()
     }
 
     /// [`Roster::call_with`] with the result as the server wrote it, where roster's own

@@ -199,13 +199,7 @@ impl Gateway {
     }
 
     fn server_of(&self, exposed: &str) -> String {
-        self.roster
-            .with_registry(|r| {
-                r.route_call(exposed)
-                    .map(|route| route.server.to_owned())
-                    .ok()
-            })
-            .unwrap_or_default()
+        self.roster.server_of(exposed)
     }
 }
 

@@ -36,7 +36,7 @@ pub struct RawResult {
     /// `resultType`, when it is a string.
     result_type: Option<Box<str>>,
     is_error: bool,
-    /// Whether rmcp reads it as a complete tool result ([`Shape::tool`]).
+    /// Whether rmcp reads it as a complete tool result (see [`Shape`]).
     tool: bool,
     /// `structuredContent` is there but no object (rmcp makes it text for a legacy client).
     unstructured: bool,
@@ -135,6 +135,17 @@ pub(crate) fn members(text: &str) -> Option<Vec<(Cow<'_, str>, &RawValue)>> {
 
 struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
 
+/// Every member of the object `map` reads, as written.
+fn collect_members<'de, A: MapAccess<'de>>(
+    mut map: A,
+) -> Result<Vec<(Cow<'de, str>, &'de RawValue)>, A::Error> {
+    let mut members = Vec::new();
+    while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        members.push((key, map.next_value::<&'de RawValue>()?));
+    }
+    Ok(members)
+}
+
 impl<'de> Deserialize<'de> for Members<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visit;
@@ -145,12 +156,8 @@ impl<'de> Deserialize<'de> for Members<'de> {
                 f.write_str("a JSON object")
             }
 
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut members = Vec::new();
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    members.push((key, map.next_value::<&'de RawValue>()?));
-                }
-                Ok(Members(members))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                collect_members(map).map(Members)
             }
         }
         deserializer.deserialize_map(Visit)
@@ -287,12 +294,8 @@ impl<'de> Deserialize<'de> for Block<'de> {
                 f.write_str("a content block")
             }
 
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Block<'de>, A::Error> {
-                let mut members = Vec::new();
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    members.push((key, map.next_value::<&'de RawValue>()?));
-                }
-                Ok(Block(Some(members)))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Block<'de>, A::Error> {
+                collect_members(map).map(|members| Block(Some(members)))
             }
 
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Block<'de>, A::Error> {
