@@ -451,7 +451,7 @@ async fn shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes()
         .collect();
     let configs: Vec<_> = dirs
         .iter()
-        .map(|dir| config_with(dir.path(), "page_size = 4\n"))
+        .map(|dir| config_with(dir.path(), "page_size = 4\npage_bytes = 1024\n"))
         .collect();
     // Over HTTP, client `own` may not use a tool no one has: its pages are its own, and so
     // take rmcp's typed path; client `all` gets the pages every caller shares.
@@ -493,6 +493,27 @@ async fn shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes()
         "page_size 4 makes several pages: {}",
         typed.len()
     );
+    // A page ends at 4 tools, or before the tool that would take its tools past 1,024 bytes
+    // of JSON: some pages here end at the bytes.
+    let lengths: Vec<Vec<usize>> = typed
+        .iter()
+        .map(|page| {
+            let tools = page.tools.iter();
+            tools.map(|t| serde_json::to_vec(t).expect("JSON").len()).collect()
+        })
+        .collect();
+    for page in &lengths {
+        let bytes: usize = page.iter().sum();
+        assert!(
+            page.len() <= 4 && (bytes <= 1024 || page.len() == 1),
+            "a page of {} tools in {bytes} bytes",
+            page.len()
+        );
+    }
+    let cut_by_bytes = lengths.iter().zip(lengths.iter().skip(1)).any(|(page, next)| {
+        page.len() < 4 && page.iter().sum::<usize>() + next[0] > 1024
+    });
+    assert!(cut_by_bytes, "no page ended at its bytes: {lengths:?}");
 
     // An initialize-era session over stdio, and a stateless 2026-07-28 one.
     let mut legacy = RawStdio::start(&configs[1]);

@@ -17,7 +17,7 @@ pub struct ConfigChanges {
     /// default it inherits): each is reconnected.
     pub changed: Vec<String>,
     /// Settings whose new value is in force from the next request (`gateway.delta_notes`,
-    /// `gateway.subscriptions`, `gateway.page_size`, `clients`, `auth`).
+    /// `gateway.subscriptions`, `gateway.page_size`, `gateway.page_bytes`, `clients`, `auth`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub applied: Vec<String>,
     /// Keys whose new value takes effect only at the next start (`gateway.listen`, `skills`,
@@ -50,6 +50,7 @@ pub(crate) const LIVE: &[&str] = &[
     "subscriptions",
     "delta_notes",
     "page_size",
+    "page_bytes",
     "tools_mode",
     "always",
 ];
@@ -60,6 +61,7 @@ pub(crate) fn take_live(running: &mut Config, new: &Config) {
     running.gateway.subscriptions = new.gateway.subscriptions.clone();
     running.gateway.delta_notes = new.gateway.delta_notes;
     running.gateway.page_size = new.gateway.page_size;
+    running.gateway.page_bytes = new.gateway.page_bytes;
     running.gateway.tools_mode = new.gateway.tools_mode;
     running.gateway.always = new.gateway.always.clone();
     running.clients = new.clients.clone();
@@ -140,6 +142,7 @@ fn gateway_keys(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
         allowed_hosts,
         allowed_origins,
         page_size,
+        page_bytes,
         tools_mode,
         always,
         task_after,

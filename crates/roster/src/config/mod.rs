@@ -29,7 +29,8 @@
 //! startup_wait = "10s"         # Roster::start waits this long for first connections
 //! listen = "127.0.0.1:8931"    # the gateway's serving keys, kept here for it:
 //! delta_notes = true           #   listen, delta_notes, allowed_hosts, allowed_origins,
-//! page_size = 200              #   page_size
+//! page_size = 1000             #   page_size (items per list page at most) and page_bytes
+//! page_bytes = 1048576         #   (a page's items' JSON text at most; a page holds one at least)
 //! tools_mode = "all"           # "search": tools/list holds the native tools, the `always` tools
 //!                              #   and search_tools / describe_tools / call_tool; every tool
 //!                              #   stays callable by name
@@ -425,6 +426,43 @@ pub use roster_core::NamingMode;
 pub use roster_core::pin::{NewTools, PinPolicy};
 use roster_core::{BackoffConfig, NamingConfig, ScheduleConfig};
 
+/// How the gateway cuts a list result into pages (`gateway.page_size`, `gateway.page_bytes`).
+/// A page's size in bytes bounds what a client must read at once (an rmcp client drops a stdio
+/// line over 16 MiB); the count keeps pages of small items few.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageLimits {
+    /// Items per page at most.
+    pub size: usize,
+    /// The page's items' JSON text at most, unless its first item alone is longer.
+    pub bytes: usize,
+}
+
+impl Default for PageLimits {
+    fn default() -> Self {
+        PageLimits {
+            size: 1000,
+            bytes: 1 << 20,
+        }
+    }
+}
+
+impl PageLimits {
+    /// Where the page starting at `start` in a list of `len` items ends: after `size` items
+    /// at most, and before the item that would take the items' text past `bytes`
+    /// (`item_len(i)` is item `i`'s length as JSON text). A page holds one item at least.
+    pub fn end(&self, start: usize, len: usize, mut item_len: impl FnMut(usize) -> usize) -> usize {
+        let last = start.saturating_add(self.size.max(1)).min(len);
+        let mut bytes = 0usize;
+        for i in start..last {
+            bytes = bytes.saturating_add(item_len(i));
+            if bytes > self.bytes && i > start {
+                return i;
+            }
+        }
+        last
+    }
+}
+
 /// The `[gateway]` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GatewayConfig {
@@ -474,8 +512,10 @@ pub struct GatewayConfig {
     pub allowed_hosts: Vec<String>,
     /// Browser origins accepted over HTTP.
     pub allowed_origins: Vec<String>,
-    /// Page size for the gateway's `tools/list` and other list results.
+    /// Page size for the gateway's `tools/list` and other list results: items per page.
     pub page_size: usize,
+    /// A list page also ends before the item that would take its items' JSON text past this.
+    pub page_bytes: usize,
     /// What a client's `tools/list` holds: every tool, or the search tools (`search`).
     pub tools_mode: ToolsMode,
     /// In search mode, the tools that stay listed (globs on exposed names).
@@ -541,6 +581,14 @@ impl GatewayConfig {
             crash_loop_after: self.crash_loop_after,
         }
     }
+
+    /// How list results are cut into pages.
+    pub fn pages(&self) -> PageLimits {
+        PageLimits {
+            size: self.page_size,
+            bytes: self.page_bytes,
+        }
+    }
 }
 
 impl GatewayConfig {
@@ -569,7 +617,8 @@ impl GatewayConfig {
             delta_notes: true,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
-            page_size: 200,
+            page_size: PageLimits::default().size,
+            page_bytes: PageLimits::default().bytes,
             tools_mode: ToolsMode::All,
             always: AlwaysListed::default(),
             task_after: Duration::from_millis(500),

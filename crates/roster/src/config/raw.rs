@@ -21,6 +21,9 @@ use super::{
 };
 use roster_core::pin::{NewTools, PinPolicy};
 
+/// The least `gateway.page_bytes`: room for a tool of a few lines.
+const MIN_PAGE_BYTES: usize = 1024;
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawToml {
@@ -157,6 +160,7 @@ struct RawGateway {
     allowed_hosts: Option<Vec<String>>,
     allowed_origins: Option<Vec<String>>,
     page_size: Option<usize>,
+    page_bytes: Option<usize>,
     tools_mode: Option<ToolsMode>,
     always: Option<Vec<String>>,
     task_after: Option<RawDuration>,
@@ -574,6 +578,15 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
             return Err(ctx.invalid("gateway.page_size", "a page size above 0"));
         }
         g.page_size = size;
+    }
+    if let Some(bytes) = raw.page_bytes {
+        if bytes < MIN_PAGE_BYTES {
+            return Err(ctx.invalid(
+                "gateway.page_bytes",
+                format!("a page size in bytes of {MIN_PAGE_BYTES} or more"),
+            ));
+        }
+        g.page_bytes = bytes;
     }
     if let Some(mode) = raw.tools_mode {
         g.tools_mode = mode;

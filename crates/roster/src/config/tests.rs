@@ -97,6 +97,7 @@ fn gateway_serving_keys_and_clients_parse() {
         listen = "127.0.0.1:9000"
         delta_notes = false
         page_size = 50
+        page_bytes = 65536
 
         [[clients]]
         name = "ide"
@@ -107,7 +108,18 @@ fn gateway_serving_keys_and_clients_parse() {
     .expect("valid");
     assert_eq!(config.gateway.listen, "127.0.0.1:9000");
     assert!(!config.gateway.delta_notes);
-    assert_eq!(config.gateway.page_size, 50);
+    assert_eq!(
+        config.gateway.pages(),
+        PageLimits {
+            size: 50,
+            bytes: 65536
+        }
+    );
+    let err = parse("[gateway]\npage_bytes = 100\n").expect_err("too small");
+    assert!(
+        err.to_string().contains("gateway.page_bytes") && err.to_string().contains("1024"),
+        "{err}"
+    );
     assert_eq!(config.clients.len(), 1);
     assert_eq!(config.clients[0].token_env.as_deref(), Some("IDE_TOKEN"));
     let err = parse("[[clients]]\nname = \"x\"\n").expect_err("no token");
@@ -738,4 +750,26 @@ fn store_url_parses_and_mistakes_name_the_key() {
     }
     let err = parse("[store]\npassword_env = \"X\"\n").expect_err("no url");
     assert!(err.to_string().contains("url"), "{err}");
+}
+
+#[test]
+fn a_page_ends_at_its_count_or_before_the_item_that_passes_its_bytes() {
+    let limits = PageLimits { size: 3, bytes: 100 };
+    let lengths = [40, 40, 40, 10, 10, 10, 10, 500, 30];
+    let end = |start| limits.end(start, lengths.len(), |i| lengths[i]);
+    // 40 + 40 fit, a third 40 would pass 100.
+    assert_eq!(end(0), 2);
+    // 40 + 10 + 10 is three items: the count ends it.
+    assert_eq!(end(2), 5);
+    // An item longer than a page alone makes a page of its own; the one after it waits.
+    assert_eq!(end(5), 7);
+    assert_eq!(end(7), 8);
+    assert_eq!(end(8), 9, "the list's end ends the last page");
+    assert_eq!(end(9), 9, "a cursor at the end: an empty page");
+    let one = PageLimits { size: 0, bytes: 1 };
+    assert_eq!(
+        one.end(0, lengths.len(), |i| lengths[i]),
+        1,
+        "a page holds one item at least"
+    );
 }

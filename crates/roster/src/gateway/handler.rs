@@ -31,6 +31,7 @@ use super::lane::LaneLink;
 use super::watches::SessionWatches;
 use super::{ClientIdentity, Gateway};
 use crate::Session;
+use crate::config::PageLimits;
 use crate::servers::InputRound;
 
 /// `Ok` with the page of `$items` that `$request`'s cursor asks for, as a `$result` list
@@ -39,7 +40,7 @@ use crate::servers::InputRound;
 macro_rules! list_page {
     ($handler:expr, $result:ty, $items:expr, $request:expr, $scope:expr) => {{
         let cursor = $request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (items, next) = super::page($items, cursor, $handler.gateway.config().page_size)?;
+        let (items, next) = super::page($items, cursor, $handler.gateway.config().pages)?;
         let mut result = <$result>::with_all_items(items)
             .with_ttl_ms(0)
             .with_cache_scope($scope);
@@ -161,34 +162,51 @@ fn http_parts(context: &RequestContext<RoleServer>) -> Option<&axum::http::reque
     context.extensions.get::<axum::http::request::Parts>()
 }
 
-/// One page of `items` starting at the offset `cursor` encodes.
-fn page<T: Clone>(
+/// One page of `items` starting at the offset `cursor` encodes, cut as `limits` say.
+fn page<T: Clone + serde::Serialize>(
     items: &[T],
     cursor: Option<&str>,
-    size: usize,
+    limits: PageLimits,
 ) -> Result<(Vec<T>, Option<String>), ErrorData> {
-    let (start, end, next) = page_bounds(items.len(), cursor, size)?;
-    Ok((items[start..end].to_vec(), next))
+    let start = page_start(items.len(), cursor)?;
+    let end = limits.end(start, items.len(), |i| json_len(&items[i]));
+    Ok((items[start..end].to_vec(), next_cursor(end, items.len())))
 }
 
-/// Where the page `cursor` asks for starts and ends in a list of `len` items, and the cursor
-/// of the page after it.
-pub(super) fn page_bounds(
-    len: usize,
-    cursor: Option<&str>,
-    size: usize,
-) -> Result<(usize, usize, Option<String>), ErrorData> {
-    let start = match cursor {
-        None => 0,
+/// Where the page `cursor` asks for starts in a list of `len` items.
+pub(super) fn page_start(len: usize, cursor: Option<&str>) -> Result<usize, ErrorData> {
+    match cursor {
+        None => Ok(0),
         Some(c) => c
             .parse::<usize>()
             .ok()
             .filter(|&n| n <= len)
-            .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor {c:?}"), None))?,
-    };
-    let end = (start + size.max(1)).min(len);
-    let next = (end < len).then(|| end.to_string());
-    Ok((start, end, next))
+            .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor {c:?}"), None)),
+    }
+}
+
+/// The cursor of the page after one ending at `end` in a list of `len` items.
+pub(super) fn next_cursor(end: usize, len: usize) -> Option<String> {
+    (end < len).then(|| end.to_string())
+}
+
+/// How long `item` is as JSON text.
+pub(super) fn json_len(item: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter fails only if the item cannot be written at all: it counts as
+    // nothing, and the page's own writing reports it.
+    let _ = serde_json::to_writer(&mut count, item);
+    count.0
 }
 
 impl GatewayHandler {
@@ -354,18 +372,36 @@ impl GatewayHandler {
 
 #[cfg(test)]
 mod tests {
-    use super::page;
+    use super::{PageLimits, page};
 
     #[test]
     fn pages_cover_every_item_once_in_order() {
         let items: Vec<u32> = (0..5).collect();
-        let (first, next) = page(&items, None, 2).expect("first page");
+        let two = PageLimits {
+            size: 2,
+            bytes: 1 << 20,
+        };
+        let (first, next) = page(&items, None, two).expect("first page");
         assert_eq!(first, vec![0, 1]);
-        let (second, next) = page(&items, next.as_deref(), 2).expect("second page");
+        let (second, next) = page(&items, next.as_deref(), two).expect("second page");
         assert_eq!(second, vec![2, 3]);
-        let (third, next) = page(&items, next.as_deref(), 2).expect("third page");
+        let (third, next) = page(&items, next.as_deref(), two).expect("third page");
         assert_eq!((third, next), (vec![4], None));
-        assert!(page(&items, Some("9"), 2).is_err());
-        assert!(page(&items, Some("x"), 2).is_err());
+        assert!(page(&items, Some("9"), two).is_err());
+        assert!(page(&items, Some("x"), two).is_err());
+    }
+
+    #[test]
+    fn a_page_ends_before_the_item_that_passes_its_bytes() {
+        // Each item is 5 bytes of JSON ("aaa" with its quotes): 3 fit in 16 bytes.
+        let items = vec!["aaa"; 7];
+        let limits = PageLimits {
+            size: 100,
+            bytes: 16,
+        };
+        let (first, next) = page(&items, None, limits).expect("first page");
+        assert_eq!((first.len(), next.as_deref()), (3, Some("3")));
+        let (last, next) = page(&items, Some("6"), limits).expect("last page");
+        assert_eq!((last.len(), next), (1, None));
     }
 }

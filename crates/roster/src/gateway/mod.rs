@@ -32,7 +32,7 @@ use rmcp::service::Peer;
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{AlwaysListed, ToolsMode};
+use crate::config::{AlwaysListed, PageLimits, ToolsMode};
 use crate::inbox::Attribution;
 use crate::servers::answer::RawResult;
 use crate::servers::{CallerRelay, InputRound};
@@ -160,8 +160,8 @@ pub struct ServeConfig {
     pub allowed_hosts: Vec<String>,
     /// Browser origins accepted over HTTP; a request with any other `Origin` is refused.
     pub allowed_origins: Vec<String>,
-    /// Page size for `tools/list` and the other list results.
-    pub page_size: usize,
+    /// How `tools/list` and the other list results are cut into pages.
+    pub pages: PageLimits,
     /// `tools_mode` and `always` of clients whose `[[clients]]` entry sets neither.
     pub tools_mode: ToolsMode,
     /// In search mode, the tools that stay listed.
@@ -179,7 +179,7 @@ impl ServeConfig {
             delta_notes: gateway.delta_notes,
             allowed_hosts: gateway.allowed_hosts.clone(),
             allowed_origins: gateway.allowed_origins.clone(),
-            page_size: gateway.page_size,
+            pages: gateway.pages(),
             tools_mode: gateway.tools_mode,
             always: Arc::new(gateway.always.clone()),
             tasks: TaskSettings {
@@ -199,7 +199,7 @@ impl Default for ServeConfig {
             delta_notes: true,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
-            page_size: 200,
+            pages: PageLimits::default(),
             tools_mode: ToolsMode::All,
             always: Arc::default(),
             tasks: TaskSettings::default(),
@@ -249,7 +249,7 @@ pub struct Gateway {
 }
 
 /// What a reload can change while clients are connected: the `[gateway]` settings (of which
-/// `subscriptions`, `delta_notes` and `page_size` follow a reload; the rest are read once) and
+/// `subscriptions`, `delta_notes`, `page_size` and `page_bytes` follow a reload; the rest are read once) and
 /// who may connect.
 struct Live {
     config: Arc<ServeConfig>,
@@ -297,12 +297,37 @@ pub(crate) struct ServedTools {
 }
 
 /// Page texts of one [`ServedTools`]: by era (2026-07-28 and later, then older) and by the
-/// page's first item, for the page size they were made at. Only pages at the cursors roster
-/// hands out are kept, so there are at most as many as the list has pages.
+/// page's first item, for the page limits they were made at. Only pages at the cursors roster
+/// hands out are kept (`starts`), so there are at most as many as the list has pages.
 #[derive(Default)]
 struct PageTexts {
-    size: usize,
+    limits: Option<PageLimits>,
+    /// Each tool's length as JSON text, measured once (what the typed path measures, so both
+    /// cut the same pages).
+    lengths: Vec<usize>,
+    /// Where each page starts under `limits`.
+    starts: Vec<usize>,
     pages: [HashMap<usize, Bytes>; 2],
+}
+
+impl PageTexts {
+    /// Made ready for `limits`: the pages made at other limits are dropped.
+    fn ready(&mut self, tools: &[Tool], limits: PageLimits) {
+        if self.lengths.len() != tools.len() {
+            self.lengths = tools.iter().map(handler::json_len).collect();
+        }
+        if self.limits == Some(limits) {
+            return;
+        }
+        self.limits = Some(limits);
+        self.pages = Default::default();
+        self.starts.clear();
+        let mut start = 0;
+        while start < tools.len() {
+            self.starts.push(start);
+            start = limits.end(start, tools.len(), |i| self.lengths[i]);
+        }
+    }
 }
 
 impl ServedTools {
@@ -340,26 +365,26 @@ impl ServedTools {
     pub(crate) fn page_text(
         &self,
         cursor: Option<&str>,
-        size: usize,
+        limits: PageLimits,
         modern: bool,
     ) -> Result<Bytes, rmcp::ErrorData> {
-        let size = size.max(1);
-        let (start, end, next) = handler::page_bounds(self.tools.len(), cursor, size)?;
+        let len = self.tools.len();
+        let start = handler::page_start(len, cursor)?;
         let era = usize::from(!modern);
-        let kept = start % size == 0;
-        if kept {
-            let texts = lock(&self.texts);
-            if texts.size == size
-                && let Some(text) = texts.pages[era].get(&start)
-            {
+        let (end, kept) = {
+            let mut texts = lock(&self.texts);
+            texts.ready(&self.tools, limits);
+            if let Some(text) = texts.pages[era].get(&start) {
                 return Ok(text.clone());
             }
-        }
+            let end = limits.end(start, len, |i| texts.lengths[i]);
+            (end, texts.starts.binary_search(&start).is_ok())
+        };
         let mut result =
             rmcp::model::ListToolsResult::with_all_items(self.tools[start..end].to_vec())
                 .with_ttl_ms(0)
                 .with_cache_scope(rmcp::model::CacheScope::Public);
-        result.next_cursor = next;
+        result.next_cursor = handler::next_cursor(end, len);
         let mut result = rmcp::model::ServerResult::ListToolsResult(result);
         if modern {
             result.fill_missing_cache_hints();
@@ -372,13 +397,9 @@ impl ServedTools {
             .into();
         if kept {
             let mut texts = lock(&self.texts);
-            if texts.size != size {
-                *texts = PageTexts {
-                    size,
-                    ..PageTexts::default()
-                };
+            if texts.limits == Some(limits) {
+                texts.pages[era].insert(start, text.clone());
             }
-            texts.pages[era].insert(start, text.clone());
         }
         Ok(text)
     }
@@ -672,15 +693,15 @@ impl Gateway {
     }
 
     /// Puts a reloaded `[gateway]` table's live settings (`subscriptions`, `delta_notes`,
-    /// `page_size`), `[[clients]]` (with their permissions) and `[auth]` in force: the next
+    /// `page_size`, `page_bytes`), `[[clients]]` (with their permissions) and `[auth]` in force: the next
     /// request is authenticated against the new tokens (a removed client's sessions end at their next request) and served with the
     /// new settings.
     pub fn apply(&self, admitted: Admitted) {
         let mut live = write(&self.live);
         let mut config = (*live.config).clone();
+        config.pages = admitted.gateway.pages();
         config.subscriptions = admitted.gateway.subscriptions;
         config.delta_notes = admitted.gateway.delta_notes;
-        config.page_size = admitted.gateway.page_size;
         config.tools_mode = admitted.gateway.tools_mode;
         config.always = Arc::new(admitted.gateway.always.clone());
         live.config = Arc::new(config);

@@ -57,9 +57,9 @@ impl GatewayHandler {
     ) -> Result<tokio_util::bytes::Bytes, ErrorData> {
         self.begin_listing(context).await;
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let size = self.gateway.config().page_size;
+        let limits = self.gateway.config().pages;
         let modern = caller::is_modern(context);
-        self.gateway.served_tools().page_text(cursor, size, modern)
+        self.gateway.served_tools().page_text(cursor, limits, modern)
     }
 
     /// A listing's turn: stale servers are listed again first, and the session's pending note
