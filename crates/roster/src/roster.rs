@@ -37,7 +37,7 @@ use crate::servers::watches::ResourceWatches;
 use crate::servers::{
     Answer, CallOptions, LogLevel, LogSink, NotificationSink, Notifications, OfferingsGeneration,
     PromptEntry, RefreshHookError, RelistError, RequestError, ResourceUpdate, ResourceWatch,
-    RouteError, ServerLog, ServerStatus,
+    RouteError, ServerLog, ServerStatus, ToolArguments,
 };
 use crate::store::PinStore;
 
@@ -419,7 +419,9 @@ impl Roster {
         arguments: Option<Map<String, Value>>,
         options: CallOptions,
     ) -> Result<Value, CallError> {
-        let answer = self.call_answer(exposed_name, arguments, options).await?;
+        let answer = self
+            .call_answer(exposed_name, arguments.into(), options)
+            .await?;
         answer.into_value().map_err(|source| CallError::Request {
             server: self.server_of(exposed_name),
             tool: exposed_name.to_owned(),
@@ -434,11 +436,12 @@ impl Roster {
     }
 
     /// [`Roster::call_with`] with the result as the server wrote it, where roster's own
-    /// transport read it (see [`crate::servers::answer`]).
+    /// transport read it (see [`crate::servers::answer`]), and the arguments as the client
+    /// wrote them where roster writes the request ([`ToolArguments`]).
     pub(crate) async fn call_answer(
         &self,
         exposed_name: &str,
-        arguments: Option<Map<String, Value>>,
+        arguments: ToolArguments,
         mut options: CallOptions,
     ) -> Result<Answer, CallError> {
         let (server, tool) = {

@@ -50,7 +50,12 @@ fn config(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 fn config_with(dir: &std::path::Path, gateway: &str) -> std::path::PathBuf {
-    let fixture = common::workspace_root().join("tests/python/conformance_server.py");
+    config_of(dir, "tests/python/conformance_server.py", gateway)
+}
+
+/// A config serving the Python fixture at `fixture` (from the workspace root) as `fixture`.
+fn config_of(dir: &std::path::Path, fixture: &str, gateway: &str) -> std::path::PathBuf {
+    let fixture = common::workspace_root().join(fixture);
     let text = format!(
         "[gateway]\nnaming = \"never\"\nstartup_wait = \"20s\"\nstate_dir = {state:?}\n{gateway}\n\
          [servers.fixture]\ncommand = {python:?}\nargs = [{fixture:?}]\n",
@@ -226,6 +231,11 @@ impl RawStdio {
     }
 
     async fn send(&mut self, message: Value) {
+        self.send_text(&message.to_string()).await;
+    }
+
+    /// Sends `message` as it is written.
+    async fn send_text(&mut self, message: &str) {
         use tokio::io::AsyncWriteExt;
         let line = format!("{message}\n");
         self.stdin
@@ -369,13 +379,20 @@ impl RawHttp {
     }
 
     async fn post(&self, method: &str, body: Value) -> reqwest::Response {
+        let tool = body["params"]["name"].as_str().map(str::to_owned);
+        self.post_text(method, tool.as_deref(), body.to_string())
+            .await
+    }
+
+    /// POSTs `body` as it is written; `tool` names a call's tool.
+    async fn post_text(&self, method: &str, tool: Option<&str>, body: String) -> reqwest::Response {
         let mut request = self
             .http
             .post(&self.url)
             .bearer_auth(&self.token)
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
-            .json(&body);
+            .body(body);
         if let Some(session) = &self.session {
             request = request
                 .header("mcp-session-id", session)
@@ -386,7 +403,7 @@ impl RawHttp {
                 .header("mcp-protocol-version", "2026-07-28")
                 .header("mcp-method", method);
             // SEP-2243: a call names its tool in a header too.
-            if let Some(name) = body["params"]["name"].as_str() {
+            if let Some(name) = tool {
                 request = request.header("mcp-name", name);
             }
         }
@@ -499,7 +516,9 @@ async fn shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes()
         .iter()
         .map(|page| {
             let tools = page.tools.iter();
-            tools.map(|t| serde_json::to_vec(t).expect("JSON").len()).collect()
+            tools
+                .map(|t| serde_json::to_vec(t).expect("JSON").len())
+                .collect()
         })
         .collect();
     for page in &lengths {
@@ -510,9 +529,10 @@ async fn shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes()
             page.len()
         );
     }
-    let cut_by_bytes = lengths.iter().zip(lengths.iter().skip(1)).any(|(page, next)| {
-        page.len() < 4 && page.iter().sum::<usize>() + next[0] > 1024
-    });
+    let cut_by_bytes = lengths
+        .iter()
+        .zip(lengths.iter().skip(1))
+        .any(|(page, next)| page.len() < 4 && page.iter().sum::<usize>() + next[0] > 1024);
     assert!(cut_by_bytes, "no page ended at its bytes: {lengths:?}");
 
     // An initialize-era session over stdio, and a stateless 2026-07-28 one.
@@ -690,4 +710,56 @@ async fn tool_results_reach_clients_as_the_server_wrote_them_in_each_era() {
         let sent: Value = serde_json::from_str(&result_text(&answer, id)).expect("json");
         assert_eq!(sent, completed(own), "{tool} over HTTP, 2026-07-28");
     }
+}
+
+#[tokio::test]
+async fn a_call_s_arguments_reach_the_server_as_the_client_wrote_them() {
+    // A whole number no f64 or i64 holds (a parse into serde_json's numbers rounds it), text
+    // with escapes, and `_meta` after the arguments.
+    let arguments = r#"{"big":123456789012345678901234567890,"text":"\u00e9 \"q\"\n","nested":{"a":[1,{"b":null}]}}"#;
+    let call = |id: u64, meta: &Value| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo_arguments","arguments":{arguments},"_meta":{meta}}}}}"#
+        )
+    };
+    // What the server answers: the arguments it read, as JSON (Python reads the number whole).
+    let echoed = |answer: &str| -> String {
+        let answer: Value = serde_json::from_str(answer).expect("a JSON answer");
+        let text = answer["result"]["content"][0]["text"].as_str();
+        text.unwrap_or_else(|| panic!("a text result: {answer}"))
+            .to_owned()
+    };
+    let expected = |echo: &str| {
+        assert!(
+            echo.contains("\"big\": 123456789012345678901234567890"),
+            "the number arrived whole: {echo}"
+        );
+        let echo: Value = serde_json::from_str(echo).expect("JSON");
+        assert_eq!(echo["text"], json!("é \"q\"\n"), "{echo}");
+        assert_eq!(echo["nested"], json!({"a": [1, {"b": null}]}), "{echo}");
+    };
+
+    let dirs: Vec<_> = (0..3)
+        .map(|_| tempfile::tempdir().expect("temp dir"))
+        .collect();
+    let configs: Vec<_> = dirs
+        .iter()
+        .map(|dir| config_of(dir.path(), "tests/python/servers/echo_arguments.py", ""))
+        .collect();
+    // Over stdio in each era.
+    let mut legacy = RawStdio::start(&configs[0]);
+    legacy.initialize().await;
+    legacy.send_text(&call(7, &json!({}))).await;
+    expected(&echoed(&legacy.answer_line().await));
+    let mut modern = RawStdio::start(&configs[1]);
+    modern.send_text(&call(8, &modern_meta())).await;
+    expected(&echoed(&modern.answer_line().await));
+    // In an HTTP session.
+    let http = common::start_roster_http(&configs[2]);
+    let session = RawHttp::open(&http.url, "t", false).await;
+    let answer = session
+        .post_text("tools/call", Some("echo_arguments"), call(9, &json!({})))
+        .await;
+    assert_eq!(answer.status(), 200);
+    expected(&echoed(&answer.text().await.expect("an answer")));
 }

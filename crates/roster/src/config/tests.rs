@@ -754,7 +754,10 @@ fn store_url_parses_and_mistakes_name_the_key() {
 
 #[test]
 fn a_page_ends_at_its_count_or_before_the_item_that_passes_its_bytes() {
-    let limits = PageLimits { size: 3, bytes: 100 };
+    let limits = PageLimits {
+        size: 3,
+        bytes: 100,
+    };
     let lengths = [40, 40, 40, 10, 10, 10, 10, 500, 30];
     let end = |start| limits.end(start, lengths.len(), |i| lengths[i]);
     // 40 + 40 fit, a third 40 would pass 100.

@@ -14,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 use super::{CallError, CallRelay, Gateway, ProgressRelay, ToolAnswer};
 use crate::inbox::{HeldRequest, current_client};
 use crate::servers::answer::RawResult;
-use crate::servers::{Answer, CallOptions, CallerRelay, InputRound, RequestError, RouteError};
+use crate::servers::{
+    Answer, CallOptions, CallerRelay, InputRound, RequestError, RouteError, ToolArguments,
+};
 use crate::sync::lock;
 
 impl Gateway {
@@ -23,7 +25,7 @@ impl Gateway {
     pub(crate) async fn call(
         &self,
         exposed: &str,
-        arguments: Option<JsonObject>,
+        arguments: ToolArguments,
         relay: CallRelay,
     ) -> Result<ToolAnswer, CallError> {
         let (options, forwarder) = call_options(relay);

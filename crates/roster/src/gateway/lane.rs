@@ -25,7 +25,7 @@
 //! ones take rmcp's path (nothing waits: the lane never stops reading).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::StreamExt;
@@ -38,11 +38,13 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use serde_json::Value;
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use super::GatewayHandler;
 use super::stdio::Lines;
+use crate::servers::answer::Members;
 
 /// The most requests one lane runs at once.
 pub(crate) const MAX_IN_LANE: usize = 4096;
@@ -79,12 +81,91 @@ impl AnswerSlot {
 
 /// The slot the lane or the front put in this request, if any.
 pub(crate) fn answer_slot(context: &RequestContext<RoleServer>) -> Option<AnswerSlot> {
-    let lane = context.extensions.get::<AnswerSlot>();
+    carried(context)
+}
+
+/// A `tools/call`'s arguments as the client wrote them (the JSON text of an object), set
+/// aside by whoever read the request (the stdio reader, the HTTP front): the request rmcp
+/// parses holds `{}` in their place, and they go to the server as they are.
+#[derive(Clone, Debug)]
+pub(crate) struct ArgumentsText(pub(crate) Bytes);
+
+/// The arguments set aside from this request, if they were.
+pub(crate) fn arguments_text(context: &RequestContext<RoleServer>) -> Option<Bytes> {
+    carried::<ArgumentsText>(context).map(|text| text.0)
+}
+
+/// What the lane (in the request's extensions) or the front (in its HTTP parts') put in this
+/// request.
+fn carried<T: Clone + Send + Sync + 'static>(context: &RequestContext<RoleServer>) -> Option<T> {
+    let lane = context.extensions.get::<T>();
     let front = || {
         let parts = context.extensions.get::<axum::http::request::Parts>();
-        parts.and_then(|parts| parts.extensions.get::<AnswerSlot>())
+        parts.and_then(|parts| parts.extensions.get::<T>())
     };
     lane.or_else(front).cloned()
+}
+
+/// Just enough of a JSON-RPC message to route it; parsing it also checks the body is JSON.
+#[derive(serde::Deserialize, Default)]
+pub(crate) struct Probe<'a> {
+    #[serde(default)]
+    pub(crate) id: Option<Value>,
+    #[serde(default)]
+    pub(crate) method: Option<String>,
+    /// The members of its params as written (read in the same pass).
+    #[serde(default, borrow)]
+    pub(crate) params: Option<Members<'a>>,
+}
+
+impl Probe<'_> {
+    /// Where in `body` (this message's text) a `tools/call`'s arguments object is written.
+    pub(crate) fn arguments_at(&self, body: &[u8]) -> Option<std::ops::Range<usize>> {
+        if self.method.as_deref() != Some("tools/call") || self.id.is_none() {
+            return None;
+        }
+        let text = self.params.as_ref()?.get("arguments")?.get();
+        let at = (text.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+        (text.starts_with('{') && at + text.len() <= body.len()).then(|| at..at + text.len())
+    }
+}
+
+/// `body` with the `tools/call` arguments at `at` set aside (see [`ArgumentsText`]): the
+/// body rmcp reads holds `{}` in their place.
+pub(crate) fn set_aside(body: Bytes, at: std::ops::Range<usize>) -> (Bytes, ArgumentsText) {
+    let text = ArgumentsText(body.slice(at.clone()));
+    let mut rest = Vec::with_capacity(body.len() - at.len() + 2);
+    rest.extend_from_slice(&body[..at.start]);
+    rest.extend_from_slice(b"{}");
+    rest.extend_from_slice(&body[at.end..]);
+    (rest.into(), text)
+}
+
+/// The most arguments set aside and not yet taken (a line rmcp then refused leaves its own).
+const MAX_ASIDE: usize = 64;
+
+/// `tools/call` arguments the stdin reader set aside, in the order of their lines, for the
+/// lane to put in their requests ([`ArgumentsText`]).
+#[derive(Clone, Default)]
+pub(crate) struct AsideQueue(Arc<Mutex<VecDeque<(RequestId, Bytes)>>>);
+
+impl AsideQueue {
+    pub(crate) fn put(&self, id: RequestId, text: Bytes) {
+        let mut queue = crate::sync::lock(&self.0);
+        if queue.len() >= MAX_ASIDE {
+            queue.pop_front();
+        }
+        queue.push_back((id, text));
+    }
+
+    /// The arguments set aside from the request `id`. Requests come in the order of their
+    /// lines, so what is before it came from lines rmcp did not take: dropped.
+    fn take(&self, id: &RequestId) -> Option<Bytes> {
+        let mut queue = crate::sync::lock(&self.0);
+        let at = queue.iter().position(|(queued, _)| queued == id)?;
+        queue.drain(..at);
+        queue.pop_front().map(|(_, text)| text)
+    }
 }
 
 /// A lane request's answer: a message for the transport, or (where the lane writes lines
@@ -104,6 +185,8 @@ pub struct FastLane<T> {
     link: LaneLink,
     /// Where the lane writes whole lines itself (stdio), if it can.
     lines: Option<Lines>,
+    /// Arguments the reader set aside (stdio), if it does.
+    aside: Option<AsideQueue>,
     running: FuturesUnordered<BoxFuture<'static, Answer>>,
     writes: FuturesUnordered<BoxFuture<'static, ()>>,
     cancels: HashMap<RequestId, CancellationToken>,
@@ -115,6 +198,7 @@ impl<T> FastLane<T> {
             inner,
             link: LaneLink::default(),
             lines: None,
+            aside: None,
             running: FuturesUnordered::new(),
             writes: FuturesUnordered::new(),
             cancels: HashMap::new(),
@@ -124,6 +208,13 @@ impl<T> FastLane<T> {
     /// The lane writes what it holds as text (a shared `tools/list` page) to `lines` itself.
     pub(crate) fn with_lines(mut self, lines: Lines) -> Self {
         self.lines = Some(lines);
+        self
+    }
+
+    /// The reader sets `tools/call` arguments aside in `aside`: each goes back into its
+    /// request, on whichever path it takes.
+    pub(crate) fn with_aside(mut self, aside: AsideQueue) -> Self {
+        self.aside = Some(aside);
         self
     }
 }
@@ -166,6 +257,13 @@ where
         &mut self,
         mut message: RxJsonRpcMessage<RoleServer>,
     ) -> Option<RxJsonRpcMessage<RoleServer>> {
+        if let (Some(aside), JsonRpcMessage::Request(JsonRpcRequest { id, request, .. })) =
+            (&self.aside, &mut message)
+            && matches!(request, ClientRequest::CallToolRequest(_))
+            && let Some(text) = aside.take(id)
+        {
+            request.extensions_mut().insert(ArgumentsText(text));
+        }
         let (handler, peer) = match (self.link.0.get(), &mut message) {
             (Some((handler, peer)), JsonRpcMessage::Request(JsonRpcRequest { request, .. }))
                 if in_lane(request) && self.running.len() < MAX_IN_LANE =>

@@ -1,5 +1,6 @@
 //! The gateway over this process's stdin/stdout: one client, one session.
 
+use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -7,12 +8,13 @@ use std::task::{Context, Poll, ready};
 
 use futures::future::BoxFuture;
 use rmcp::ServiceExt;
+use rmcp::model::RequestId;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::Mutex;
-use tokio_util::bytes::Bytes;
+use tokio_util::bytes::{Bytes, BytesMut};
 
-use super::lane::FastLane;
+use super::lane::{AsideQueue, FastLane, Probe, set_aside};
 use super::{Gateway, GatewayHandler};
 
 /// Why serving over stdio stopped abnormally.
@@ -33,13 +35,13 @@ pub async fn serve(gateway: Arc<Gateway>) -> Result<(), StdioError> {
     // (a terminal, a file) falls back to tokio's stdin/stdout, one blocking-pool hop per read.
     let (read, write) = rmcp::transport::stdio_pipes();
     let out = Lines::new(write);
+    let aside = AsideQueue::default();
+    let read = SetAside::new(read, aside.clone());
     let pipes = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(read, out.writer());
     let transport = crate::metrics::stdio::counted(pipes, gateway.roster().metrics());
+    let lane = FastLane::new(transport).with_lines(out).with_aside(aside);
     let service = GatewayHandler::new(gateway)
-        .serve_with_ct(
-            FastLane::new(transport).with_lines(out),
-            shutdown.child_token(),
-        )
+        .serve_with_ct(lane, shutdown.child_token())
         .await
         .map_err(|e| StdioError::Start(e.to_string()))?;
     service
@@ -47,6 +49,120 @@ pub async fn serve(gateway: Arc<Gateway>) -> Result<(), StdioError> {
         .await
         .map_err(|e| StdioError::Run(e.to_string()))?;
     Ok(())
+}
+
+/// rmcp's longest stdio line: a longer one passes as it is (and rmcp drops it).
+const MAX_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+
+/// stdin as rmcp reads it, with each `tools/call`'s arguments set aside ([`super::lane::ArgumentsText`]):
+/// the line rmcp parses holds `{}` in their place, and the lane puts them back into the
+/// request, so they go to the server as the client wrote them. Every other line, and any line
+/// this cannot read, passes as it is.
+struct SetAside<R> {
+    inner: R,
+    aside: AsideQueue,
+    /// Read, not yet a whole line; the first `scanned` bytes hold no newline.
+    pending: BytesMut,
+    scanned: usize,
+    /// Passing the rest of a line too long to read through as it is.
+    passing: bool,
+    /// Lines ready for rmcp.
+    ready: VecDeque<Bytes>,
+    eof: bool,
+}
+
+impl<R> SetAside<R> {
+    fn new(inner: R, aside: AsideQueue) -> Self {
+        SetAside {
+            inner,
+            aside,
+            pending: BytesMut::new(),
+            scanned: 0,
+            passing: false,
+            ready: VecDeque::new(),
+            eof: false,
+        }
+    }
+
+    /// Moves what `pending` holds of whole lines to `ready`, setting arguments aside.
+    fn lines(&mut self) {
+        while let Some(newline) = memchr::memchr(b'\n', &self.pending[self.scanned..]) {
+            let line = self.pending.split_to(self.scanned + newline + 1).freeze();
+            self.scanned = 0;
+            if std::mem::take(&mut self.passing) {
+                self.ready.push_back(line);
+            } else {
+                self.ready.push_back(self.set_aside(line));
+            }
+        }
+        self.scanned = self.pending.len();
+        if self.pending.len() > MAX_LINE || (self.passing && !self.pending.is_empty()) {
+            self.passing = true;
+            self.scanned = 0;
+            self.ready.push_back(self.pending.split().freeze());
+        }
+    }
+
+    /// `line` with its arguments set aside, if it is a `tools/call` with an object of them.
+    fn set_aside(&self, line: Bytes) -> Bytes {
+        if memchr::memmem::find(&line, b"\"tools/call\"").is_none() {
+            return line;
+        }
+        let Ok(probe) = serde_json::from_slice::<Probe<'_>>(&line) else {
+            return line;
+        };
+        let at = probe.arguments_at(&line);
+        let id = probe
+            .id
+            .and_then(|id| serde_json::from_value::<RequestId>(id).ok());
+        match (at, id) {
+            (Some(at), Some(id)) => {
+                let (rest, text) = set_aside(line, at);
+                self.aside.put(id, text.0);
+                rest
+            }
+            _ => line,
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for SetAside<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if let Some(line) = this.ready.front_mut() {
+                let n = line.len().min(buf.remaining());
+                buf.put_slice(&line.split_to(n));
+                if line.is_empty() {
+                    this.ready.pop_front();
+                }
+                return Poll::Ready(Ok(()));
+            }
+            if this.eof {
+                // What is left without a newline goes as it is; then the end.
+                if !this.pending.is_empty() {
+                    this.ready.push_back(this.pending.split().freeze());
+                    continue;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            this.pending.reserve(8 * 1024);
+            let read = ready!(tokio_util::io::poll_read_buf(
+                Pin::new(&mut this.inner),
+                cx,
+                &mut this.pending
+            ))?;
+            if read == 0 {
+                this.eof = true;
+            } else {
+                this.lines();
+            }
+        }
+    }
 }
 
 type Out = Arc<Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;

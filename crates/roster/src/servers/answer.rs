@@ -130,10 +130,10 @@ impl RawResult {
 /// The top-level members of a JSON object as written, in order; `None` when `text` is not
 /// an object.
 pub(crate) fn members(text: &str) -> Option<Vec<(Cow<'_, str>, &RawValue)>> {
-    serde_json::from_str::<Members<'_>>(text).ok().map(|m| m.0)
+    serde_json::from_str::<Members<'_>>(text)
+        .ok()
+        .and_then(|m| m.0)
 }
-
-struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
 
 /// Every member of the object `map` reads, as written.
 fn collect_members<'de, A: MapAccess<'de>>(
@@ -144,24 +144,6 @@ fn collect_members<'de, A: MapAccess<'de>>(
         members.push((key, map.next_value::<&'de RawValue>()?));
     }
     Ok(members)
-}
-
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> Visitor<'de> for Visit {
-            type Value = Members<'de>;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                collect_members(map).map(Members)
-            }
-        }
-        deserializer.deserialize_map(Visit)
-    }
 }
 
 /// What roster reads of a result's top-level members in one pass: the members every result
@@ -242,8 +224,8 @@ impl<'de> Deserialize<'de> for Blocks {
 
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Blocks, A::Error> {
                 let mut valid = true;
-                while let Some(block) = seq.next_element::<Block<'de>>()? {
-                    valid &= block.is_valid();
+                while let Some(block) = seq.next_element::<Members<'de>>()? {
+                    valid &= block.is_valid_block();
                 }
                 Ok(Blocks(valid))
             }
@@ -281,60 +263,69 @@ impl<'de> Deserialize<'de> for Blocks {
     }
 }
 
-/// A content block's members as written; `None` for a block that is no JSON object.
-struct Block<'a>(Option<Vec<(Cow<'a, str>, &'a RawValue)>>);
+/// A JSON value's members as written when it is an object (`None` for any other value): read
+/// in one pass, borrowing from the text (a content block, a request's `params`).
+pub(crate) struct Members<'a>(pub(crate) Option<Vec<(Cow<'a, str>, &'a RawValue)>>);
 
-impl<'de> Deserialize<'de> for Block<'de> {
+impl<'a> Members<'a> {
+    /// The member `name`'s value as written.
+    pub(crate) fn get(&self, name: &str) -> Option<&'a RawValue> {
+        let own = self.0.as_ref()?;
+        own.iter().find(|(k, _)| k == name).map(|m| m.1)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visit;
         impl<'de> Visitor<'de> for Visit {
-            type Value = Block<'de>;
+            type Value = Members<'de>;
 
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a content block")
+                f.write_str("any JSON value")
             }
 
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Block<'de>, A::Error> {
-                collect_members(map).map(|members| Block(Some(members)))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Members<'de>, A::Error> {
+                collect_members(map).map(|members| Members(Some(members)))
             }
 
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Block<'de>, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Members<'de>, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Block(None))
+                Ok(Members(None))
             }
 
-            fn visit_bool<E>(self, _: bool) -> Result<Block<'de>, E> {
-                Ok(Block(None))
+            fn visit_bool<E>(self, _: bool) -> Result<Members<'de>, E> {
+                Ok(Members(None))
             }
 
-            fn visit_i64<E>(self, _: i64) -> Result<Block<'de>, E> {
-                Ok(Block(None))
+            fn visit_i64<E>(self, _: i64) -> Result<Members<'de>, E> {
+                Ok(Members(None))
             }
 
-            fn visit_u64<E>(self, _: u64) -> Result<Block<'de>, E> {
-                Ok(Block(None))
+            fn visit_u64<E>(self, _: u64) -> Result<Members<'de>, E> {
+                Ok(Members(None))
             }
 
-            fn visit_f64<E>(self, _: f64) -> Result<Block<'de>, E> {
-                Ok(Block(None))
+            fn visit_f64<E>(self, _: f64) -> Result<Members<'de>, E> {
+                Ok(Members(None))
             }
 
-            fn visit_str<E>(self, _: &str) -> Result<Block<'de>, E> {
-                Ok(Block(None))
+            fn visit_str<E>(self, _: &str) -> Result<Members<'de>, E> {
+                Ok(Members(None))
             }
 
-            fn visit_unit<E>(self) -> Result<Block<'de>, E> {
-                Ok(Block(None))
+            fn visit_unit<E>(self) -> Result<Members<'de>, E> {
+                Ok(Members(None))
             }
         }
         deserializer.deserialize_any(Visit)
     }
 }
 
-impl Block<'_> {
-    /// Whether rmcp reads this block as it is. Annotations are left to rmcp (their values
+impl Members<'_> {
+    /// Whether rmcp reads this content block as it is. Annotations are left to rmcp (their values
     /// are typed); so is anything this check does not know.
-    fn is_valid(&self) -> bool {
+    fn is_valid_block(&self) -> bool {
         let Some(own) = &self.0 else {
             return false;
         };

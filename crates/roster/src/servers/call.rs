@@ -10,6 +10,7 @@ use rmcp::RoleClient;
 use rmcp::model::{CancelledNotificationParam, RequestId};
 use rmcp::service::RequestHandle;
 use serde_json::{Map, Value, json};
+use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use super::answer::{Answer, RawResult};
@@ -18,7 +19,7 @@ use super::connection::{Connection, client_request};
 use super::error::RequestError;
 use super::notifications::ProgressListener;
 use super::relay::{self, CallerRelay, InFlightGuard};
-use super::wire::{DirectCall, RawResults, Received, WireError};
+use super::wire::{Direct, DirectCall, RawResults, Received, WireError};
 
 /// A round's request on its way: through rmcp's service, or past it.
 enum Sent {
@@ -150,6 +151,32 @@ impl std::fmt::Debug for CallOptions {
     }
 }
 
+/// A tool call's arguments: parsed, or the JSON text of an object as the client wrote it,
+/// which goes to a server roster writes lines to as it is (and is parsed for any other).
+#[derive(Debug, Clone)]
+pub enum ToolArguments {
+    /// Parsed (none: the call carries no `arguments`).
+    Parsed(Option<Map<String, Value>>),
+    /// The JSON text of an object, as the client wrote it.
+    Text(Bytes),
+}
+
+impl From<Option<Map<String, Value>>> for ToolArguments {
+    fn from(arguments: Option<Map<String, Value>>) -> Self {
+        ToolArguments::Parsed(arguments)
+    }
+}
+
+impl ToolArguments {
+    /// The arguments parsed (text that is not a JSON object is an error naming it).
+    pub fn parsed(self) -> Result<Option<Map<String, Value>>, serde_json::Error> {
+        match self {
+            ToolArguments::Parsed(arguments) => Ok(arguments),
+            ToolArguments::Text(text) => serde_json::from_slice(&text).map(Some),
+        }
+    }
+}
+
 impl Connection {
     /// Calls a tool by the server's own name; returns the raw `CallToolResult` JSON (or, for
     /// a caller that takes them, an `input_required` result).
@@ -159,23 +186,39 @@ impl Connection {
         arguments: Option<Map<String, Value>>,
         options: CallOptions,
     ) -> Result<Value, RequestError> {
-        let answer = self.call_tool_answer(tool, arguments, options).await?;
+        let answer = self
+            .call_tool_answer(tool, arguments.into(), options)
+            .await?;
         answer.into_value()
     }
 
     /// [`Connection::call_tool`] with the result as the server wrote it, where roster's own
-    /// transport read it (see [`super::answer`]).
+    /// transport read it (see [`super::answer`]), and the arguments as the client wrote them
+    /// where roster writes the request itself.
     pub(crate) async fn call_tool_answer(
         &self,
         tool: &str,
-        arguments: Option<Map<String, Value>>,
+        arguments: ToolArguments,
         options: CallOptions,
     ) -> Result<Answer, RequestError> {
         let mut params = json!({"name": tool});
-        if let Some(arguments) = arguments {
-            params["arguments"] = Value::Object(arguments);
-        }
-        self.interactive("tools/call", params, options).await
+        let as_written = self.direct.as_ref().is_some_and(Direct::writes_lines);
+        let text = match arguments {
+            ToolArguments::Text(text) if as_written => Some(text),
+            arguments => {
+                let parsed = arguments.parsed().map_err(|e| {
+                    RequestError::Unexpected(format!(
+                        "the call's arguments are no JSON object: {e}"
+                    ))
+                })?;
+                if let Some(arguments) = parsed {
+                    params["arguments"] = Value::Object(arguments);
+                }
+                None
+            }
+        };
+        self.interactive_with("tools/call", params, text, options)
+            .await
     }
 
     /// Sends a request the server may answer with `input_required` (`tools/call`,
@@ -187,7 +230,19 @@ impl Connection {
     pub async fn interactive(
         &self,
         method: &str,
+        params: Value,
+        options: CallOptions,
+    ) -> Result<Answer, RequestError> {
+        self.interactive_with(method, params, None, options).await
+    }
+
+    /// [`Connection::interactive`] with `arguments` (JSON text) to go into `params` as written
+    /// (see [`Direct::send`]).
+    async fn interactive_with(
+        &self,
+        method: &str,
         mut params: Value,
+        arguments: Option<Bytes>,
         options: CallOptions,
     ) -> Result<Answer, RequestError> {
         if let Some(input) = &options.input {
@@ -198,7 +253,15 @@ impl Connection {
         let cancel = options.cancel.clone().unwrap_or_default();
         for _ in 0..=relay::MAX_INPUT_ROUNDS {
             let span = crate::telemetry::ServerRequest::start(&self.server, method, &mut params);
-            let answer = self.round(method, &mut params, &options, &in_flight).await;
+            let answer = self
+                .round(
+                    method,
+                    &mut params,
+                    arguments.as_ref(),
+                    &options,
+                    &in_flight,
+                )
+                .await;
             let answer = crate::telemetry::ServerRequest::end(span, answer)?;
             let passes_through = caller.as_ref().is_some_and(|c| c.takes_input_required());
             if !answer.is_input_required() || passes_through {
@@ -219,10 +282,11 @@ impl Connection {
         &self,
         method: &str,
         params: &mut Value,
+        arguments: Option<&Bytes>,
         options: &CallOptions,
         in_flight: &InFlightGuard<'_>,
     ) -> Result<Answer, RequestError> {
-        let sent = self.send_round(method, params, options).await?;
+        let sent = self.send_round(method, params, arguments, options).await?;
         let id = sent.id();
         in_flight.sent_as(id.clone());
         let token = sent.progress_token();
@@ -270,6 +334,7 @@ impl Connection {
         &self,
         method: &str,
         params: &mut Value,
+        arguments: Option<&Bytes>,
         options: &CallOptions,
     ) -> Result<Sent, RequestError> {
         let Some(direct) = &self.direct else {
@@ -303,7 +368,8 @@ impl Connection {
                 }
             }
         }
-        let call = direct.send(id, method, params).await.map_err(|e| match e {
+        let sent = direct.send(id, method, params, arguments).await;
+        let call = sent.map_err(|e| match e {
             WireError::Closed => RequestError::Closed,
             WireError::Encode(e) => RequestError::Unexpected(e.to_string()),
         })?;

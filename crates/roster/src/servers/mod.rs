@@ -65,7 +65,7 @@ pub(crate) mod watches;
 pub(crate) mod wire;
 
 pub use answer::Answer;
-pub use call::{CallOptions, InputRound};
+pub use call::{CallOptions, InputRound, ToolArguments};
 pub use client_side::ELICITATION_WAIT;
 pub use connection::{Connection, Negotiated, ToolListing};
 pub use error::{ConnectError, RequestError};

@@ -186,20 +186,28 @@ impl Outgoing {
                 let value = serde_json::to_value(message)?;
                 tx.send(value).await.map_err(|_| WireError::Closed)
             }
-            Outgoing::Lines(writer) => {
+            Outgoing::Lines(_) => {
                 let mut line = serde_json::to_vec(message)?;
                 line.push(b'\n');
-                let mut writer = writer.lock().await;
-                let written = async {
-                    writer.write_all(&line).await?;
-                    writer.flush().await
-                };
-                written.await.map_err(|error| {
-                    tracing::debug!(server, %error, "cannot write to the server");
-                    WireError::Closed
-                })
+                self.write_line(server, &line).await
             }
         }
+    }
+
+    /// Writes `line` (one message and its newline) whole; only where messages go as lines.
+    async fn write_line(&self, server: &str, line: &[u8]) -> Result<(), WireError> {
+        let Outgoing::Lines(writer) = self else {
+            return Err(WireError::Closed);
+        };
+        let mut writer = writer.lock().await;
+        let written = async {
+            writer.write_all(line).await?;
+            writer.flush().await
+        };
+        written.await.map_err(|error| {
+            tracing::debug!(server, %error, "cannot write to the server");
+            WireError::Closed
+        })
     }
 }
 
@@ -243,6 +251,28 @@ struct DirectRequest<'a> {
     params: &'a Value,
 }
 
+/// The line of `request` with `arguments` (JSON text of an object) as its params' last member,
+/// copied in as it is: `params` is the request's last member, so its object closes the line.
+fn with_arguments(request: &DirectRequest<'_>, arguments: &[u8]) -> Result<Vec<u8>, WireError> {
+    if !request.params.is_object() {
+        return Err(WireError::Encode(serde::ser::Error::custom(
+            "a request's arguments go in an object of params",
+        )));
+    }
+    let mut line = serde_json::to_vec(request)?;
+    line.reserve(arguments.len() + 16);
+    // `…"params":{…}}`: the params object's `}` is the second to last byte.
+    let close = line.split_off(line.len() - 2);
+    if request.params.as_object().is_some_and(|p| !p.is_empty()) {
+        line.push(b',');
+    }
+    line.extend_from_slice(br#""arguments":"#);
+    line.extend_from_slice(arguments);
+    line.extend_from_slice(&close);
+    line.push(b'\n');
+    Ok(line)
+}
+
 impl Direct {
     fn new(server: Arc<str>, outgoing: Outgoing) -> Self {
         Direct {
@@ -263,11 +293,21 @@ impl Direct {
 
     /// Writes request `id` (from [`Direct::next_id`]) to the server; its answer is awaited
     /// with [`DirectCall::answer`].
+    /// Whether requests go to the server as lines (a child's stdin), so that a client's
+    /// arguments can go as the client wrote them ([`Direct::send`]).
+    pub(crate) fn writes_lines(&self) -> bool {
+        matches!(self.inner.outgoing, Outgoing::Lines(_))
+    }
+
+    /// Writes the request `id` (`method` with `params`) and returns the call waiting for its
+    /// answer. `arguments`, the JSON text of an object, goes into `params` as its `arguments`
+    /// as it is (where [`Direct::writes_lines`]; elsewhere it is refused as `Encode`).
     pub(crate) async fn send(
         &self,
         id: u64,
         method: &str,
         params: &Value,
+        arguments: Option<&Bytes>,
     ) -> Result<DirectCall, WireError> {
         let (tx, answer) = oneshot::channel();
         match lock(&self.inner.pending).as_mut() {
@@ -285,10 +325,14 @@ impl Direct {
             method,
             params,
         };
-        self.inner
-            .outgoing
-            .write(&self.inner.server, &request)
-            .await?;
+        let outgoing = &self.inner.outgoing;
+        match arguments {
+            None => outgoing.write(&self.inner.server, &request).await?,
+            Some(arguments) => {
+                let line = with_arguments(&request, arguments)?;
+                outgoing.write_line(&self.inner.server, &line).await?;
+            }
+        }
         Ok(call)
     }
 

@@ -13,11 +13,11 @@ use roster_core::delta::SchemaSource;
 use super::{GatewayHandler, input_round, not_a_call};
 use crate::Session;
 use crate::gateway::caller::{self, Step};
-use crate::gateway::lane::answer_slot;
+use crate::gateway::lane::{answer_slot, arguments_text};
 use crate::gateway::tasks::{Dispatch, TaskCall};
 use crate::gateway::{ClientIdentity, Outcome, ToolAnswer, native};
 use crate::servers::answer::RawResult;
-use crate::servers::{InputRequiredOnly, InputRound};
+use crate::servers::{InputRequiredOnly, InputRound, ToolArguments};
 
 impl GatewayHandler {
     /// Whether this request's `tools/list` page is every caller's — all tools, no search
@@ -59,7 +59,9 @@ impl GatewayHandler {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let limits = self.gateway.config().pages;
         let modern = caller::is_modern(context);
-        self.gateway.served_tools().page_text(cursor, limits, modern)
+        self.gateway
+            .served_tools()
+            .page_text(cursor, limits, modern)
     }
 
     /// A listing's turn: stale servers are listed again first, and the session's pending note
@@ -130,6 +132,15 @@ impl GatewayHandler {
         let session = self.session(&context);
         let who = self.identity(&context);
         let mut request = request;
+        // Arguments set aside as text go to the server as the client wrote them, unless roster
+        // looks into them: a call of its own tools or of `call_tool`, or one that may become a
+        // task (the task keeps them).
+        let mut text = arguments_text(&context);
+        if let Some(written) = text.take_if(|_| self.reads_arguments(&request.name, &context)) {
+            request.arguments = Some(serde_json::from_slice(&written).map_err(|e| {
+                ErrorData::invalid_params(format!("tools/call arguments: {e}"), None)
+            })?);
+        }
         let searching = matches!(
             request.name.as_ref(),
             "search_tools" | "describe_tools" | "call_tool"
@@ -242,9 +253,13 @@ impl GatewayHandler {
         let target = format!("tools/call {name}");
         let exposed = name.clone();
         let work = move |relay| -> futures::future::BoxFuture<'static, Outcome> {
-            Box::pin(
-                async move { Outcome::Call(gateway.call(&name, Some(arguments), relay).await) },
-            )
+            Box::pin(async move {
+                let arguments = match text {
+                    Some(text) => ToolArguments::Text(text),
+                    None => ToolArguments::Parsed(Some(arguments)),
+                };
+                Outcome::Call(gateway.call(&name, arguments, relay).await)
+            })
         };
         let step = caller::run_relayed(
             &self.gateway,
@@ -272,6 +287,18 @@ impl GatewayHandler {
         };
         self.carry_note(&session, &who, &mut result);
         Ok(result.into())
+    }
+
+    /// Whether a call of `name` needs its arguments parsed: roster's own tools (and
+    /// `call_tool`, which names the tool inside them) read them, and a call of a client that
+    /// opted in to tasks may become a task, which keeps them.
+    fn reads_arguments(&self, name: &str, context: &RequestContext<RoleServer>) -> bool {
+        let tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        tasks
+            || self.gateway.served_tools().is_native(name)
+            || matches!(name, "search_tools" | "describe_tools" | "call_tool")
     }
 
     /// A server's tool result as the server wrote it: left as text in the request's slot for

@@ -23,13 +23,12 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use futures::StreamExt;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::sessions::BoundSessions;
 use crate::gateway::ClientIdentity;
-use crate::gateway::lane::{AnswerSlot, response_head};
+use crate::gateway::lane::{AnswerSlot, Probe, response_head, set_aside};
 use crate::servers::answer::members;
 use crate::store::sessions::SharedSessions;
 
@@ -54,15 +53,6 @@ pub(super) struct Front {
     pub(super) max_body_bytes: usize,
     pub(super) body_read_timeout: Duration,
     pub(super) shutdown: CancellationToken,
-}
-
-/// Just enough of a JSON-RPC message to route it; parsing it also checks the body is JSON.
-#[derive(Deserialize)]
-struct Probe {
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    method: Option<String>,
 }
 
 /// The identity key sessions are bound to (the `[[clients]]` name; "" for the default).
@@ -189,13 +179,21 @@ async fn post(
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
-    let probe = match serde_json::from_slice::<Probe>(&bytes) {
-        Ok(probe) => probe,
+    let (probe, arguments) = match serde_json::from_slice::<Probe<'_>>(&bytes) {
+        Ok(probe) => {
+            let arguments = probe.arguments_at(&bytes);
+            let Probe { id, method, .. } = probe;
+            let probe = Probe {
+                id,
+                method,
+                params: None,
+            };
+            (probe, arguments)
+        }
         // An array (a batch) or another JSON value: rmcp judges it.
-        Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() => Probe {
-            id: None,
-            method: None,
-        },
+        Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() => {
+            (Probe::default(), None)
+        }
         Err(e) => {
             return jsonrpc_error(
                 StatusCode::BAD_REQUEST,
@@ -231,6 +229,16 @@ async fn post(
     if let Some(slot) = &page {
         parts.extensions.insert(slot.clone());
     }
+    // A call in a session goes to its server with its arguments as written. (A 2026-07-28
+    // call is checked against its `Mcp-Param-*` headers by rmcp, which reads its arguments.)
+    let bytes = match arguments.filter(|_| session.is_some()) {
+        Some(at) => {
+            let (rest, text) = set_aside(bytes, at);
+            parts.extensions.insert(text);
+            rest
+        }
+        None => bytes,
+    };
     let request = Request::from_parts(parts, Body::from(bytes));
     let response = tokio::select! {
         response = next.run(request) => response,
