@@ -160,7 +160,7 @@ impl AsideQueue {
 
     /// The arguments set aside from the request `id`. Requests come in the order of their
     /// lines, so what is before it came from lines rmcp did not take: dropped.
-    fn take(&self, id: &RequestId) -> Option<Bytes> {
+    pub(crate) fn take(&self, id: &RequestId) -> Option<Bytes> {
         let mut queue = crate::sync::lock(&self.0);
         let at = queue.iter().position(|(queued, _)| queued == id)?;
         queue.drain(..at);
@@ -392,5 +392,32 @@ where
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_set_aside_go_to_their_request_and_those_of_refused_lines_are_dropped() {
+        let aside = AsideQueue::default();
+        let text = |i: i64| Bytes::from(format!("{{\"i\":{i}}}"));
+        for i in 0..3 {
+            aside.put(RequestId::Number(i), text(i));
+        }
+        assert_eq!(aside.take(&RequestId::Number(1)), Some(text(1)));
+        assert_eq!(
+            aside.take(&RequestId::Number(0)),
+            None,
+            "what came before the request taken is dropped"
+        );
+        assert_eq!(aside.take(&RequestId::Number(9)), None);
+        assert_eq!(aside.take(&RequestId::Number(2)), Some(text(2)));
+        for i in 0..(MAX_ASIDE as i64 + 5) {
+            aside.put(RequestId::Number(i), text(i));
+        }
+        assert_eq!(crate::sync::lock(&aside.0).len(), MAX_ASIDE, "bounded");
+        assert_eq!(aside.take(&RequestId::Number(0)), None, "the oldest went first");
     }
 }

@@ -371,14 +371,15 @@ impl ServedTools {
         let len = self.tools.len();
         let start = handler::page_start(len, cursor)?;
         let era = usize::from(!modern);
-        let (end, kept) = {
+        let (end, kept, bytes) = {
             let mut texts = lock(&self.texts);
             texts.ready(&self.tools, limits);
             if let Some(text) = texts.pages[era].get(&start) {
                 return Ok(text.clone());
             }
             let end = limits.end(start, len, |i| texts.lengths[i]);
-            (end, texts.starts.binary_search(&start).is_ok())
+            let bytes: usize = texts.lengths[start..end].iter().sum();
+            (end, texts.starts.binary_search(&start).is_ok(), bytes)
         };
         let mut result =
             rmcp::model::ListToolsResult::with_all_items(self.tools[start..end].to_vec())
@@ -392,9 +393,13 @@ impl ServedTools {
             result.strip_result_type_for_legacy_peer();
             result.strip_non_object_output_for_legacy_peer();
         }
-        let text: Bytes = serde_json::to_string(&result)
-            .map_err(|e| rmcp::ErrorData::internal_error(format!("tools/list page: {e}"), None))?
-            .into();
+        // Written at once into room for it (the tools, their commas and the members around
+        // them): a page's text is kept, and a text grown by doubling leaves its earlier
+        // buffers behind in the heap.
+        let mut text = Vec::with_capacity(bytes + (end - start) + 256);
+        serde_json::to_writer(&mut text, &result)
+            .map_err(|e| rmcp::ErrorData::internal_error(format!("tools/list page: {e}"), None))?;
+        let text = Bytes::from(text);
         if kept {
             let mut texts = lock(&self.texts);
             if texts.limits == Some(limits) {

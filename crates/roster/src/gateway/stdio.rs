@@ -89,7 +89,8 @@ impl<R> SetAside<R> {
         while let Some(newline) = memchr::memchr(b'\n', &self.pending[self.scanned..]) {
             let line = self.pending.split_to(self.scanned + newline + 1).freeze();
             self.scanned = 0;
-            if std::mem::take(&mut self.passing) {
+            // A line rmcp will refuse as too long (its newline counted, as rmcp does).
+            if std::mem::take(&mut self.passing) || line.len() > MAX_LINE {
                 self.ready.push_back(line);
             } else {
                 self.ready.push_back(self.set_aside(line));
@@ -266,6 +267,67 @@ impl AsyncWrite for LineWriter {
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
+
+    /// What `input` reads as through [`SetAside`] when each read of stdin takes `chunk` bytes,
+    /// and the arguments it set aside.
+    async fn set_aside_in(input: &str, chunk: usize) -> (String, AsideQueue) {
+        let (mut write, read) = tokio::io::duplex(chunk);
+        let input = input.to_owned();
+        let writing = tokio::spawn(async move {
+            write.write_all(input.as_bytes()).await.expect("written");
+        });
+        let aside = AsideQueue::default();
+        let mut reader = SetAside::new(read, aside.clone());
+        let mut got = String::new();
+        reader.read_to_string(&mut got).await.expect("read");
+        writing.await.expect("joined");
+        (got, aside)
+    }
+
+    #[tokio::test]
+    async fn a_call_s_arguments_are_set_aside_and_every_other_line_passes_as_it_is() {
+        let call = r#"{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"t","arguments":{"s":"}\n{\"","n":1.50},"_meta":{}}}"#;
+        let list =
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"arguments":{"x":1}}}"#;
+        let named = r#"{"jsonrpc":"2.0","id":3,"method":"notifications/x","params":{"text":"\"tools/call\""}}"#;
+        let no_arguments =
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t"}}"#;
+        let broken = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"arguments":{"#;
+        let input = format!("{call}\n{list}\n{named}\r\n{no_arguments}\n{broken}\n{call}");
+        for chunk in [1, 7, 64, 4096] {
+            let (got, aside) = set_aside_in(&input, chunk).await;
+            let set = call.replace(r#"{"s":"}\n{\"","n":1.50}"#, "{}");
+            // The last line has no newline: rmcp drops it, and it passes as it is.
+            let expected = format!("{set}\n{list}\n{named}\r\n{no_arguments}\n{broken}\n{call}");
+            assert_eq!(got, expected, "reads of {chunk} bytes");
+            let id = RequestId::String("c1".into());
+            let text = aside.take(&id).expect("the first call's arguments");
+            assert_eq!(&text[..], br#"{"s":"}\n{\"","n":1.50}"#);
+            assert!(aside.take(&id).is_none(), "reads of {chunk} bytes");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_longer_than_rmcp_reads_passes_as_it_is() {
+        // Just over the bound (its end read with it), and well over (passed on in parts).
+        for over in [0, 200 * 1024] {
+            let long = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"s":"{}"}}}}}}"#,
+                "x".repeat(MAX_LINE + over)
+            );
+            let after =
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"a":1}}}"#;
+            let (got, aside) = set_aside_in(&format!("{long}\n{after}\n"), 64 * 1024).await;
+            let expected = after.replace(r#"{"a":1}"#, "{}");
+            assert_eq!(got.len(), long.len() + 1 + expected.len() + 1);
+            assert!(got.ends_with(&format!("}}\n{expected}\n")));
+            assert!(aside.take(&RequestId::Number(1)).is_none());
+            assert_eq!(
+                aside.take(&RequestId::Number(2)).as_deref(),
+                Some(&br#"{"a":1}"#[..])
+            );
+        }
+    }
 
     #[tokio::test]
     async fn a_line_in_parts_goes_out_whole_however_little_each_write_takes() {

@@ -705,6 +705,40 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn arguments_written_as_text_close_the_params_of_the_line() {
+        let text = br#"{"n":123456789012345678901234567890,"s":"}\"{"}"#;
+        for (params, expected) in [
+            (
+                json!({"name": "t", "_meta": {"progressToken": 9}}),
+                r#""params":{"name":"t","_meta":{"progressToken":9},"arguments":{"n":123456789012345678901234567890,"s":"}\"{"}}}"#,
+            ),
+            (
+                json!({}),
+                r#""params":{"arguments":{"n":123456789012345678901234567890,"s":"}\"{"}}}"#,
+            ),
+        ] {
+            let request = DirectRequest {
+                jsonrpc: "2.0",
+                id: 1 << 40,
+                method: "tools/call",
+                params: &params,
+            };
+            let line = with_arguments(&request, text).expect("a line");
+            let line = String::from_utf8(line).expect("UTF-8");
+            let head = r#"{"jsonrpc":"2.0","id":1099511627776,"method":"tools/call","#;
+            assert_eq!(line, format!("{head}{expected}\n"));
+        }
+        let not_an_object = json!(["x"]);
+        let request = DirectRequest {
+            jsonrpc: "2.0",
+            id: 1,
+            method: "tools/call",
+            params: &not_an_object,
+        };
+        assert!(with_arguments(&request, text).is_err());
+    }
+
+    #[test]
     fn raw_result_is_kept_only_for_watched_requests() {
         let raw = RawResults::default();
         raw.note_outgoing(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
