@@ -418,6 +418,10 @@ mod tests {
             aside.put(RequestId::Number(i), text(i));
         }
         assert_eq!(crate::sync::lock(&aside.0).len(), MAX_ASIDE, "bounded");
-        assert_eq!(aside.take(&RequestId::Number(0)), None, "the oldest went first");
+        assert_eq!(
+            aside.take(&RequestId::Number(0)),
+            None,
+            "the oldest went first"
+        );
     }
 }

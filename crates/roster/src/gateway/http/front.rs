@@ -270,19 +270,19 @@ async fn post(
     }
     match page.as_ref().and_then(AnswerSlot::take) {
         // A stand-in answered as JSON (a 2026-07-28 request).
-        Some(text) if is_json(response.headers()) => json_page(response, &text).await,
+        Some(text) if is_json(response.headers()) => json_page(response, text).await,
         _ => response,
     }
 }
 
 /// The JSON answer `response` (a stand-in) with the page `text` in place of its result.
-async fn json_page(response: Response, text: &[u8]) -> Response {
+async fn json_page(response: Response, text: Bytes) -> Response {
     let (mut parts, body) = response.into_parts();
     match axum::body::to_bytes(body, FIRST_EVENT_LIMIT).await {
         Ok(answer) => {
-            parts.headers.remove(header::CONTENT_LENGTH);
             let answer = page_answer(&String::from_utf8_lossy(&answer), text);
-            Response::from_parts(parts, Body::from(answer))
+            let body = answer_body(answer, &mut parts.headers);
+            Response::from_parts(parts, body)
         }
         Err(error) => plain(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -360,10 +360,6 @@ async fn unwrap_first_event(
             match first_message(event) {
                 Event::Skip => scanned += end.1,
                 Event::Answer(message) => {
-                    let message = match page.as_ref().and_then(AnswerSlot::take) {
-                        Some(text) => page_answer(&message, &text),
-                        None => message.into_bytes(),
-                    };
                     parts.headers.insert(
                         header::CONTENT_TYPE,
                         HeaderValue::from_static("application/json"),
@@ -371,7 +367,11 @@ async fn unwrap_first_event(
                     parts.headers.remove(header::CACHE_CONTROL);
                     parts.headers.remove(header::CONTENT_LENGTH);
                     parts.headers.remove("x-accel-buffering");
-                    return Response::from_parts(parts, Body::from(message));
+                    let body = match page.as_ref().and_then(AnswerSlot::take) {
+                        Some(text) => answer_body(page_answer(&message, text), &mut parts.headers),
+                        None => Body::from(message),
+                    };
+                    return Response::from_parts(parts, body);
                 }
                 Event::Other => {
                     let page = page.map(|slot| (slot, scanned));
@@ -443,17 +443,23 @@ fn restream(
     Response::from_parts(parts, Body::from_stream(head.chain(tail)))
 }
 
-/// The JSON-RPC answer with the page `text` for the stand-in `answer` (its id kept).
-fn page_answer(answer: &str, text: &[u8]) -> Vec<u8> {
+/// The JSON-RPC answer with the page `text` for the stand-in `answer` (its id kept), in its
+/// parts: the text is not copied.
+fn page_answer(answer: &str, text: Bytes) -> [Bytes; 3] {
     let id = serde_json::from_str::<Value>(answer)
         .ok()
         .and_then(|answer| answer.get("id").map(Value::to_string))
         .unwrap_or_else(|| "null".to_owned());
-    let mut out = response_head(&id);
-    out.reserve(text.len() + 1);
-    out.extend_from_slice(text);
-    out.push(b'}');
-    out
+    [response_head(&id).into(), text, Bytes::from_static(b"}")]
+}
+
+/// A JSON answer's body of `parts` written one after the other, its length in `headers`:
+/// a page or a tool result is sent from the text roster holds, not from a copy of it.
+fn answer_body(parts: [Bytes; 3], headers: &mut HeaderMap) -> Body {
+    let length = parts.iter().map(Bytes::len).sum::<usize>();
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    let parts = parts.map(Ok::<_, std::convert::Infallible>);
+    Body::from_stream(futures::stream::iter(parts))
 }
 
 /// Swaps the stand-in answer for its page in an SSE stream, event by event.
@@ -491,7 +497,9 @@ impl SwapPage {
                         }
                     }
                     out.extend_from_slice(b"data: ");
-                    out.extend(page_answer(&answer, &text));
+                    for part in page_answer(&answer, text) {
+                        out.extend_from_slice(&part);
+                    }
                     out.extend_from_slice(b"\n\n");
                     out.extend_from_slice(&self.held[at + next..]);
                     self.held.clear();
@@ -765,8 +773,8 @@ data: {"jsonrpc":"2.0","id":"req-1","result":{}}
             (r#"{"jsonrpc":"2.0","id":12,"result":{}}"#, "12"),
             (r#"{"jsonrpc":"2.0","id":"x\"y","result":{}}"#, r#""x\"y""#),
         ] {
-            let answer: Value =
-                serde_json::from_slice(&page_answer(stand_in, text.as_bytes())).expect("JSON");
+            let answer = page_answer(stand_in, Bytes::from_static(text.as_bytes())).concat();
+            let answer: Value = serde_json::from_slice(&answer).expect("JSON");
             assert_eq!(answer["id"].to_string(), id);
             assert_eq!(answer["result"], json!({"tools": []}));
             assert_eq!(answer["jsonrpc"], "2.0");
