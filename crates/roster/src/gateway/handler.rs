@@ -32,7 +32,7 @@ use super::watches::SessionWatches;
 use super::{ClientIdentity, Gateway};
 use crate::Session;
 use crate::config::PageLimits;
-use crate::servers::InputRound;
+use crate::servers::{InputRound, json_size};
 
 /// `Ok` with the page of `$items` that `$request`'s cursor asks for, as a `$result` list
 /// result. Lists change at any time (clients hear of it through `list_changed`), so none is
@@ -169,7 +169,7 @@ fn page<T: Clone + serde::Serialize>(
     limits: PageLimits,
 ) -> Result<(Vec<T>, Option<String>), ErrorData> {
     let start = page_start(items.len(), cursor)?;
-    let end = limits.end(start, items.len(), |i| json_len(&items[i]));
+    let end = limits.end(start, items.len(), |i| json_size(&items[i]));
     Ok((items[start..end].to_vec(), next_cursor(end, items.len())))
 }
 
@@ -188,25 +188,6 @@ pub(super) fn page_start(len: usize, cursor: Option<&str>) -> Result<usize, Erro
 /// The cursor of the page after one ending at `end` in a list of `len` items.
 pub(super) fn next_cursor(end: usize, len: usize) -> Option<String> {
     (end < len).then(|| end.to_string())
-}
-
-/// How long `item` is as JSON text.
-pub(super) fn json_len(item: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter fails only if the item cannot be written at all: it counts as
-    // nothing, and the page's own writing reports it.
-    let _ = serde_json::to_writer(&mut count, item);
-    count.0
 }
 
 impl GatewayHandler {

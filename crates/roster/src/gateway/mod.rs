@@ -314,7 +314,7 @@ impl PageTexts {
     /// Made ready for `limits`: the pages made at other limits are dropped.
     fn ready(&mut self, tools: &[Tool], limits: PageLimits) {
         if self.lengths.len() != tools.len() {
-            self.lengths = tools.iter().map(handler::json_len).collect();
+            self.lengths = tools.iter().map(crate::servers::json_size).collect();
         }
         if self.limits == Some(limits) {
             return;

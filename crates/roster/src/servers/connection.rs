@@ -692,8 +692,9 @@ fn auth_challenge(error: &rmcp::service::ClientInitializeError) -> Option<Option
     None
 }
 
-/// The length of `value` as compact JSON, counted without building the text.
-fn json_size(value: &impl serde::Serialize) -> usize {
+/// The length of `value` as compact JSON, counted without building the text (0 for a value
+/// that cannot be written: its own writing reports that).
+pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

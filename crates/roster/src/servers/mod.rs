@@ -67,6 +67,7 @@ pub(crate) mod wire;
 pub use answer::Answer;
 pub use call::{CallOptions, InputRound, ToolArguments};
 pub use client_side::ELICITATION_WAIT;
+pub(crate) use connection::json_size;
 pub use connection::{Connection, Negotiated, ToolListing};
 pub use error::{ConnectError, RequestError};
 pub use event::{
