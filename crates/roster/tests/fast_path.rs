@@ -762,4 +762,28 @@ async fn a_call_s_arguments_reach_the_server_as_the_client_wrote_them() {
         .await;
     assert_eq!(answer.status(), 200);
     expected(&echoed(&answer.text().await.expect("an answer")));
+
+    // A server behind legacy HTTP+SSE: roster's writer POSTs the arguments as they came.
+    let port = common::free_port();
+    let server = std::process::Command::new(common::python())
+        .arg(common::python_fixture("echo_arguments.py"))
+        .args(["--transport", "sse", "--port", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the SSE fixture");
+    let _server = common::KillOnDrop(server);
+    common::wait_for_port(port);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("roster.toml");
+    let text = format!(
+        "[gateway]\nnaming = \"never\"\nstartup_wait = \"20s\"\nstate_dir = {state:?}\n\n\
+         [servers.echo]\nurl = \"http://127.0.0.1:{port}/sse\"\ntransport = \"sse\"\n",
+        state = dir.path().join("state"),
+    );
+    std::fs::write(&config, text).expect("write config");
+    let mut sse = RawStdio::start(&config);
+    sse.initialize().await;
+    sse.send_text(&call(10, &json!({}))).await;
+    expected(&echoed(&sse.answer_line().await));
 }

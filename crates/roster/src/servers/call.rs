@@ -19,7 +19,7 @@ use super::connection::{Connection, client_request};
 use super::error::RequestError;
 use super::notifications::ProgressListener;
 use super::relay::{self, CallerRelay, InFlightGuard};
-use super::wire::{Direct, DirectCall, RawResults, Received, WireError};
+use super::wire::{DirectCall, RawResults, Received, WireError};
 
 /// A round's request on its way: through rmcp's service, or past it.
 enum Sent {
@@ -202,9 +202,9 @@ impl Connection {
         options: CallOptions,
     ) -> Result<Answer, RequestError> {
         let mut params = json!({"name": tool});
-        let as_written = self.direct.as_ref().is_some_and(Direct::writes_lines);
+        // Where roster writes the request itself, the text goes in as it is.
         let text = match arguments {
-            ToolArguments::Text(text) if as_written => Some(text),
+            ToolArguments::Text(text) if self.direct.is_some() => Some(text),
             arguments => {
                 let parsed = arguments.parsed().map_err(|e| {
                     RequestError::Unexpected(format!(

@@ -10,11 +10,12 @@ use std::sync::Arc;
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use rmcp::transport::AuthClient;
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{Outgoing, RawResults, Received, WireTransport, incoming_channel, parse_line};
+use super::wire::{
+    Outbound, Outgoing, RawResults, Received, WireTransport, incoming_channel, parse_line,
+};
 use crate::config::redact_url;
 
 /// The SSE stream could not be opened or did not name its message endpoint.
@@ -231,7 +232,7 @@ pub(crate) async fn connect(
     tracing::debug!(server = %server, %endpoint, "SSE message endpoint");
 
     let (in_tx, in_rx) = mpsc::channel::<Received>(256);
-    let (out_tx, mut out_rx) = mpsc::channel::<Value>(256);
+    let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(256);
     // Cancelled when the guard drops or the POST side dies: either way the stream ends, so the
     // connection closes and supervision reconnects, instead of a half-open connection.
     let dead = CancellationToken::new();
@@ -271,14 +272,14 @@ pub(crate) async fn connect(
     let name = server.clone();
     let dead_writer = dead.clone();
     tokio::spawn(async move {
-        while let Some(value) = out_rx.recv().await {
+        while let Some(outbound) = out_rx.recv().await {
             let post = |token: Option<String>| {
                 let mut post = client
                     .post(endpoint.clone())
                     .headers(headers.clone())
-                    .headers(crate::telemetry::trace_headers(&value))
+                    .headers(crate::telemetry::trace_headers(&outbound.value))
                     .header(CONTENT_TYPE, "application/json")
-                    .body(value.to_string());
+                    .body(outbound.body());
                 if let Some(token) = token {
                     post = post.bearer_auth(token);
                 }

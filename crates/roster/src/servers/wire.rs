@@ -160,10 +160,27 @@ pub enum WireError {
 /// Where a transport's messages go: a channel to a writer task, or straight into a byte
 /// stream (a child's stdin) as newline-delimited JSON, written by the sending task itself.
 pub(crate) enum Outgoing {
-    /// A task on the other end writes each value.
-    Channel(mpsc::Sender<Value>),
+    /// A task on the other end writes each message.
+    Channel(mpsc::Sender<Outbound>),
     /// One line per message; the lock keeps concurrent sends whole and in order.
     Lines(Arc<tokio::sync::Mutex<Pin<Box<dyn AsyncWrite + Send>>>>),
+}
+
+/// A message for a writer task: its value (whose `_meta` gives the trace headers) and, when it
+/// carries text to go as it is (a client's arguments), the whole message as that text.
+pub(crate) struct Outbound {
+    pub(crate) value: Value,
+    pub(crate) text: Option<Bytes>,
+}
+
+impl Outbound {
+    /// The message as it goes out.
+    pub(crate) fn body(&self) -> Bytes {
+        match &self.text {
+            Some(text) => text.clone(),
+            None => self.value.to_string().into(),
+        }
+    }
 }
 
 impl Outgoing {
@@ -184,13 +201,34 @@ impl Outgoing {
         match self {
             Outgoing::Channel(tx) => {
                 let value = serde_json::to_value(message)?;
-                tx.send(value).await.map_err(|_| WireError::Closed)
+                let outbound = Outbound { value, text: None };
+                tx.send(outbound).await.map_err(|_| WireError::Closed)
             }
             Outgoing::Lines(_) => {
                 let mut line = serde_json::to_vec(message)?;
                 line.push(b'\n');
                 self.write_line(server, &line).await
             }
+        }
+    }
+
+    /// Hands `message` to the server written as `line` (its whole text and a newline).
+    async fn write_as(
+        &self,
+        server: &str,
+        message: &impl serde::Serialize,
+        line: Vec<u8>,
+    ) -> Result<(), WireError> {
+        match self {
+            Outgoing::Channel(tx) => {
+                let value = serde_json::to_value(message)?;
+                let outbound = Outbound {
+                    value,
+                    text: Some(line.into()),
+                };
+                tx.send(outbound).await.map_err(|_| WireError::Closed)
+            }
+            Outgoing::Lines(_) => self.write_line(server, &line).await,
         }
     }
 
@@ -293,15 +331,9 @@ impl Direct {
 
     /// Writes request `id` (from [`Direct::next_id`]) to the server; its answer is awaited
     /// with [`DirectCall::answer`].
-    /// Whether requests go to the server as lines (a child's stdin), so that a client's
-    /// arguments can go as the client wrote them ([`Direct::send`]).
-    pub(crate) fn writes_lines(&self) -> bool {
-        matches!(self.inner.outgoing, Outgoing::Lines(_))
-    }
-
     /// Writes the request `id` (`method` with `params`) and returns the call waiting for its
     /// answer. `arguments`, the JSON text of an object, goes into `params` as its `arguments`
-    /// as it is (where [`Direct::writes_lines`]; elsewhere it is refused as `Encode`).
+    /// as it is.
     pub(crate) async fn send(
         &self,
         id: u64,
@@ -330,7 +362,9 @@ impl Direct {
             None => outgoing.write(&self.inner.server, &request).await?,
             Some(arguments) => {
                 let line = with_arguments(&request, arguments)?;
-                outgoing.write_line(&self.inner.server, &line).await?;
+                outgoing
+                    .write_as(&self.inner.server, &request, line)
+                    .await?;
             }
         }
         Ok(call)
@@ -529,7 +563,10 @@ impl Transport<RoleClient> for WireTransport {
             let value = serde_json::to_value(&item)?;
             raw.note_outgoing(&value);
             match outgoing {
-                Outgoing::Channel(tx) => tx.send(value).await.map_err(|_| WireError::Closed),
+                Outgoing::Channel(tx) => {
+                    let outbound = Outbound { value, text: None };
+                    tx.send(outbound).await.map_err(|_| WireError::Closed)
+                }
                 lines => lines.write(&server, &value).await,
             }
         }
