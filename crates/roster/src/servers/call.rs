@@ -152,7 +152,8 @@ impl std::fmt::Debug for CallOptions {
 }
 
 /// A tool call's arguments: parsed, or the JSON text of an object as the client wrote it,
-/// which goes to a server roster writes lines to as it is (and is parsed for any other).
+/// which goes as it is to a server roster writes requests to itself (stdio, SSE) and is
+/// parsed for any other.
 #[derive(Debug, Clone)]
 pub enum ToolArguments {
     /// Parsed (none: the call carries no `arguments`).
