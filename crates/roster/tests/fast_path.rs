@@ -764,16 +764,7 @@ async fn a_call_s_arguments_reach_the_server_as_the_client_wrote_them() {
     expected(&echoed(&answer.text().await.expect("an answer")));
 
     // A server behind legacy HTTP+SSE: roster's writer POSTs the arguments as they came.
-    let port = common::free_port();
-    let server = std::process::Command::new(common::python())
-        .arg(common::python_fixture("echo_arguments.py"))
-        .args(["--transport", "sse", "--port", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start the SSE fixture");
-    let _server = common::KillOnDrop(server);
-    common::wait_for_port(port);
+    let (_server, port) = common::spawn_python_http("echo_arguments.py", "sse", &[]);
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("roster.toml");
     let text = format!(

@@ -134,9 +134,15 @@ impl Drop for KillOnDrop {
 
 /// Starts the dynamic Python fixture as an HTTP server (`sse` or `streamable-http`).
 pub fn spawn_http_fixture(transport: &str, extra: &[&str]) -> (KillOnDrop, u16) {
+    spawn_python_http("dynamic.py", transport, extra)
+}
+
+/// The Python fixture `fixture` serving `transport` (`sse`, `streamable-http`) on a free port,
+/// once the port accepts connections.
+pub fn spawn_python_http(fixture: &str, transport: &str, extra: &[&str]) -> (KillOnDrop, u16) {
     let port = free_port();
     let child = std::process::Command::new(python())
-        .arg(python_fixture("dynamic.py"))
+        .arg(python_fixture(fixture))
         .args(["--transport", transport, "--port", &port.to_string()])
         .args(extra)
         .stdout(std::process::Stdio::null())
