@@ -532,7 +532,9 @@ fn skills_call(
     }
 }
 
-/// Answers a native tool call, or `None` when `name` is not a native tool.
+/// The tools of search mode (`tools_mode = "search"`), served in search mode only.
+pub(crate) const SEARCH_TOOLS: [&str; 3] = ["search_tools", "describe_tools", "call_tool"];
+
 /// The native tools that answer from the skill catalog.
 pub(crate) const SKILL_TOOLS: [&str; 4] = [
     "list_skills",
@@ -541,6 +543,7 @@ pub(crate) const SKILL_TOOLS: [&str; 4] = [
     "resolve_flow_template",
 ];
 
+/// Answers a native tool call, or `None` when `name` is not a native tool.
 pub(crate) fn call(
     gateway: &Arc<Gateway>,
     who: &ClientIdentity,

@@ -135,17 +135,6 @@ pub(crate) fn members(text: &str) -> Option<Vec<(Cow<'_, str>, &RawValue)>> {
         .and_then(|m| m.0)
 }
 
-/// Every member of the object `map` reads, as written.
-fn collect_members<'de, A: MapAccess<'de>>(
-    mut map: A,
-) -> Result<Vec<(Cow<'de, str>, &'de RawValue)>, A::Error> {
-    let mut members = Vec::new();
-    while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-        members.push((key, map.next_value::<&'de RawValue>()?));
-    }
-    Ok(members)
-}
-
 /// What roster reads of a result's top-level members in one pass: the members every result
 /// may have, and whether rmcp would read it as a complete tool result.
 #[derive(Default)]
@@ -285,8 +274,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
                 f.write_str("any JSON value")
             }
 
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Members<'de>, A::Error> {
-                collect_members(map).map(|members| Members(Some(members)))
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    members.push((key, map.next_value::<&'de RawValue>()?));
+                }
+                Ok(Members(Some(members)))
             }
 
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Members<'de>, A::Error> {
@@ -326,10 +319,10 @@ impl Members<'_> {
     /// Whether rmcp reads this content block as it is. Annotations are left to rmcp (their values
     /// are typed); so is anything this check does not know.
     fn is_valid_block(&self) -> bool {
-        let Some(own) = &self.0 else {
+        if self.0.is_none() {
             return false;
-        };
-        let member = |name: &str| own.iter().find(|(k, _)| k == name).map(|m| m.1.get());
+        }
+        let member = |name: &str| self.get(name).map(RawValue::get);
         let string = |name: &str| member(name).is_some_and(|v| v.starts_with('"'));
         if member("annotations").is_some() || member("_meta").is_some_and(|m| !m.starts_with('{')) {
             return false;

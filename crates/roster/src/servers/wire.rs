@@ -197,55 +197,41 @@ impl Outgoing {
     }
 
     /// Hands one message to the server: as a value to the channel's writer, or as one line.
-    async fn write(&self, server: &str, message: &impl serde::Serialize) -> Result<(), WireError> {
-        match self {
-            Outgoing::Channel(tx) => {
-                let value = serde_json::to_value(message)?;
-                let outbound = Outbound { value, text: None };
-                tx.send(outbound).await.map_err(|_| WireError::Closed)
-            }
-            Outgoing::Lines(_) => {
-                let mut line = serde_json::to_vec(message)?;
-                line.push(b'\n');
-                self.write_line(server, &line).await
-            }
-        }
-    }
-
-    /// Hands `message` to the server written as `line` (its whole text and a newline).
-    async fn write_as(
+    /// `text`, when given, is the whole message as it goes out (its line, newline included).
+    async fn write(
         &self,
         server: &str,
         message: &impl serde::Serialize,
-        line: Vec<u8>,
+        text: Option<Vec<u8>>,
     ) -> Result<(), WireError> {
         match self {
             Outgoing::Channel(tx) => {
                 let value = serde_json::to_value(message)?;
-                let outbound = Outbound {
-                    value,
-                    text: Some(line.into()),
-                };
-                tx.send(outbound).await.map_err(|_| WireError::Closed)
+                let text = text.map(Bytes::from);
+                tx.send(Outbound { value, text })
+                    .await
+                    .map_err(|_| WireError::Closed)
             }
-            Outgoing::Lines(_) => self.write_line(server, &line).await,
+            Outgoing::Lines(writer) => {
+                let line = match text {
+                    Some(line) => line,
+                    None => {
+                        let mut line = serde_json::to_vec(message)?;
+                        line.push(b'\n');
+                        line
+                    }
+                };
+                let mut writer = writer.lock().await;
+                let written = async {
+                    writer.write_all(&line).await?;
+                    writer.flush().await
+                };
+                written.await.map_err(|error| {
+                    tracing::debug!(server, %error, "cannot write to the server");
+                    WireError::Closed
+                })
+            }
         }
-    }
-
-    /// Writes `line` (one message and its newline) whole; only where messages go as lines.
-    async fn write_line(&self, server: &str, line: &[u8]) -> Result<(), WireError> {
-        let Outgoing::Lines(writer) = self else {
-            return Err(WireError::Closed);
-        };
-        let mut writer = writer.lock().await;
-        let written = async {
-            writer.write_all(line).await?;
-            writer.flush().await
-        };
-        written.await.map_err(|error| {
-            tracing::debug!(server, %error, "cannot write to the server");
-            WireError::Closed
-        })
     }
 }
 
@@ -299,15 +285,14 @@ fn with_arguments(request: &DirectRequest<'_>, arguments: &[u8]) -> Result<Vec<u
     }
     let mut line = serde_json::to_vec(request)?;
     line.reserve(arguments.len() + 16);
-    // `…"params":{…}}`: the params object's `}` is the second to last byte.
-    let close = line.split_off(line.len() - 2);
+    // `…"params":{…}}`: the params object's `}` and the request's close the line.
+    line.truncate(line.len() - 2);
     if request.params.as_object().is_some_and(|p| !p.is_empty()) {
         line.push(b',');
     }
     line.extend_from_slice(br#""arguments":"#);
     line.extend_from_slice(arguments);
-    line.extend_from_slice(&close);
-    line.push(b'\n');
+    line.extend_from_slice(b"}}\n");
     Ok(line)
 }
 
@@ -357,16 +342,14 @@ impl Direct {
             method,
             params,
         };
-        let outgoing = &self.inner.outgoing;
-        match arguments {
-            None => outgoing.write(&self.inner.server, &request).await?,
-            Some(arguments) => {
-                let line = with_arguments(&request, arguments)?;
-                outgoing
-                    .write_as(&self.inner.server, &request, line)
-                    .await?;
-            }
-        }
+        let text = match arguments {
+            Some(arguments) => Some(with_arguments(&request, arguments)?),
+            None => None,
+        };
+        self.inner
+            .outgoing
+            .write(&self.inner.server, &request, text)
+            .await?;
         Ok(call)
     }
 
@@ -567,7 +550,7 @@ impl Transport<RoleClient> for WireTransport {
                     let outbound = Outbound { value, text: None };
                     tx.send(outbound).await.map_err(|_| WireError::Closed)
                 }
-                lines => lines.write(&server, &value).await,
+                lines => lines.write(&server, &value, None).await,
             }
         }
     }

@@ -141,10 +141,8 @@ impl GatewayHandler {
                 ErrorData::invalid_params(format!("tools/call arguments: {e}"), None)
             })?);
         }
-        let searching = matches!(
-            request.name.as_ref(),
-            "search_tools" | "describe_tools" | "call_tool"
-        ) && who.may_use_tool(&request.name)
+        let searching = native::SEARCH_TOOLS.contains(&request.name.as_ref())
+            && who.may_use_tool(&request.name)
             && self.gateway.tool_view(&who).searches();
         if searching && request.name == "call_tool" {
             // call_tool {name, arguments} is a call of `name`: from here on it goes exactly as
@@ -296,9 +294,7 @@ impl GatewayHandler {
         let tasks = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
-        tasks
-            || self.gateway.served_tools().is_native(name)
-            || matches!(name, "search_tools" | "describe_tools" | "call_tool")
+        tasks || self.gateway.served_tools().is_native(name) || native::SEARCH_TOOLS.contains(&name)
     }
 
     /// A server's tool result as the server wrote it: left as text in the request's slot for
