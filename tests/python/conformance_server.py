@@ -11,7 +11,8 @@ era allows: mid-call requests on an initialize-era connection, an `input_require
 (answered by the client's retry) on a 2026-07-28 one. Each works in both eras, so roster's
 relaying is exercised in every pairing of client era and server era.
 
-Usage: conformance_server.py [--no-subscribe] [--http PORT]      (stdio, or streamable HTTP)
+Usage: conformance_server.py [--no-subscribe] [--http PORT [--json-response]]
+       (stdio, or streamable HTTP; --json-response answers a POST with JSON, not an SSE stream)
 """
 
 from __future__ import annotations
@@ -781,6 +782,11 @@ async def test_tool_with_task(ctx: Context) -> str | InputRequiredResult:
 
 if __name__ == "__main__":
     if "--http" in sys.argv[1:]:  # --http PORT: streamable HTTP on 127.0.0.1
-        mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+        mcp.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=int(sys.argv[sys.argv.index("--http") + 1]),
+            json_response="--json-response" in sys.argv[1:],
+        )
     else:
         mcp.run()

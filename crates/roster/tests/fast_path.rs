@@ -67,6 +67,36 @@ fn config_of(dir: &std::path::Path, fixture: &str, gateway: &str) -> std::path::
     config
 }
 
+/// A config serving the server at `url` (streamable HTTP, initialize era) as `fixture`.
+fn config_of_url(dir: &std::path::Path, url: &str) -> std::path::PathBuf {
+    let text = format!(
+        "[gateway]\nnaming = \"never\"\nstartup_wait = \"20s\"\nstate_dir = {state:?}\n\n\
+         [servers.fixture]\nurl = {url:?}\nprotocol = \"legacy\"\n",
+        state = dir.join("state"),
+    );
+    let config = dir.join("roster.toml");
+    std::fs::write(&config, text).expect("write config");
+    config
+}
+
+/// The conformance fixture serving streamable HTTP (answering POSTs with JSON when `json`),
+/// and its URL.
+fn fixture_over_http(json: bool) -> (common::KillOnDrop, String) {
+    let port = common::free_port();
+    let mut command = std::process::Command::new(common::python());
+    command
+        .arg(common::workspace_root().join("tests/python/conformance_server.py"))
+        .args(["--http", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if json {
+        command.arg("--json-response");
+    }
+    let server = common::KillOnDrop(command.spawn().expect("start the fixture over HTTP"));
+    common::wait_for_port(port);
+    (server, format!("http://127.0.0.1:{port}/mcp"))
+}
+
 /// `roster serve` over stdio with `config`: the process (killed when dropped) and its pipes.
 fn serve_stdio(config: &std::path::Path) -> Piped {
     let mut roster = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"));
@@ -183,6 +213,23 @@ async fn in_an_http_session_a_cancelled_call_is_cancelled_at_the_server_and_prog
         .await
         .expect("connect to roster over HTTP");
     walk(&client, &listener, "over-http").await;
+}
+
+#[tokio::test]
+async fn behind_streamable_http_a_cancelled_call_is_cancelled_at_the_server_and_progress_arrives()
+{
+    // roster POSTs the call itself: the progress on its response stream reaches the client
+    // before the result, and the client's cancel reaches the server under roster's id.
+    let (_server, url) = fixture_over_http(false);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_child, stdout, stdin) = serve_stdio(&config_of_url(dir.path(), &url));
+    let listener = Listener::default();
+    let client = listener
+        .clone()
+        .serve((stdout, stdin))
+        .await
+        .expect("connect to roster over stdio");
+    walk(&client, &listener, "behind-http").await;
 }
 
 /// `roster serve` over stdio spoken to line by line, so the test sees each answer's JSON as
@@ -693,12 +740,27 @@ async fn tool_results_reach_clients_as_the_server_wrote_them_in_each_era() {
     legacy.initialize().await;
     let mut modern = RawStdio::start(&configs[1]);
     let http = common::start_roster_http(&configs[2]);
+    // The fixture behind streamable HTTP, answering on an event stream and with JSON.
+    let behind: Vec<_> = [false, true].map(fixture_over_http).into();
+    let behind_dirs: Vec<_> = (0..2)
+        .map(|_| tempfile::tempdir().expect("temp dir"))
+        .collect();
+    let mut over_http = Vec::new();
+    for ((_, url), dir) in behind.iter().zip(&behind_dirs) {
+        let mut roster = RawStdio::start(&config_of_url(dir.path(), url));
+        roster.initialize().await;
+        over_http.push(roster);
+    }
     let session = RawHttp::open(&http.url, "t", false).await;
     let stateless = RawHttp::open(&http.url, "t", true).await;
     for (id, ((tool, arguments), own)) in (20..).zip(result_tools().into_iter().zip(&own)) {
         // An initialize-era client gets the server's very bytes, over stdio and over HTTP.
         let text = legacy.call_text(id, tool, &arguments, &json!({})).await;
         assert_eq!(&text, own, "{tool} over stdio");
+        for (roster, how) in over_http.iter_mut().zip(["an event stream", "JSON"]) {
+            let text = roster.call_text(id, tool, &arguments, &json!({})).await;
+            assert_eq!(&text, own, "{tool} from the server over HTTP, answering with {how}");
+        }
         let params = json!({"name": tool, "arguments": arguments});
         let answer = session.request(id, "tools/call", params.clone()).await;
         assert_eq!(&result_text(&answer, id), own, "{tool} in an HTTP session");
@@ -777,4 +839,16 @@ async fn a_call_s_arguments_reach_the_server_as_the_client_wrote_them() {
     sse.initialize().await;
     sse.send_text(&call(10, &json!({}))).await;
     expected(&echoed(&sse.answer_line().await));
+
+    // A server behind streamable HTTP (answering on an event stream, and with JSON): roster
+    // POSTs the arguments as they came.
+    for (id, extra) in [(11, &[][..]), (12, &["--json-response"][..])] {
+        let (_server, port) = common::spawn_python_http("echo_arguments.py", "streamable-http", extra);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let mut roster = RawStdio::start(&config_of_url(dir.path(), &url));
+        roster.initialize().await;
+        roster.send_text(&call(id, &json!({}))).await;
+        expected(&echoed(&roster.answer_line().await));
+    }
 }

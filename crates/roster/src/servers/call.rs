@@ -19,12 +19,33 @@ use super::connection::{Connection, client_request};
 use super::error::RequestError;
 use super::notifications::ProgressListener;
 use super::relay::{self, CallerRelay, InFlightGuard};
-use super::wire::{DirectCall, RawResults, Received, WireError};
+use super::connection::DirectPath;
+use super::http_direct::{HttpDirect, Unposted};
+use super::wire::Direct;
+use super::wire::{DirectCall, DirectRequest, RawResults, Received, WireError};
+use futures::future::BoxFuture;
 
 /// A round's request on its way: through rmcp's service, or past it.
 enum Sent {
     Rmcp(Box<RequestHandle<RoleClient>>),
     Direct(DirectCall),
+    /// POSTed by roster (its id, and the POST with its answer).
+    Http(u64, BoxFuture<'static, Result<Received, Unposted>>),
+}
+
+/// Where roster writes a caller's request itself.
+#[derive(Clone, Copy)]
+enum Writer<'a> {
+    Wire(&'a Direct),
+    Http(&'a HttpDirect),
+}
+
+/// What became of a round's request.
+enum Outcome {
+    /// The server's answer, or why there is none.
+    Answer(Result<Answer, RequestError>),
+    /// The server did not take roster's own POST: it goes again through rmcp.
+    ThroughRmcp,
 }
 
 impl Sent {
@@ -32,6 +53,7 @@ impl Sent {
         match self {
             Sent::Rmcp(handle) => handle.id.clone(),
             Sent::Direct(call) => RequestId::Number(call.id as i64),
+            Sent::Http(id, _) => RequestId::Number(*id as i64),
         }
     }
 
@@ -42,30 +64,44 @@ impl Sent {
                 .map(|t| t.to_string())
                 .unwrap_or_default(),
             Sent::Direct(call) => call.id.to_string(),
+            Sent::Http(id, _) => id.to_string(),
         }
     }
 
     /// The server's result, or its error.
-    async fn answer(self, raw: &RawResults) -> Result<Answer, RequestError> {
-        match self {
+    async fn answer(self, raw: &RawResults) -> Outcome {
+        let received = match self {
             Sent::Rmcp(handle) => {
                 let id = handle.id.clone();
-                let typed = handle.await_response().await?;
-                match raw.take(&id) {
-                    Some(raw) => Ok(Answer::Value(raw)),
+                let answer = match handle.await_response().await {
                     // An answer rmcp reads as another type (say an empty `{}`) is still the
                     // result.
-                    None => serde_json::to_value(typed)
-                        .map(Answer::Value)
-                        .map_err(|e| RequestError::Unexpected(e.to_string())),
-                }
+                    Ok(typed) => match raw.take(&id) {
+                        Some(raw) => Ok(Answer::Value(raw)),
+                        None => serde_json::to_value(typed)
+                            .map(Answer::Value)
+                            .map_err(|e| RequestError::Unexpected(e.to_string())),
+                    },
+                    Err(error) => Err(error.into()),
+                };
+                return Outcome::Answer(answer);
             }
-            Sent::Direct(mut call) => match call.answer().await {
-                Ok(Received::Result { result, .. }) => Ok(Answer::Raw(RawResult::new(result))),
-                Ok(Received::Message(message)) => result_of(message).map(Answer::Value),
-                Err(_) => Err(RequestError::Closed),
+            Sent::Direct(mut call) => call.answer().await.map_err(|_| RequestError::Closed),
+            Sent::Http(_, post) => match post.await {
+                Ok(received) => Ok(received),
+                Err(Unposted::NotTaken) => return Outcome::ThroughRmcp,
+                Err(Unposted::Failed(error)) => Err(error),
             },
-        }
+        };
+        Outcome::Answer(received.and_then(answer_of))
+    }
+}
+
+/// The answer a server's message gives: its result as written, or parsed (an error).
+fn answer_of(received: Received) -> Result<Answer, RequestError> {
+    match received {
+        Received::Result { result, .. } => Ok(Answer::Raw(RawResult::new(result))),
+        Received::Message(message) => result_of(message).map(Answer::Value),
     }
 }
 
@@ -205,7 +241,7 @@ impl Connection {
         let mut params = json!({"name": tool});
         // Where roster writes the request itself, the text goes in as it is.
         let text = match arguments {
-            ToolArguments::Text(text) if self.direct.is_some() => Some(text),
+            ToolArguments::Text(text) if self.writes_requests() => Some(text),
             arguments => {
                 let parsed = arguments.parsed().map_err(|e| {
                     RequestError::Unexpected(format!(
@@ -278,6 +314,25 @@ impl Connection {
         )))
     }
 
+    /// Whether roster writes a caller's requests itself (the rest go through rmcp's service).
+    fn writes_requests(&self) -> bool {
+        match &self.direct {
+            DirectPath::Wire(_) => true,
+            DirectPath::Http(_) => self.negotiated.legacy,
+        }
+    }
+
+    /// Where roster writes a caller's request itself now, if it does.
+    fn writer(&self) -> Option<Writer<'_>> {
+        match &self.direct {
+            DirectPath::Wire(direct) => Some(Writer::Wire(direct)),
+            DirectPath::Http(http) if self.negotiated.legacy && http.ready() => {
+                Some(Writer::Http(http))
+            }
+            DirectPath::Http(_) => None,
+        }
+    }
+
     /// One request and its answer, with progress, timeout and cancellation.
     async fn round(
         &self,
@@ -287,71 +342,78 @@ impl Connection {
         options: &CallOptions,
         in_flight: &InFlightGuard<'_>,
     ) -> Result<Answer, RequestError> {
-        let sent = self.send_round(method, params, arguments, options).await?;
-        let id = sent.id();
-        in_flight.sent_as(id.clone());
-        let token = sent.progress_token();
-        if let Some(progress) = options.progress.clone() {
-            // Early progress for this token is replayed; the wait below keeps the order.
-            self.notifications.watch_progress(token.clone(), progress);
-        }
-        let cancel = options.cancel.clone().unwrap_or_default();
-        let timeout = async {
-            match options.timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending().await,
+        let mut through_rmcp = false;
+        loop {
+            let sent = self
+                .send_round(method, params, arguments, options, through_rmcp)
+                .await?;
+            let id = sent.id();
+            in_flight.sent_as(id.clone());
+            let token = sent.progress_token();
+            if let Some(progress) = options.progress.clone() {
+                // Early progress for this token is replayed; the wait below keeps the order.
+                self.notifications.watch_progress(token.clone(), progress);
             }
-        };
-        let outcome = tokio::select! {
-            answer = sent.answer(&self.raw) => answer,
-            _ = timeout => {
-                self.send_cancelled(&id, "timed out").await;
-                Err(RequestError::Timeout(options.timeout.unwrap_or_default()))
-            }
-            _ = cancel.cancelled() => {
-                self.send_cancelled(&id, "cancelled by the client").await;
-                Err(RequestError::Cancelled)
-            }
-            // Answered now rather than when the transport is torn down, and in words: the
-            // caller's client gets an error naming the shutdown, not a silent end.
-            () = self.stop.cancelled() => Err(if self.closed_by_roster.load(Ordering::Acquire) {
-                RequestError::ShuttingDown(self.server.to_string())
-            } else {
-                RequestError::Closed
-            }),
-        };
-        self.awaited_notifications_handled().await;
-        self.notifications.unwatch_progress(&token);
-        if self.direct.is_none() {
-            // A request cut short leaves its watch: dropped here.
+            let cancel = options.cancel.clone().unwrap_or_default();
+            let timeout = async {
+                match options.timeout {
+                    Some(t) => tokio::time::sleep(t).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let outcome = tokio::select! {
+                outcome = sent.answer(&self.raw) => outcome,
+                _ = timeout => {
+                    self.send_cancelled(&id, "timed out").await;
+                    Outcome::Answer(Err(RequestError::Timeout(options.timeout.unwrap_or_default())))
+                }
+                _ = cancel.cancelled() => {
+                    self.send_cancelled(&id, "cancelled by the client").await;
+                    Outcome::Answer(Err(RequestError::Cancelled))
+                }
+                // Answered now rather than when the transport is torn down, and in words: the
+                // caller's client gets an error naming the shutdown, not a silent end.
+                () = self.stop.cancelled() => Outcome::Answer(Err(
+                    if self.closed_by_roster.load(Ordering::Acquire) {
+                        RequestError::ShuttingDown(self.server.to_string())
+                    } else {
+                        RequestError::Closed
+                    },
+                )),
+            };
+            self.awaited_notifications_handled().await;
+            self.notifications.unwatch_progress(&token);
+            // A request cut short through rmcp leaves its watch: dropped here.
             self.raw.take(&id);
+            match outcome {
+                Outcome::Answer(answer) => return answer,
+                Outcome::ThroughRmcp => through_rmcp = true,
+            }
         }
-        outcome
     }
 
-    /// Sends one round of a caller's request: past rmcp where roster owns the transport
-    /// ([`Direct`]), through rmcp's service otherwise.
+    /// Sends one round of a caller's request: past rmcp where roster writes requests itself
+    /// ([`Writer`]), through rmcp's service otherwise (or when `through_rmcp`).
     async fn send_round(
         &self,
         method: &str,
         params: &mut Value,
         arguments: Option<&Bytes>,
         options: &CallOptions,
+        through_rmcp: bool,
     ) -> Result<Sent, RequestError> {
-        let Some(direct) = &self.direct else {
-            let request = client_request(json!({"method": method, "params": params}))?;
-            let mut request_options = rmcp::service::PeerRequestOptions::no_options();
-            if !self.negotiated.legacy {
-                let meta = serde_json::from_value(self.request_meta(options)).unwrap_or_default();
-                request_options = request_options.with_meta(meta);
+        let writer = match self.writer() {
+            Some(writer) if !through_rmcp => writer,
+            _ => {
+                return self
+                    .send_through_rmcp(method, params, arguments, options)
+                    .await;
             }
-            let handle = self
-                .peer
-                .send_cancellable_request(request, request_options)
-                .await?;
-            return Ok(Sent::Rmcp(Box::new(handle)));
         };
-        let id = direct.next_id();
+        let id = match writer {
+            Writer::Wire(direct) => direct.next_id(),
+            Writer::Http(http) => http.next_id(),
+        };
         if let Some(params) = params.as_object_mut() {
             let meta = params
                 .entry("_meta")
@@ -369,12 +431,52 @@ impl Connection {
                 }
             }
         }
-        let sent = direct.send(id, method, params, arguments).await;
-        let call = sent.map_err(|e| match e {
+        let encode = |e: WireError| match e {
             WireError::Closed => RequestError::Closed,
             WireError::Encode(e) => RequestError::Unexpected(e.to_string()),
-        })?;
-        Ok(Sent::Direct(call))
+        };
+        Ok(match writer {
+            Writer::Wire(direct) => {
+                let call = direct.send(id, method, params, arguments).await;
+                Sent::Direct(call.map_err(encode)?)
+            }
+            Writer::Http(http) => {
+                let body = DirectRequest::new(id, method, params)
+                    .line(arguments)
+                    .map_err(encode)?;
+                let headers = crate::telemetry::trace_headers_of_params(params);
+                Sent::Http(id, http.post(id, body, headers))
+            }
+        })
+    }
+
+    /// Sends one round through rmcp's service (with arguments given as text parsed into its
+    /// params).
+    async fn send_through_rmcp(
+        &self,
+        method: &str,
+        params: &Value,
+        arguments: Option<&Bytes>,
+        options: &CallOptions,
+    ) -> Result<Sent, RequestError> {
+        let mut request = json!({"method": method, "params": params});
+        if let Some(arguments) = arguments {
+            let parsed: Value = serde_json::from_slice(arguments).map_err(|e| {
+                RequestError::Unexpected(format!("the call's arguments are no JSON object: {e}"))
+            })?;
+            request["params"]["arguments"] = parsed;
+        }
+        let request = client_request(request)?;
+        let mut request_options = rmcp::service::PeerRequestOptions::no_options();
+        if !self.negotiated.legacy {
+            let meta = serde_json::from_value(self.request_meta(options)).unwrap_or_default();
+            request_options = request_options.with_meta(meta);
+        }
+        let handle = self
+            .peer
+            .send_cancellable_request(request, request_options)
+            .await?;
+        Ok(Sent::Rmcp(Box::new(handle)))
     }
 
     /// Waits until the notifications a result waits for ([`super::event::AWAITED_BY_RESULTS`])

@@ -33,6 +33,7 @@ use super::gate::{GatedTransport, NotificationGate, NotificationRate};
 use super::notifications::{ListenerId, Notifications};
 use super::relay::{InFlight, LogLevel};
 use super::stdio::ChildGuard;
+use super::http_direct::HttpDirect;
 use super::wire::{Direct, RawResults};
 use crate::config::{Era, ServerConfig, ServerLimits, TransportConfig};
 
@@ -65,6 +66,15 @@ pub struct Negotiated {
     pub server_name: Option<String>,
 }
 
+/// How a caller's requests go past rmcp's service.
+pub(super) enum DirectPath {
+    /// Written to roster's own transport (stdio, SSE).
+    Wire(Direct),
+    /// POSTed by roster to a streamable HTTP server of the `initialize` era; a 2026-07-28
+    /// server's requests go through rmcp (see [`super::http_direct`]).
+    Http(HttpDirect),
+}
+
 // Held for their Drop: the child is killed, the SSE stream closed, with the connection.
 enum Guard {
     Child(ChildGuard),
@@ -81,9 +91,8 @@ pub struct Connection {
     pub(super) notifications: Arc<Notifications>,
     pub(super) shared: Arc<ClientShared>,
     pub(super) raw: RawResults,
-    /// Requests for callers past rmcp's service, on roster's own transports (stdio, SSE);
-    /// `None` over streamable HTTP, where rmcp's transport carries everything.
-    pub(super) direct: Option<Direct>,
+    /// Requests for callers past rmcp's service.
+    pub(super) direct: DirectPath,
     pub(super) negotiated: Negotiated,
     listing: tokio::sync::Mutex<()>,
     pub(super) list_timeout: Duration,
@@ -207,7 +216,7 @@ impl Connection {
                     let (running, direct) = serve_wire(client, transport, mode)
                         .await
                         .map_err(handshake)?;
-                    (running, Guard::Child(child), Some(direct))
+                    (running, Guard::Child(child), DirectPath::Wire(direct))
                 }
                 TransportConfig::Sse { url, headers } => {
                     let auth = match &config.oauth {
@@ -242,7 +251,7 @@ impl Connection {
                     let (running, direct) = serve_wire(client, transport, mode)
                         .await
                         .map_err(handshake)?;
-                    (running, Guard::Sse(sse), Some(direct))
+                    (running, Guard::Sse(sse), DirectPath::Wire(direct))
                 }
                 TransportConfig::StreamableHttp { url, headers } => {
                     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -251,15 +260,34 @@ impl Connection {
                         .iter()
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect();
+                    let posting = super::http_direct::PostingSlot::default();
                     let http = crate::telemetry::TracedHttpClient::new()
+                        .map_err(|e| ConnectError::Handshake(e.to_string()))?
+                        .recording(posting.clone());
+                    let (injected, injected_rx) =
+                        tokio::sync::mpsc::channel(super::http_direct::INJECTED_QUEUE);
+                    let direct = crate::telemetry::TracedHttpClient::keep_alive()
+                        .map(|client| {
+                            super::http_direct::HttpDirect::new(
+                                name.clone(),
+                                url,
+                                client,
+                                posting,
+                                injected,
+                            )
+                        })
                         .map_err(|e| ConnectError::Handshake(e.to_string()))?;
                     let transport_config =
                         StreamableHttpClientTransportConfig::with_uri(url.as_str())
                             .custom_headers(custom);
                     let running = match &config.oauth {
                         None => {
-                            let transport =
-                                GatedTransport::new(http.transport(transport_config), gate);
+                            let transport = GatedTransport::new(
+                                http.transport(transport_config),
+                                gate,
+                                injected_rx,
+                                raw.clone(),
+                            );
                             rmcp::serve_client_with_lifecycle(client, transport, mode).await
                         }
                         Some(oauth) => {
@@ -273,6 +301,8 @@ impl Connection {
                                     transport_config,
                                 ),
                                 gate,
+                                injected_rx,
+                                raw.clone(),
                             );
                             rmcp::serve_client_with_lifecycle(client, transport, mode).await
                         }
@@ -284,7 +314,7 @@ impl Connection {
                         },
                         None => handshake(e),
                     })?;
-                    (running, Guard::None, None)
+                    (running, Guard::None, DirectPath::Http(direct))
                 }
             };
 

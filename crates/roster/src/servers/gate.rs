@@ -28,7 +28,10 @@ use rmcp::transport::Transport;
 use serde_json::{Value, json};
 
 use super::event::ListKind;
+use super::http_direct::Injected;
 use super::notifications::Notifications;
+use super::wire::RawResults;
+use tokio::sync::mpsc;
 
 /// How often at most a drop report is made while a server is over its rate.
 pub const REPORT_PERIOD: Duration = Duration::from_secs(1);
@@ -211,15 +214,54 @@ impl Drop for NotificationGate {
 /// rmcp's streamable HTTP transport behind a [`NotificationGate`] (roster's own transports
 /// gate in [`super::wire`], where they also count what a call waits for). rmcp's transport
 /// buffers a bounded number of messages, so a flood backs up into the HTTP stream.
+/// Also takes what came on the response streams of roster's own requests
+/// ([`super::http_direct`]), and counts the notifications a call's result waits for as they
+/// reach rmcp (see [`super::wire::RawResults::awaited_seen`]).
 pub(crate) struct GatedTransport<T> {
     inner: T,
     gate: NotificationGate,
+    injected: Option<mpsc::Receiver<Injected>>,
+    raw: RawResults,
 }
 
 impl<T> GatedTransport<T> {
-    pub(crate) fn new(inner: T, gate: NotificationGate) -> Self {
-        GatedTransport { inner, gate }
+    pub(crate) fn new(
+        inner: T,
+        gate: NotificationGate,
+        injected: mpsc::Receiver<Injected>,
+        raw: RawResults,
+    ) -> Self {
+        GatedTransport {
+            inner,
+            gate,
+            injected: Some(injected),
+            raw,
+        }
     }
+}
+
+/// The next message of roster's own requests' streams; pending once there can be none.
+async fn next_injected(injected: &mut Option<mpsc::Receiver<Injected>>) -> Injected {
+    if let Some(rx) = injected {
+        if let Some(message) = rx.recv().await {
+            return message;
+        }
+        *injected = None;
+    }
+    std::future::pending().await
+}
+
+/// Whether a call's result waits until this notification is handled
+/// ([`super::event::AWAITED_BY_RESULTS`]).
+fn awaited_by_results(notification: &ServerNotification) -> bool {
+    matches!(
+        notification,
+        ServerNotification::LoggingMessageNotification(_)
+            | ServerNotification::ProgressNotification(_)
+            | ServerNotification::ToolListChangedNotification(_)
+            | ServerNotification::PromptListChangedNotification(_)
+            | ServerNotification::ResourceListChangedNotification(_)
+    )
 }
 
 /// The method a gate decides on: the coalesced kinds by name, any other notification alike.
@@ -260,13 +302,21 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
             // than roster reads is read in slices and the worker's other tasks get their turn.
             tokio::task::coop::consume_budget().await;
             if let Some(notification) = self.gate.tick(Instant::now()).and_then(list_changed) {
+                self.raw.count_awaited();
                 return Some(JsonRpcMessage::notification(notification));
             }
             let sleep = self.gate.until_wake();
-            // rmcp's transport hands out whole messages from a channel: dropping its receive
-            // for the timer loses nothing.
+            // rmcp's transport hands out whole messages from a channel, as does the channel of
+            // roster's own streams: dropping either receive for another loses nothing.
             let message = tokio::select! {
                 message = self.inner.receive() => message?,
+                injected = next_injected(&mut self.injected) => match injected {
+                    Injected::Message(message) => message,
+                    Injected::Barrier(done) => {
+                        let _ = done.send(());
+                        continue;
+                    }
+                },
                 () = sleep => continue,
             };
             let method = match &message {
@@ -278,6 +328,11 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
                 && self.gate.admit(method, Instant::now()) != Admit::Pass
             {
                 continue;
+            }
+            if let JsonRpcMessage::Notification(n) = &message
+                && awaited_by_results(&n.notification)
+            {
+                self.raw.count_awaited();
             }
             return Some(message);
         }

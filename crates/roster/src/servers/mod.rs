@@ -49,6 +49,7 @@ mod connection;
 mod error;
 mod event;
 pub mod gate;
+pub(crate) mod http_direct;
 mod notifications;
 pub(crate) mod offerings;
 pub(crate) mod pinning;

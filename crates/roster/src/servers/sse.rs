@@ -90,11 +90,25 @@ pub(crate) struct EventParser {
     skipping: bool,
     kind: Option<String>,
     data: Vec<String>,
+    /// The last `id:` the stream gave (the `Last-Event-ID` to resume it from).
+    last_id: Option<String>,
+    /// The last `retry:` the stream gave, in milliseconds.
+    retry: Option<u64>,
 }
 
 impl EventParser {
-    fn feed(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
         self.feed_capped(chunk, out, MAX_LINE_BYTES);
+    }
+
+    /// The last event id the stream named, to resume it from.
+    pub(crate) fn last_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
+    /// How long the stream asked a client to wait before it reconnects.
+    pub(crate) fn retry(&self) -> Option<std::time::Duration> {
+        self.retry.map(std::time::Duration::from_millis)
     }
 
     pub(crate) fn feed_capped(&mut self, mut chunk: &[u8], out: &mut Vec<Event>, limit: usize) {
@@ -155,6 +169,12 @@ impl EventParser {
         match field {
             "event" => self.kind = Some(value.to_owned()),
             "data" => self.data.push(value.to_owned()),
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
+            "retry" => {
+                if let Ok(ms) = value.parse() {
+                    self.retry = Some(ms);
+                }
+            }
             _ => {}
         }
     }

@@ -109,12 +109,7 @@ impl RawResults {
         // its id may equal one of ours that is still waiting for its raw result.
         if let Some(method) = message.get("method").and_then(Value::as_str) {
             if message.get("id").is_none() && AWAITED_BY_RESULTS.contains(&method) {
-                let mut inner = self.lock();
-                // No call waits for what came during the handshake, whether or not rmcp hands
-                // it to a handler: counted, it could leave the count ahead for good.
-                if inner.handshake.is_none() {
-                    inner.awaited += 1;
-                }
+                self.count_awaited();
             }
             return;
         }
@@ -128,6 +123,16 @@ impl RawResults {
         let mut inner = self.lock();
         if inner.watched.remove(&key) {
             inner.results.insert(key, result.clone());
+        }
+    }
+
+    /// One more notification a result waits for reaches rmcp.
+    pub(crate) fn count_awaited(&self) {
+        let mut inner = self.lock();
+        // No call waits for what came during the handshake, whether or not rmcp hands it to a
+        // handler: counted, it could leave the count ahead for good.
+        if inner.handshake.is_none() {
+            inner.awaited += 1;
         }
     }
 
@@ -237,7 +242,7 @@ impl Outgoing {
 
 /// The first id of roster's own requests on a connection: far above the ids rmcp counts up
 /// from zero, so the two never meet, and still exact as a JavaScript number.
-const DIRECT_IDS: u64 = 1 << 40;
+pub(crate) const DIRECT_IDS: u64 = 1 << 40;
 
 /// Requests roster writes to the server itself and whose answers the connection's reader hands
 /// straight back — the requests made for a caller (`tools/call`, `prompts/get`,
@@ -268,11 +273,35 @@ pub(crate) struct DirectCall {
 }
 
 #[derive(serde::Serialize)]
-struct DirectRequest<'a> {
+pub(crate) struct DirectRequest<'a> {
     jsonrpc: &'static str,
     id: u64,
     method: &'a str,
     params: &'a Value,
+}
+
+impl<'a> DirectRequest<'a> {
+    pub(crate) fn new(id: u64, method: &'a str, params: &'a Value) -> Self {
+        DirectRequest {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        }
+    }
+
+    /// The request's line (newline included), with `arguments` (JSON text of an object) as
+    /// its params' `arguments`, copied in as they are.
+    pub(crate) fn line(&self, arguments: Option<&Bytes>) -> Result<Vec<u8>, WireError> {
+        match arguments {
+            Some(arguments) => with_arguments(self, arguments),
+            None => {
+                let mut line = serde_json::to_vec(self)?;
+                line.push(b'\n');
+                Ok(line)
+            }
+        }
+    }
 }
 
 /// The line of `request` with `arguments` (JSON text of an object) as its params' last member,
@@ -336,12 +365,7 @@ impl Direct {
             id,
             answer,
         };
-        let request = DirectRequest {
-            jsonrpc: "2.0",
-            id,
-            method,
-            params,
-        };
+        let request = DirectRequest::new(id, method, params);
         let text = match arguments {
             Some(arguments) => Some(with_arguments(&request, arguments)?),
             None => None,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
@@ -16,6 +16,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 use super::propagation::{TRACEPARENT, traceparent_of};
+use crate::servers::http_direct::{Posting, PostingSlot};
 
 /// How many redirects one request follows.
 const MAX_REDIRECTS: usize = 10;
@@ -26,6 +27,7 @@ const MAX_REDIRECTS: usize = 10;
 pub struct TracedHttpClient {
     inner: reqwest::Client,
     insufficient_scope: Option<ScopeHook>,
+    posting: Option<PostingSlot>,
 }
 
 /// Told the `WWW-Authenticate` of every 403 `insufficient_scope` a POST gets.
@@ -40,29 +42,56 @@ impl std::fmt::Debug for ScopeHook {
 
 impl TracedHttpClient {
     /// A client like rmcp's default: no idle connection pool (a reused connection whose last
-    /// body was not read stalls on delayed ACKs), and only same-origin 307/308 redirects, which
-    /// keep the POST body and do not hand the session id and configured headers to another host.
+    /// body was not read stalls on delayed ACKs), and only same-origin 307/308 redirects.
     pub fn new() -> Result<Self, reqwest::Error> {
-        let redirects = reqwest::redirect::Policy::custom(|attempt| {
-            let same_origin = attempt
-                .previous()
-                .first()
-                .is_some_and(|first| first.origin() == attempt.url().origin());
-            let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
-            if same_origin && keeps_body && attempt.previous().len() <= MAX_REDIRECTS {
-                attempt.follow()
-            } else {
-                attempt.stop()
-            }
-        });
         let inner = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
-            .redirect(redirects)
+            .redirect(redirects())
             .build()?;
         Ok(TracedHttpClient {
             inner,
             insufficient_scope: None,
+            posting: None,
         })
+    }
+
+    /// The client of roster's own requests to a streamable HTTP server
+    /// ([`crate::servers::http_direct`]): the same redirects, connections kept alive (it reads
+    /// every body it keeps a connection for) and `TCP_NODELAY`.
+    pub(crate) fn keep_alive() -> Result<reqwest::Client, reqwest::Error> {
+        reqwest::Client::builder()
+            .redirect(redirects())
+            .tcp_nodelay(true)
+            .build()
+    }
+
+    /// Records in `slot` the session, token and headers of each request rmcp's transport
+    /// sends after the handshake, for roster's own requests to go with.
+    pub(crate) fn recording(mut self, slot: PostingSlot) -> Self {
+        self.posting = Some(slot);
+        self
+    }
+
+    fn record(
+        &self,
+        message: &ClientJsonRpcMessage,
+        session: &Option<Arc<str>>,
+        token: &Option<String>,
+        headers: &HashMap<HeaderName, HeaderValue>,
+    ) {
+        let Some(slot) = &self.posting else {
+            return;
+        };
+        if let JsonRpcMessage::Request(request) = message
+            && matches!(request.request, ClientRequest::InitializeRequest(_))
+        {
+            return;
+        }
+        *crate::sync::lock(slot) = Some(Posting {
+            session: session.clone(),
+            token: token.clone(),
+            headers: headers.clone(),
+        });
     }
 
     /// Calls `hook` with the `WWW-Authenticate` of each 403 `insufficient_scope` answer (the
@@ -88,6 +117,23 @@ impl TracedHttpClient {
     ) -> StreamableHttpClientTransport<Self> {
         StreamableHttpClientTransport::with_client(self, config)
     }
+}
+
+/// Only same-origin 307/308 redirects, which keep the POST body and do not hand the session id
+/// and configured headers to another host.
+fn redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+        if same_origin && keeps_body && attempt.previous().len() <= MAX_REDIRECTS {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
 }
 
 /// `headers` with the message's `traceparent`, if it carries one.
@@ -116,6 +162,7 @@ impl StreamableHttpClient for TracedHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> PostResult {
+        self.record(&message, &session_id, &auth_header, &custom_headers);
         let headers = stamped(&message, custom_headers);
         let result = self
             .inner
@@ -133,6 +180,7 @@ impl StreamableHttpClient for TracedHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> PostResult {
+        self.record(&message, &session_id, &auth_header, &custom_headers);
         let headers = stamped(&message, custom_headers);
         let result = self
             .inner
@@ -157,6 +205,7 @@ impl StreamableHttpClient for TracedHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> PostResult {
+        self.record(&message, &session_id, &auth_header, &custom_headers);
         let headers = stamped(&message, custom_headers);
         let result = self
             .inner

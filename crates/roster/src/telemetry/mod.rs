@@ -22,7 +22,7 @@ mod propagation;
 mod spans;
 
 pub use http_client::TracedHttpClient;
-pub(crate) use propagation::{inject_current, trace_headers};
+pub(crate) use propagation::{inject_current, trace_headers, trace_headers_of_params};
 pub(crate) use spans::{ClientRequest, ServerRequest, within};
 
 /// The endpoint variables that turn traces on (the OTLP exporter reads them itself).

@@ -105,8 +105,13 @@ pub(crate) fn traceparent_of(message: &ClientJsonRpcMessage) -> Option<&str> {
 /// The `traceparent` and `tracestate` headers of a JSON-RPC message whose `params._meta` carries
 /// them (a request to a legacy SSE server).
 pub(crate) fn trace_headers(message: &Value) -> reqwest::header::HeaderMap {
+    trace_headers_of_params(message.get("params").unwrap_or(&Value::Null))
+}
+
+/// [`trace_headers`] of a request's `params`.
+pub(crate) fn trace_headers_of_params(params: &Value) -> reqwest::header::HeaderMap {
     let mut headers = reqwest::header::HeaderMap::new();
-    let meta = message.pointer("/params/_meta").and_then(Value::as_object);
+    let meta = params.get("_meta").and_then(Value::as_object);
     for key in [TRACEPARENT, TRACESTATE] {
         let value = meta
             .and_then(|meta| meta.get(key))

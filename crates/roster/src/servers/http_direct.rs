@@ -1,0 +1,377 @@
+//! A caller's request to a streamable HTTP server, POSTed by roster itself — the streamable HTTP
+//! side of [`super::wire::Direct`].
+//!
+//! rmcp's streamable HTTP transport writes every request from rmcp's typed message and parses
+//! every answer into rmcp's types, on a worker task of its own. For the requests roster only
+//! forwards (`tools/call`, `prompts/get`, `resources/read`) to a server of the `initialize` era,
+//! roster POSTs the request itself, on the calling task: with the session rmcp's transport holds
+//! ([`Posting`], as rmcp last sent it), the call's arguments as the client wrote them, and the
+//! answer's `result` kept as the server wrote it ([`Received::Result`]). What else comes on the
+//! call's response stream (progress, log messages, the server's requests, which name this call
+//! as the request they belong to) is handed to rmcp's service as if its transport had read it
+//! ([`Injected`]), before the answer is given back, so a call still sees what came before its
+//! result. A stream that ends before the answer is resumed from its last event id, as rmcp's
+//! transport would.
+//!
+//! A 2026-07-28 server keeps rmcp's path: its requests carry headers rmcp derives from the
+//! arguments and the tool's schema. A POST the server does not take — 401, 403, 404 (a token to
+//! refresh, more scope, a session gone) — is sent again through rmcp, which knows what to do
+//! with those; the server ran nothing.
+
+use crate::sync::lock;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use rmcp::RoleClient;
+use rmcp::model::{GetExtensions, JsonRpcMessage, RequestId};
+use rmcp::service::{InboundStreamOrigin, RxJsonRpcMessage};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::bytes::Bytes;
+
+use super::error::RequestError;
+use super::sse::EventParser;
+use super::wire::{DIRECT_IDS, Received, parse_line};
+
+/// The most bytes of a JSON answer read (the stdio line bound).
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// How many times a response stream is resumed in a row without a new event before the call
+/// gives up.
+const MAX_RESUMES: u32 = 3;
+
+/// How long to wait before resuming a stream whose server named no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_millis(500);
+
+/// The longest `retry` a server may ask for before a resume.
+const MAX_RETRY: Duration = Duration::from_secs(10);
+
+/// How many messages from calls' response streams wait for rmcp's service at most; a call's
+/// reader waits while it is full.
+pub(crate) const INJECTED_QUEUE: usize = 64;
+
+/// What rmcp's transport last sent with a request after the handshake: the session, the
+/// bearer token, and its headers (the configured ones and `MCP-Protocol-Version`).
+#[derive(Debug, Clone)]
+pub(crate) struct Posting {
+    pub(crate) session: Option<Arc<str>>,
+    pub(crate) token: Option<String>,
+    pub(crate) headers: HashMap<HeaderName, HeaderValue>,
+}
+
+/// Where the HTTP client records the last [`Posting`] for roster's own requests to use.
+pub(crate) type PostingSlot = Arc<Mutex<Option<Posting>>>;
+
+/// A message for rmcp's service that came on a call's response stream, in order.
+pub(crate) enum Injected {
+    /// A message for rmcp's service.
+    Message(RxJsonRpcMessage<RoleClient>),
+    /// Fired once every message before it was handed to rmcp.
+    Barrier(oneshot::Sender<()>),
+}
+
+/// Why a POSTed request has no answer.
+pub(crate) enum Unposted {
+    /// The server did not take it (401, 403, 404): send it through rmcp.
+    NotTaken,
+    /// It failed.
+    Failed(RequestError),
+}
+
+/// Roster's own requests to one streamable HTTP server.
+#[derive(Clone)]
+pub(crate) struct HttpDirect {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    server: Arc<str>,
+    url: Arc<str>,
+    client: reqwest::Client,
+    posting: PostingSlot,
+    injected: mpsc::Sender<Injected>,
+    next: AtomicU64,
+}
+
+impl HttpDirect {
+    pub(crate) fn new(
+        server: Arc<str>,
+        url: &str,
+        client: reqwest::Client,
+        posting: PostingSlot,
+        injected: mpsc::Sender<Injected>,
+    ) -> Self {
+        HttpDirect {
+            inner: Arc::new(Inner {
+                server,
+                url: Arc::from(url),
+                client,
+                posting,
+                injected,
+                next: AtomicU64::new(DIRECT_IDS),
+            }),
+        }
+    }
+
+    /// Whether rmcp's transport has sent a request since the handshake (its session is known).
+    pub(crate) fn ready(&self) -> bool {
+        lock(&self.inner.posting).is_some()
+    }
+
+    /// The id the next request goes with (its progress token is chosen from it).
+    pub(crate) fn next_id(&self) -> u64 {
+        self.inner.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// POSTs request `id` (its JSON text `body`, with `headers`: its trace context) and reads
+    /// its answer from the response, handing everything else on it to rmcp's service.
+    pub(crate) fn post(
+        &self,
+        id: u64,
+        body: Vec<u8>,
+        headers: HeaderMap,
+    ) -> BoxFuture<'static, Result<Received, Unposted>> {
+        let this = self.clone();
+        Box::pin(async move { this.call(id, body, headers).await })
+    }
+
+    async fn call(&self, id: u64, body: Vec<u8>, headers: HeaderMap) -> Result<Received, Unposted> {
+        let Some(posting) = lock(&self.inner.posting).clone() else {
+            return Err(Unposted::NotTaken);
+        };
+        let post = self
+            .inner
+            .client
+            .post(self.inner.url.as_ref())
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .headers(headers);
+        let post = with_posting(post, &posting);
+        let response = post.body(body).send().await.map_err(|e| self.failed(e))?;
+        let status = response.status();
+        if matches!(status.as_u16(), 401 | 403 | 404) {
+            return Err(Unposted::NotTaken);
+        }
+        let event_stream = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+        if event_stream && status.is_success() {
+            return self.read_stream(id, response, &posting).await;
+        }
+        let body = read_bounded(response)
+            .await
+            .map_err(|e| Unposted::Failed(RequestError::Unexpected(e)))?;
+        match parse_line(&self.inner.server, body) {
+            Some(received) if answers(&received, id) => Ok(received),
+            _ if !status.is_success() => Err(Unposted::Failed(RequestError::Unexpected(
+                format!("the server answered HTTP {status}"),
+            ))),
+            Some(other) => {
+                self.inject(other, id).await;
+                Err(Unposted::Failed(no_answer()))
+            }
+            None => Err(Unposted::Failed(no_answer())),
+        }
+    }
+
+    /// Reads a call's response stream to its answer, resuming it from its last event id when
+    /// it ends first.
+    async fn read_stream(
+        &self,
+        id: u64,
+        response: reqwest::Response,
+        posting: &Posting,
+    ) -> Result<Received, Unposted> {
+        let mut parser = EventParser::default();
+        let mut events: Vec<super::sse::Event> = Vec::new();
+        let mut injected = false;
+        let mut stream = response.bytes_stream().boxed();
+        let mut resumes = 0;
+        loop {
+            for event in events.drain(..) {
+                resumes = 0;
+                if event.kind != "message" || event.data.trim().is_empty() {
+                    continue;
+                }
+                let Some(received) = parse_line(&self.inner.server, event.data.into()) else {
+                    continue;
+                };
+                if answers(&received, id) {
+                    if injected {
+                        self.handed_to_rmcp().await;
+                    }
+                    return Ok(received);
+                }
+                injected = true;
+                self.inject(received, id).await;
+            }
+            match stream.next().await {
+                Some(Ok(chunk)) => {
+                    parser.feed(&chunk, &mut events);
+                    continue;
+                }
+                Some(Err(error)) => {
+                    tracing::debug!(server = %self.inner.server, %error, "a call's response stream failed");
+                }
+                None => {}
+            }
+            let Some(last) = parser.last_id().map(str::to_owned) else {
+                return Err(Unposted::Failed(RequestError::Unexpected(
+                    "the server ended the call's response stream before answering it".into(),
+                )));
+            };
+            if resumes == MAX_RESUMES {
+                return Err(Unposted::Failed(RequestError::Unexpected(format!(
+                    "the call's response stream ended {MAX_RESUMES} times without a new event"
+                ))));
+            }
+            resumes += 1;
+            tokio::time::sleep(parser.retry().unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+            let get = self
+                .inner
+                .client
+                .get(self.inner.url.as_ref())
+                .header(ACCEPT, "text/event-stream")
+                .header("last-event-id", last);
+            let response = with_posting(get, posting)
+                .send()
+                .await
+                .map_err(|e| self.failed(e))?;
+            if !response.status().is_success() {
+                return Err(Unposted::Failed(RequestError::Unexpected(format!(
+                    "resuming the call's response stream, the server answered HTTP {}",
+                    response.status()
+                ))));
+            }
+            stream = response.bytes_stream().boxed();
+        }
+    }
+
+    /// Hands a message from a call's response stream to rmcp's service; a request of the
+    /// server's names the call as the request it belongs to.
+    async fn inject(&self, received: Received, id: u64) {
+        let value = received.into_message();
+        let mut message = match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value) {
+            Ok(message) => message,
+            Err(error) => {
+                tracing::warn!(server = %self.inner.server, %error, "dropped a message that is not JSON-RPC");
+                return;
+            }
+        };
+        if let JsonRpcMessage::Request(request) = &mut message {
+            let origin = InboundStreamOrigin::OutboundRequest(RequestId::Number(id as i64));
+            request.request.extensions_mut().insert(origin);
+        }
+        let _ = self.inner.injected.send(Injected::Message(message)).await;
+    }
+
+    /// Waits until rmcp's service took every message handed to it so far.
+    async fn handed_to_rmcp(&self) {
+        let (done, taken) = oneshot::channel();
+        if self.inner.injected.send(Injected::Barrier(done)).await.is_ok() {
+            let _ = taken.await;
+        }
+    }
+
+    fn failed(&self, error: reqwest::Error) -> Unposted {
+        tracing::debug!(server = %self.inner.server, %error, "a POST to the server failed");
+        Unposted::Failed(RequestError::Unexpected(format!(
+            "cannot reach the server: {}",
+            error.without_url()
+        )))
+    }
+}
+
+fn no_answer() -> RequestError {
+    RequestError::Unexpected("the server's response to the call held no answer to it".into())
+}
+
+/// Whether `received` is the answer to request `id` (or an error naming no request).
+fn answers(received: &Received, id: u64) -> bool {
+    match received {
+        Received::Result { id: answered, .. } => *answered == id,
+        Received::Message(message) => {
+            message.get("method").is_none()
+                && match message.get("id") {
+                    Some(Value::Number(answered)) => answered.as_u64() == Some(id),
+                    Some(Value::Null) | None => message.get("error").is_some(),
+                    Some(_) => false,
+                }
+        }
+    }
+}
+
+fn with_posting(
+    mut request: reqwest::RequestBuilder,
+    posting: &Posting,
+) -> reqwest::RequestBuilder {
+    for (name, value) in &posting.headers {
+        request = request.header(name, value);
+    }
+    if let Some(session) = &posting.session {
+        request = request.header("mcp-session-id", session.as_ref());
+    }
+    if let Some(token) = &posting.token {
+        request = request.bearer_auth(token);
+    }
+    request
+}
+
+/// A response's whole body, at most [`MAX_BODY_BYTES`].
+async fn read_bounded(response: reqwest::Response) -> Result<Bytes, String> {
+    let too_large = || format!("the server's answer is larger than {MAX_BODY_BYTES} bytes");
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_BODY_BYTES as u64)
+    {
+        return Err(too_large());
+    }
+    let mut chunks = Vec::new();
+    let mut len = 0;
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| format!("cannot read the server's answer: {e}"))?;
+        len += chunk.len();
+        if len > MAX_BODY_BYTES {
+            return Err(too_large());
+        }
+        chunks.push(chunk);
+    }
+    // One chunk (the common case) is kept as it came.
+    Ok(match chunks.len() {
+        1 => chunks.swap_remove(0),
+        _ => chunks.concat().into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_answer_is_the_result_or_error_of_its_own_id() {
+        let id = DIRECT_IDS + 7;
+        let result = Received::Result {
+            id,
+            result: Bytes::from_static(b"{}"),
+        };
+        assert!(answers(&result, id));
+        assert!(!answers(&result, id + 1));
+        let error = Received::Message(json!({"jsonrpc": "2.0", "id": id, "error": {"code": 1}}));
+        assert!(answers(&error, id));
+        let unnamed = Received::Message(json!({"jsonrpc": "2.0", "id": null, "error": {}}));
+        assert!(answers(&unnamed, id));
+        let request = Received::Message(json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+        assert!(!answers(&request, id), "a server's request with the same id");
+        let progress = Received::Message(json!({"jsonrpc": "2.0", "method": "notifications/progress"}));
+        assert!(!answers(&progress, id));
+    }
+}
