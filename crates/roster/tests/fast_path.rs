@@ -4,6 +4,12 @@
 //! the server's progress reaches the client under the client's own token before the result.
 //! The server is the Python SDK conformance fixture.
 //!
+//! Behind a streamable HTTP server of the initialize era roster POSTs a caller's request itself:
+//! the same holds there (progress on the call's response stream, cancellation under roster's
+//! id, results and arguments as written, whether the server answers with an event stream or
+//! JSON), a stream the server closes is resumed, and a POST the server refuses (a session a
+//! redeployed server does not know) goes again through rmcp's transport.
+//!
 //! Over stdio and in an initialize-era HTTP session the lane also answers a `tools/list` page
 //! every caller shares from text made once per version of the tools (over HTTP the front
 //! writes it in place of the lane's stand-in answer): those pages must be the ones rmcp's typed
@@ -216,8 +222,7 @@ async fn in_an_http_session_a_cancelled_call_is_cancelled_at_the_server_and_prog
 }
 
 #[tokio::test]
-async fn behind_streamable_http_a_cancelled_call_is_cancelled_at_the_server_and_progress_arrives()
-{
+async fn behind_streamable_http_a_cancelled_call_is_cancelled_at_the_server_and_progress_arrives() {
     // roster POSTs the call itself: the progress on its response stream reaches the client
     // before the result, and the client's cancel reaches the server under roster's id.
     let (_server, url) = fixture_over_http(false);
@@ -759,7 +764,10 @@ async fn tool_results_reach_clients_as_the_server_wrote_them_in_each_era() {
         assert_eq!(&text, own, "{tool} over stdio");
         for (roster, how) in over_http.iter_mut().zip(["an event stream", "JSON"]) {
             let text = roster.call_text(id, tool, &arguments, &json!({})).await;
-            assert_eq!(&text, own, "{tool} from the server over HTTP, answering with {how}");
+            assert_eq!(
+                &text, own,
+                "{tool} from the server over HTTP, answering with {how}"
+            );
         }
         let params = json!({"name": tool, "arguments": arguments});
         let answer = session.request(id, "tools/call", params.clone()).await;
@@ -843,7 +851,8 @@ async fn a_call_s_arguments_reach_the_server_as_the_client_wrote_them() {
     // A server behind streamable HTTP (answering on an event stream, and with JSON): roster
     // POSTs the arguments as they came.
     for (id, extra) in [(11, &[][..]), (12, &["--json-response"][..])] {
-        let (_server, port) = common::spawn_python_http("echo_arguments.py", "streamable-http", extra);
+        let (_server, port) =
+            common::spawn_python_http("echo_arguments.py", "streamable-http", extra);
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("http://127.0.0.1:{port}/mcp");
         let mut roster = RawStdio::start(&config_of_url(dir.path(), &url));
@@ -851,4 +860,71 @@ async fn a_call_s_arguments_reach_the_server_as_the_client_wrote_them() {
         roster.send_text(&call(id, &json!({}))).await;
         expected(&echoed(&roster.answer_line().await));
     }
+}
+
+#[tokio::test]
+async fn a_call_whose_response_stream_the_server_closes_is_answered_on_the_resumed_stream() {
+    // The server closes the call's event stream after a log message (SEP-1699 polling) and
+    // answers on the stream roster resumes from the last event id.
+    let (_server, port) =
+        common::spawn_python_http("echo_arguments.py", "streamable-http", &["--resumable"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut roster = RawStdio::start(&config_of_url(dir.path(), &url));
+    roster.initialize().await;
+    let text = roster
+        .call_text(5, "closes_its_stream", &json!({}), &json!({}))
+        .await;
+    let result: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(
+        result["content"][0]["text"],
+        json!("answered after the stream closed"),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_redeployed_behind_the_same_url_answers_the_next_calls() {
+    // The new process knows nothing of roster's session: roster's own POST is refused (404)
+    // and the call goes again through rmcp's transport, which opens a new session.
+    let port = common::free_port();
+    let start = || {
+        let child = std::process::Command::new(common::python())
+            .arg(common::python_fixture("echo_arguments.py"))
+            .args([
+                "--transport",
+                "streamable-http",
+                "--port",
+                &port.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the fixture");
+        common::wait_for_port(port);
+        common::KillOnDrop(child)
+    };
+    let server = start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut roster = RawStdio::start(&config_of_url(dir.path(), &url));
+    roster.initialize().await;
+    let arguments = json!({"big": 1, "text": "t", "nested": {}});
+    let call = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                               "params": {"name": "echo_arguments", "arguments": arguments}})
+    };
+    let answered = |answer: &Value| answer["result"]["isError"] == json!(false);
+    roster.send(call(2)).await;
+    let first = roster.answer().await;
+    assert!(answered(&first), "{first}");
+
+    drop(server);
+    let _server = start();
+    roster.send(call(3)).await;
+    let answer = roster.answer().await;
+    assert!(
+        answered(&answer),
+        "the first call after the redeploy: {answer}"
+    );
 }

@@ -15,12 +15,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::answer::{Answer, RawResult};
 use super::client_side::Unanswered;
+use super::connection::DirectPath;
 use super::connection::{Connection, client_request};
 use super::error::RequestError;
+use super::http_direct::{HttpDirect, Unposted};
 use super::notifications::ProgressListener;
 use super::relay::{self, CallerRelay, InFlightGuard};
-use super::connection::DirectPath;
-use super::http_direct::{HttpDirect, Unposted};
 use super::wire::Direct;
 use super::wire::{DirectCall, DirectRequest, RawResults, Received, WireError};
 use futures::future::BoxFuture;

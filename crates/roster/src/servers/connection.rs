@@ -30,10 +30,10 @@ use super::client_side::{ClientShared, ClientSide};
 use super::error::{ConnectError, RequestError};
 use super::event::ServerEvent;
 use super::gate::{GatedTransport, NotificationGate, NotificationRate};
+use super::http_direct::HttpDirect;
 use super::notifications::{ListenerId, Notifications};
 use super::relay::{InFlight, LogLevel};
 use super::stdio::ChildGuard;
-use super::http_direct::HttpDirect;
 use super::wire::{Direct, RawResults};
 use crate::config::{Era, ServerConfig, ServerLimits, TransportConfig};
 

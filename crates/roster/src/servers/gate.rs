@@ -311,7 +311,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
             let message = tokio::select! {
                 message = self.inner.receive() => message?,
                 injected = next_injected(&mut self.injected) => match injected {
-                    Injected::Message(message) => message,
+                    Injected::Message(message) => *message,
                     Injected::Barrier(done) => {
                         let _ = done.send(());
                         continue;

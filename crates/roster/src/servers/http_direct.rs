@@ -70,7 +70,7 @@ pub(crate) type PostingSlot = Arc<Mutex<Option<Posting>>>;
 /// A message for rmcp's service that came on a call's response stream, in order.
 pub(crate) enum Injected {
     /// A message for rmcp's service.
-    Message(RxJsonRpcMessage<RoleClient>),
+    Message(Box<RxJsonRpcMessage<RoleClient>>),
     /// Fired once every message before it was handed to rmcp.
     Barrier(oneshot::Sender<()>),
 }
@@ -170,9 +170,9 @@ impl HttpDirect {
             .map_err(|e| Unposted::Failed(RequestError::Unexpected(e)))?;
         match parse_line(&self.inner.server, body) {
             Some(received) if answers(&received, id) => Ok(received),
-            _ if !status.is_success() => Err(Unposted::Failed(RequestError::Unexpected(
-                format!("the server answered HTTP {status}"),
-            ))),
+            _ if !status.is_success() => Err(Unposted::Failed(RequestError::Unexpected(format!(
+                "the server answered HTTP {status}"
+            )))),
             Some(other) => {
                 self.inject(other, id).await;
                 Err(Unposted::Failed(no_answer()))
@@ -269,13 +269,23 @@ impl HttpDirect {
             let origin = InboundStreamOrigin::OutboundRequest(RequestId::Number(id as i64));
             request.request.extensions_mut().insert(origin);
         }
-        let _ = self.inner.injected.send(Injected::Message(message)).await;
+        let _ = self
+            .inner
+            .injected
+            .send(Injected::Message(Box::new(message)))
+            .await;
     }
 
     /// Waits until rmcp's service took every message handed to it so far.
     async fn handed_to_rmcp(&self) {
         let (done, taken) = oneshot::channel();
-        if self.inner.injected.send(Injected::Barrier(done)).await.is_ok() {
+        if self
+            .inner
+            .injected
+            .send(Injected::Barrier(done))
+            .await
+            .is_ok()
+        {
             let _ = taken.await;
         }
     }
@@ -370,8 +380,12 @@ mod tests {
         let unnamed = Received::Message(json!({"jsonrpc": "2.0", "id": null, "error": {}}));
         assert!(answers(&unnamed, id));
         let request = Received::Message(json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
-        assert!(!answers(&request, id), "a server's request with the same id");
-        let progress = Received::Message(json!({"jsonrpc": "2.0", "method": "notifications/progress"}));
+        assert!(
+            !answers(&request, id),
+            "a server's request with the same id"
+        );
+        let progress =
+            Received::Message(json!({"jsonrpc": "2.0", "method": "notifications/progress"}));
         assert!(!answers(&progress, id));
     }
 }

@@ -410,6 +410,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_last_event_id_and_retry_are_kept_for_a_resume() {
+        let mut parser = EventParser::default();
+        let mut out = Vec::new();
+        assert_eq!((parser.last_id(), parser.retry()), (None, None));
+        parser.feed(b"id: 7\nretry: 250\ndata:\n\n", &mut out);
+        parser.feed(b"data: {}\n\n", &mut out);
+        assert_eq!(
+            parser.last_id(),
+            Some("7"),
+            "an event without id keeps the last one"
+        );
+        assert_eq!(parser.retry(), Some(std::time::Duration::from_millis(250)));
+        parser.feed(b"id: 8\nretry: soon\ndata: {}\n\n", &mut out);
+        assert_eq!(parser.last_id(), Some("8"));
+        assert_eq!(
+            parser.retry(),
+            Some(std::time::Duration::from_millis(250)),
+            "a retry that is no number is ignored"
+        );
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
     fn events_split_across_chunks() {
         let mut parser = EventParser::default();
         let mut out = Vec::new();
