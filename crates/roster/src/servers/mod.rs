@@ -6,7 +6,8 @@
 //!   older), or uses the one `protocol = "legacy" | "modern"` asks for. On a 2026-07-28
 //!   connection it opens `subscriptions/listen` for `toolsListChanged` (and
 //!   `promptsListChanged` / `resourcesListChanged` where declared), on every reconnect.
-//! - Transports: rmcp's streamable HTTP client; roster's own stdio transport (stderr into the
+//! - Transports: rmcp's streamable HTTP client (a caller's requests to an initialize-era server
+//!   POSTed by roster itself past it: [`http_direct`]); roster's own stdio transport (stderr into the
 //!   log, cut and escaped; a waiter task that reaps the child; its process group ended with
 //!   SIGTERM, then SIGKILL after `kill_grace`; a parent-death signal on Linux) and legacy SSE
 //!   client (rmcp no longer ships one). Both of roster's own transports drop lines that are not
