@@ -348,6 +348,7 @@ impl Connection {
                 .send_round(method, params, arguments, options, through_rmcp)
                 .await?;
             let id = sent.id();
+            let watched = matches!(sent, Sent::Rmcp(_));
             in_flight.sent_as(id.clone());
             let token = sent.progress_token();
             if let Some(progress) = options.progress.clone() {
@@ -383,8 +384,10 @@ impl Connection {
             };
             self.awaited_notifications_handled().await;
             self.notifications.unwatch_progress(&token);
-            // A request cut short through rmcp leaves its watch: dropped here.
-            self.raw.take(&id);
+            if watched {
+                // A request cut short through rmcp leaves its watch: dropped here.
+                self.raw.take(&id);
+            }
             match outcome {
                 Outcome::Answer(answer) => return answer,
                 Outcome::ThroughRmcp => through_rmcp = true,

@@ -55,14 +55,20 @@ impl TracedHttpClient {
         })
     }
 
-    /// The client of roster's own requests to a streamable HTTP server
+    /// The client of roster's own requests to streamable HTTP servers
     /// ([`crate::servers::http_direct`]): the same redirects, connections kept alive (it reads
-    /// every body it keeps a connection for) and `TCP_NODELAY`.
+    /// every body it keeps a connection for) and `TCP_NODELAY`; one for the whole process, so
+    /// its pool and TLS configuration are not made again per server.
     pub(crate) fn keep_alive() -> Result<reqwest::Client, reqwest::Error> {
-        reqwest::Client::builder()
+        static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+        if let Some(client) = CLIENT.get() {
+            return Ok(client.clone());
+        }
+        let client = reqwest::Client::builder()
             .redirect(redirects())
             .tcp_nodelay(true)
-            .build()
+            .build()?;
+        Ok(CLIENT.get_or_init(|| client).clone())
     }
 
     /// Records in `slot` the session, token and headers of each request rmcp's transport
