@@ -403,8 +403,13 @@ impl Connection {
                         stop_listen.cancel();
                     });
                 }
+                // Over stdio and SSE what the server sends unasked is still heard: a refusal
+                // is loud only over streamable HTTP, where nothing else would carry it.
+                Err(error) if matches!(config.transport, TransportConfig::StreamableHttp { .. }) => {
+                    tracing::warn!(server, %error, "subscriptions/listen refused; its list_changed cannot reach roster, which sees its tools change when their listing expires or on refresh_tools");
+                }
                 Err(error) => {
-                    tracing::warn!(server, %error, "subscriptions/listen refused; only the list_changed it sends unasked will be heard");
+                    tracing::info!(server, %error, "subscriptions/listen refused; the list_changed it sends unasked are heard");
                 }
             }
         }
