@@ -77,6 +77,7 @@ fn is_peer(label: &str) -> bool {
     ![
         "roster",
         "roster-stdio",
+        "roster-remote",
         "direct",
         "direct-http",
         "everything-http",
@@ -208,7 +209,8 @@ impl Run {
             "everything-http" => 2,
             "roster" => 3,
             "roster-stdio" => 4,
-            _ => 5,
+            "roster-remote" => 5,
+            _ => 6,
         };
         run.calls.sort_by_key(|(l, r)| (r.sessions, rank(l)));
         run.client_calls.sort_by(|(a, x), (b, y)| {
@@ -383,6 +385,14 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
                     line,
                     "; roster with stdio on both sides (roster-stdio − direct) {:+.0} µs",
                     s - d
+                );
+            }
+            if let Some(r) = p50("roster-remote") {
+                let _ = write!(
+                    line,
+                    "; roster in front of the echo server serving HTTP itself \
+                     (roster-remote − direct-http) {:+.0} µs",
+                    r - h
                 );
             }
             let _ = writeln!(md, "{line}.");

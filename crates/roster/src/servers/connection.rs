@@ -405,7 +405,9 @@ impl Connection {
                 }
                 // Over stdio and SSE what the server sends unasked is still heard: a refusal
                 // is loud only over streamable HTTP, where nothing else would carry it.
-                Err(error) if matches!(config.transport, TransportConfig::StreamableHttp { .. }) => {
+                Err(error)
+                    if matches!(config.transport, TransportConfig::StreamableHttp { .. }) =>
+                {
                     tracing::warn!(server, %error, "subscriptions/listen refused; its list_changed cannot reach roster, which sees its tools change when their listing expires or on refresh_tools");
                 }
                 Err(error) => {
