@@ -194,18 +194,22 @@ async fn walk(client: &Client, listener: &Listener, label: &str) {
     );
 }
 
-#[tokio::test]
-async fn over_stdio_a_cancelled_call_is_cancelled_at_the_server_and_progress_arrives() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = config(dir.path());
-    let (_child, stdout, stdin) = serve_stdio(&config);
+/// [`walk`] through `roster serve` over stdio with `config`.
+async fn walk_over_stdio(config: &std::path::Path, label: &str) {
+    let (_child, stdout, stdin) = serve_stdio(config);
     let listener = Listener::default();
     let client = listener
         .clone()
         .serve((stdout, stdin))
         .await
         .expect("connect to roster over stdio");
-    walk(&client, &listener, "over-stdio").await;
+    walk(&client, &listener, label).await;
+}
+
+#[tokio::test]
+async fn over_stdio_a_cancelled_call_is_cancelled_at_the_server_and_progress_arrives() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    walk_over_stdio(&config(dir.path()), "over-stdio").await;
 }
 
 #[tokio::test]
@@ -227,14 +231,7 @@ async fn behind_streamable_http_a_cancelled_call_is_cancelled_at_the_server_and_
     // before the result, and the client's cancel reaches the server under roster's id.
     let (_server, url) = fixture_over_http(false);
     let dir = tempfile::tempdir().expect("temp dir");
-    let (_child, stdout, stdin) = serve_stdio(&config_of_url(dir.path(), &url));
-    let listener = Listener::default();
-    let client = listener
-        .clone()
-        .serve((stdout, stdin))
-        .await
-        .expect("connect to roster over stdio");
-    walk(&client, &listener, "behind-http").await;
+    walk_over_stdio(&config_of_url(dir.path(), &url), "behind-http").await;
 }
 
 /// `roster serve` over stdio spoken to line by line, so the test sees each answer's JSON as
