@@ -41,7 +41,7 @@ use super::wire::{DIRECT_IDS, Received, parse_line};
 /// The most bytes of a JSON answer read (the stdio line bound).
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
-/// How many times a response stream is resumed in a row without a new event before the call
+/// How many times a response stream is resumed in a row without a new message before the call
 /// gives up.
 const MAX_RESUMES: u32 = 3;
 
@@ -196,10 +196,12 @@ impl HttpDirect {
         let mut resumes = 0;
         loop {
             for event in events.drain(..) {
-                resumes = 0;
+                // A priming event (an id, no data) is no progress: a server that only sends
+                // those before closing again is given up on.
                 if event.kind != "message" || event.data.trim().is_empty() {
                     continue;
                 }
+                resumes = 0;
                 let Some(received) = parse_line(&self.inner.server, event.data.into()) else {
                     continue;
                 };
@@ -229,7 +231,7 @@ impl HttpDirect {
             };
             if resumes == MAX_RESUMES {
                 return Err(Unposted::Failed(RequestError::Unexpected(format!(
-                    "the call's response stream ended {MAX_RESUMES} times without a new event"
+                    "the call's response stream ended {MAX_RESUMES} times without a new message"
                 ))));
             }
             resumes += 1;
