@@ -429,6 +429,30 @@ mod tests {
     }
 
     #[test]
+    fn the_typed_awaited_kinds_are_the_awaited_methods() {
+        let typed = |method: &str, params: Value| {
+            let value = json!({"jsonrpc": "2.0", "method": method, "params": params});
+            match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value) {
+                Ok(JsonRpcMessage::Notification(n)) => n.notification,
+                other => panic!("{method} is no typed notification: {other:?}"),
+            }
+        };
+        for method in super::super::event::AWAITED_BY_RESULTS {
+            let params = match method {
+                super::super::event::PROGRESS => json!({"progressToken": 1, "progress": 1}),
+                super::super::relay::LOG_MESSAGE => json!({"level": "info", "data": "x"}),
+                _ => json!({}),
+            };
+            assert!(awaited_by_results(&typed(method, params)), "{method}");
+        }
+        let updated = typed(
+            super::super::event::RESOURCES_UPDATED,
+            json!({"uri": "test://x"}),
+        );
+        assert!(!awaited_by_results(&updated));
+    }
+
+    #[test]
     fn a_gate_dropped_mid_flood_still_reports() {
         let (mut gate, seen) = gate(1, 1);
         let start = gate.refilled;

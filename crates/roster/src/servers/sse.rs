@@ -90,6 +90,10 @@ pub(crate) struct EventParser {
     skipping: bool,
     kind: Option<String>,
     data: Vec<String>,
+    /// The bytes of `data` so far; past the line limit the event is dropped whole.
+    data_bytes: usize,
+    /// Inside an event whose data went past the limit: dropped at its end.
+    dropping: bool,
     /// The last `id:` the stream gave (the `Last-Event-ID` to resume it from).
     last_id: Option<String>,
     /// The last `retry:` the stream gave, in milliseconds.
@@ -140,13 +144,18 @@ impl EventParser {
                 continue;
             }
             let line = std::mem::take(&mut self.buffer);
-            self.line(&String::from_utf8_lossy(&line), out);
+            self.line(&String::from_utf8_lossy(&line), out, limit);
         }
     }
 
-    fn line(&mut self, line: &str, out: &mut Vec<Event>) {
+    fn line(&mut self, line: &str, out: &mut Vec<Event>, limit: usize) {
         let line = line.trim_end_matches('\r');
         if line.is_empty() {
+            self.data_bytes = 0;
+            if std::mem::take(&mut self.dropping) {
+                self.kind = None;
+                return;
+            }
             if !self.data.is_empty() || self.kind.is_some() {
                 out.push(Event {
                     kind: self
@@ -168,7 +177,17 @@ impl EventParser {
         };
         match field {
             "event" => self.kind = Some(value.to_owned()),
-            "data" => self.data.push(value.to_owned()),
+            // An event of many data lines is bounded as one line is.
+            "data" if self.dropping => {}
+            "data" if self.data_bytes + value.len() > limit => {
+                tracing::warn!(limit, "dropped an over-long SSE event");
+                self.data = Vec::new();
+                self.dropping = true;
+            }
+            "data" => {
+                self.data_bytes += value.len() + 1;
+                self.data.push(value.to_owned());
+            }
             "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
             "retry" => {
                 if let Ok(ms) = value.parse() {
@@ -489,6 +508,24 @@ mod tests {
         let mut out = Vec::new();
         parser.feed_capped(b"data: 0123456789", &mut out, 8);
         parser.feed_capped(b"abcdef\n\ndata: ok\n\n", &mut out, 8);
+        assert_eq!(
+            out,
+            vec![Event {
+                kind: "message".into(),
+                data: "ok".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn an_event_of_many_data_lines_past_the_limit_is_dropped_and_parsing_goes_on() {
+        let mut parser = EventParser::default();
+        let mut out = Vec::new();
+        for _ in 0..100 {
+            parser.feed_capped(b"data: 0123\n", &mut out, 8);
+        }
+        assert!(parser.data.is_empty(), "nothing held past the limit");
+        parser.feed_capped(b"\ndata: ok\n\n", &mut out, 8);
         assert_eq!(
             out,
             vec![Event {
