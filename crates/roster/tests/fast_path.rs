@@ -75,9 +75,14 @@ fn config_of(dir: &std::path::Path, fixture: &str, gateway: &str) -> std::path::
 
 /// A config serving the server at `url` (streamable HTTP, initialize era) as `fixture`.
 fn config_of_url(dir: &std::path::Path, url: &str) -> std::path::PathBuf {
+    config_of_url_in(dir, url, "legacy")
+}
+
+/// [`config_of_url`] in era `protocol` (`legacy`, `modern`).
+fn config_of_url_in(dir: &std::path::Path, url: &str, protocol: &str) -> std::path::PathBuf {
     let text = format!(
         "[gateway]\nnaming = \"never\"\nstartup_wait = \"20s\"\nstate_dir = {state:?}\n\n\
-         [servers.fixture]\nurl = {url:?}\nprotocol = \"legacy\"\n",
+         [servers.fixture]\nurl = {url:?}\nprotocol = {protocol:?}\n",
         state = dir.join("state"),
     );
     let config = dir.join("roster.toml");
@@ -845,17 +850,51 @@ async fn a_call_s_arguments_reach_the_server_as_the_client_wrote_them() {
     sse.send_text(&call(10, &json!({}))).await;
     expected(&echoed(&sse.answer_line().await));
 
-    // A server behind streamable HTTP (answering on an event stream, and with JSON): roster
-    // POSTs the arguments as they came.
-    for (id, extra) in [(11, &[][..]), (12, &["--json-response"][..])] {
+    // A server behind streamable HTTP (answering on an event stream, and with JSON), in each
+    // era: roster POSTs the arguments as they came.
+    for (id, extra, era) in [
+        (11, &[][..], "legacy"),
+        (12, &["--json-response"][..], "legacy"),
+        (13, &[][..], "modern"),
+        (14, &["--json-response"][..], "modern"),
+    ] {
         let (_server, port) =
             common::spawn_python_http("echo_arguments.py", "streamable-http", extra);
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("http://127.0.0.1:{port}/mcp");
-        let mut roster = RawStdio::start(&config_of_url(dir.path(), &url));
+        let mut roster = RawStdio::start(&config_of_url_in(dir.path(), &url, era));
         roster.initialize().await;
         roster.send_text(&call(id, &json!({}))).await;
         expected(&echoed(&roster.answer_line().await));
+    }
+}
+
+#[tokio::test]
+async fn behind_a_2026_07_28_http_server_a_call_carries_its_era_s_headers() {
+    // The fixture speaks 2026-07-28 over HTTP and checks each call's `Mcp-Method`, `Mcp-Name`
+    // and `Mcp-Param-Region` (the tool marks `region` with `x-mcp-header`) against its body.
+    for json in [false, true] {
+        let (_fixture, url) = fixture_over_http(json);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut roster = RawStdio::start(&config_of_url_in(dir.path(), &url, "modern"));
+        roster.initialize().await;
+        // A plain value, and one that travels Base64-wrapped (non-ASCII, a space at its end).
+        for (id, region) in [(5, "eu-west-1"), (6, "Zürich ")] {
+            let text = roster
+                .call_text(id, "test_custom_header", &json!({"region": region}), &json!({}))
+                .await;
+            let result: Value = serde_json::from_str(&text).expect("json");
+            assert_eq!(
+                result["content"][0]["text"],
+                json!(format!("region {region}")),
+                "json answers {json}: {result}"
+            );
+        }
+        // A tool with no marks: `Mcp-Name` names it.
+        let text = roster
+            .call_text(7, "test_simple_text", &json!({}), &json!({}))
+            .await;
+        assert!(text.contains("This is a simple text response"), "{text}");
     }
 }
 

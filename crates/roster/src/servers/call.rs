@@ -239,9 +239,10 @@ impl Connection {
         options: CallOptions,
     ) -> Result<Answer, RequestError> {
         let mut params = json!({"name": tool});
-        // Where roster writes the request itself, the text goes in as it is.
+        // The client's text goes in as it is where roster writes the request itself, and is
+        // parsed where the request goes through rmcp's service after all.
         let text = match arguments {
-            ToolArguments::Text(text) if self.writes_requests() => Some(text),
+            ToolArguments::Text(text) => Some(text),
             arguments => {
                 let parsed = arguments.parsed().map_err(|e| {
                     RequestError::Unexpected(format!(
@@ -314,21 +315,13 @@ impl Connection {
         )))
     }
 
-    /// Whether roster writes a caller's requests itself (the rest go through rmcp's service).
-    fn writes_requests(&self) -> bool {
-        match &self.direct {
-            DirectPath::Wire(_) => true,
-            DirectPath::Http(_) => self.negotiated.legacy,
-        }
-    }
-
-    /// Where roster writes a caller's request itself now, if it does.
+    /// Where roster writes a caller's request itself now: on its own transports always, to a
+    /// streamable HTTP server once rmcp's transport sent a request after the handshake (its
+    /// session and headers are known); through rmcp's service otherwise.
     fn writer(&self) -> Option<Writer<'_>> {
         match &self.direct {
             DirectPath::Wire(direct) => Some(Writer::Wire(direct)),
-            DirectPath::Http(http) if self.negotiated.legacy && http.ready() => {
-                Some(Writer::Http(http))
-            }
+            DirectPath::Http(http) if http.ready() => Some(Writer::Http(http)),
             DirectPath::Http(_) => None,
         }
     }
@@ -447,7 +440,11 @@ impl Connection {
                 let body = DirectRequest::new(id, method, params)
                     .line(arguments)
                     .map_err(encode)?;
-                let headers = crate::telemetry::trace_headers_of_params(params);
+                let mut headers = crate::telemetry::trace_headers_of_params(params);
+                if !self.negotiated.legacy {
+                    let version = &self.negotiated.protocol_version;
+                    headers.extend(http.era_headers(version, method, params, arguments));
+                }
                 Sent::Http(id, http.post(id, body, headers))
             }
         })

@@ -70,8 +70,7 @@ pub struct Negotiated {
 pub(super) enum DirectPath {
     /// Written to roster's own transport (stdio, SSE).
     Wire(Direct),
-    /// POSTed by roster to a streamable HTTP server of the `initialize` era; a 2026-07-28
-    /// server's requests go through rmcp (see [`super::http_direct`]).
+    /// POSTed by roster to a streamable HTTP server (see [`super::http_direct`]).
     Http(HttpDirect),
 }
 
@@ -501,7 +500,15 @@ impl Connection {
     /// Pages `tools/list` to its end. One listing at a time per connection; each page must
     /// come within the server's `list_timeout` (else `notifications/cancelled` is sent).
     pub async fn list_tools(&self) -> Result<ToolListing, RequestError> {
-        crate::telemetry::ServerRequest::around(&self.server, "tools/list", self.tool_pages()).await
+        let listing =
+            crate::telemetry::ServerRequest::around(&self.server, "tools/list", self.tool_pages())
+                .await?;
+        if let DirectPath::Http(http) = &self.direct
+            && !self.negotiated.legacy
+        {
+            http.set_tools(&listing.tools);
+        }
+        Ok(listing)
     }
 
     async fn tool_pages(&self) -> Result<ToolListing, RequestError> {

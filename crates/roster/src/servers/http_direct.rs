@@ -13,15 +13,17 @@
 //! result. A stream that ends before the answer is resumed from its last event id, as rmcp's
 //! transport would.
 //!
-//! A 2026-07-28 server keeps rmcp's path: its requests carry headers rmcp derives from the
-//! arguments and the tool's schema. A POST the server does not take — 401, 403, 404 (a token to
-//! refresh, more scope, a session gone) — is sent again through rmcp, which knows what to do
-//! with those; the server ran nothing.
+//! A 2026-07-28 server gets its era's headers with each request (SEP-2243, [`era_headers`]):
+//! `Mcp-Method`, `Mcp-Name`, and an `Mcp-Param-*` header for each argument the tool's input
+//! schema marks with `x-mcp-header` — the arguments are parsed for that only where the tool
+//! has such a mark ([`HttpDirect::set_tools`] keeps the marks of each listing). A POST the
+//! server does not take — 401, 403, 404 (a token to refresh, more scope, a session gone) — is
+//! sent again through rmcp, which knows what to do with those; the server ran nothing.
 
 use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -30,7 +32,8 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use rmcp::RoleClient;
 use rmcp::model::{GetExtensions, JsonRpcMessage, RequestId};
 use rmcp::service::{InboundStreamOrigin, RxJsonRpcMessage};
-use serde_json::Value;
+use roster_core::Tool;
+use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::bytes::Bytes;
 
@@ -96,6 +99,16 @@ struct Inner {
     posting: PostingSlot,
     injected: mpsc::Sender<Injected>,
     next: AtomicU64,
+    /// The `x-mcp-header` marks of the tools of the last listing that have any, by tool name.
+    marked: RwLock<HashMap<Box<str>, Arc<[ParamHeader]>>>,
+}
+
+/// An argument a 2026-07-28 request carries in a header too (SEP-2243): where it is in the
+/// arguments, and its `Mcp-Param-*` header.
+#[derive(Debug, PartialEq)]
+struct ParamHeader {
+    path: Box<[Box<str>]>,
+    header: HeaderName,
 }
 
 impl HttpDirect {
@@ -114,6 +127,7 @@ impl HttpDirect {
                 posting,
                 injected,
                 next: AtomicU64::new(DIRECT_IDS),
+                marked: RwLock::default(),
             }),
         }
     }
@@ -126,6 +140,91 @@ impl HttpDirect {
     /// The id the next request goes with (its progress token is chosen from it).
     pub(crate) fn next_id(&self) -> u64 {
         self.inner.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Keeps the `x-mcp-header` marks of a 2026-07-28 server's listed tools (rmcp's transport
+    /// already dropped a tool whose marks are not well-formed).
+    pub(crate) fn set_tools(&self, tools: &[Tool]) {
+        let marked = tools
+            .iter()
+            .filter_map(|tool| {
+                let marks = param_headers(&tool.input_schema);
+                (!marks.is_empty()).then(|| (Box::from(tool.name.as_str()), marks.into()))
+            })
+            .collect();
+        *self.inner.marked.write().unwrap_or_else(|e| e.into_inner()) = marked;
+    }
+
+    /// The headers a 2026-07-28 request of `method` carries (SEP-2243): its protocol version,
+    /// `Mcp-Method`, `Mcp-Name` (a tool's or prompt's name, a resource's URI), and for a
+    /// marked tool the `Mcp-Param-*` of its marked arguments (`arguments`: the client's text,
+    /// else the ones in `params`).
+    pub(crate) fn era_headers(
+        &self,
+        version: &str,
+        method: &str,
+        params: &Value,
+        arguments: Option<&Bytes>,
+    ) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let mut insert = |name: HeaderName, value: &str| {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                headers.insert(name, value);
+            }
+        };
+        insert(HeaderName::from_static("mcp-protocol-version"), version);
+        insert(HeaderName::from_static("mcp-method"), method);
+        let name_key = match method {
+            "tools/call" | "prompts/get" => "name",
+            "resources/read" => "uri",
+            _ => return headers,
+        };
+        let Some(name) = params.get(name_key).and_then(Value::as_str) else {
+            return headers;
+        };
+        insert(HeaderName::from_static("mcp-name"), &header_value(name));
+        if method != "tools/call" {
+            return headers;
+        }
+        let marks = self
+            .inner
+            .marked
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned();
+        let Some(marks) = marks else {
+            return headers;
+        };
+        // Only a marked tool's arguments are parsed here.
+        let parsed;
+        let arguments = match arguments {
+            Some(text) => match serde_json::from_slice::<Value>(text) {
+                Ok(value) => {
+                    parsed = value;
+                    &parsed
+                }
+                Err(_) => return headers,
+            },
+            None => match params.get("arguments") {
+                Some(arguments) => arguments,
+                None => return headers,
+            },
+        };
+        for mark in marks.iter() {
+            let value = mark
+                .path
+                .iter()
+                .try_fold(arguments, |value, key| value.get(key.as_ref()));
+            let text = match value {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Bool(b)) => b.to_string(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => continue,
+            };
+            insert(mark.header.clone(), &header_value(&text));
+        }
+        headers
     }
 
     /// POSTs request `id` (its JSON text `body`, with `headers`: its trace context) and reads
@@ -144,15 +243,19 @@ impl HttpDirect {
         let Some(posting) = lock(&self.inner.posting).clone() else {
             return Err(Unposted::NotTaken);
         };
-        let post = self
+        let mut all = posted_headers(&posting);
+        all.extend(headers);
+        let response = self
             .inner
             .client
             .post(self.inner.url.as_ref())
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json")
-            .headers(headers);
-        let post = with_posting(post, &posting);
-        let response = post.body(body).send().await.map_err(|e| self.failed(e))?;
+            .headers(all)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.failed(e))?;
         let status = response.status();
         if matches!(status.as_u16(), 401 | 403 | 404) {
             return Err(Unposted::NotTaken);
@@ -236,13 +339,13 @@ impl HttpDirect {
             }
             resumes += 1;
             tokio::time::sleep(parser.retry().unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
-            let get = self
+            let response = self
                 .inner
                 .client
                 .get(self.inner.url.as_ref())
+                .headers(posted_headers(posting))
                 .header(ACCEPT, "text/event-stream")
-                .header("last-event-id", last);
-            let response = with_posting(get, posting)
+                .header("last-event-id", last)
                 .send()
                 .await
                 .map_err(|e| self.failed(e))?;
@@ -320,20 +423,82 @@ fn answers(received: &Received, id: u64) -> bool {
     }
 }
 
-fn with_posting(
-    mut request: reqwest::RequestBuilder,
-    posting: &Posting,
-) -> reqwest::RequestBuilder {
-    for (name, value) in &posting.headers {
-        request = request.header(name, value);
+/// The headers rmcp's transport sends with every request of the connection: its configured
+/// ones, the protocol version, the session and the bearer token.
+fn posted_headers(posting: &Posting) -> HeaderMap {
+    let mut headers: HeaderMap = posting
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    if let Some(session) = &posting.session
+        && let Ok(session) = HeaderValue::from_str(session)
+    {
+        headers.insert(HeaderName::from_static("mcp-session-id"), session);
     }
-    if let Some(session) = &posting.session {
-        request = request.header("mcp-session-id", session.as_ref());
+    if let Some(token) = &posting.token
+        && let Ok(mut bearer) = HeaderValue::from_str(&format!("Bearer {token}"))
+    {
+        bearer.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, bearer);
     }
-    if let Some(token) = &posting.token {
-        request = request.bearer_auth(token);
+    headers
+}
+
+/// Whether header `name` describes one request rather than the connection: the SEP-2243
+/// `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`.
+pub(crate) fn describes_one_request(name: &HeaderName) -> bool {
+    let name = name.as_str();
+    name == "mcp-method" || name == "mcp-name" || name.starts_with("mcp-param-")
+}
+
+/// The `x-mcp-header` marks of an input schema: on properties reached from the root through
+/// `properties` alone, nested ones included (SEP-2243).
+fn param_headers(schema: &Map<String, Value>) -> Vec<ParamHeader> {
+    fn walk<'a>(schema: &'a Map<String, Value>, path: &mut Vec<&'a str>, out: &mut Vec<ParamHeader>) {
+        let Some(Value::Object(properties)) = schema.get("properties") else {
+            return;
+        };
+        for (name, property) in properties {
+            let Value::Object(property) = property else {
+                continue;
+            };
+            path.push(name);
+            if let Some(Value::String(header)) = property.get("x-mcp-header")
+                && let Ok(header) = HeaderName::from_bytes(format!("mcp-param-{header}").as_bytes())
+            {
+                out.push(ParamHeader {
+                    path: path.iter().map(|p| Box::from(*p)).collect(),
+                    header,
+                });
+            }
+            walk(property, path, out);
+            path.pop();
+        }
     }
-    request
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), &mut out);
+    out
+}
+
+/// A header value as SEP-2243 carries it: as it is, or `=?base64?…?=` when it could not travel
+/// as it is (space or tab at either end, a control or non-ASCII character, or a value that looks
+/// like that wrapping).
+fn header_value(value: &str) -> String {
+    use base64::Engine;
+    const PREFIX: &str = "=?base64?";
+    const SUFFIX: &str = "?=";
+    let bytes = value.as_bytes();
+    let wrap = matches!(bytes.first(), Some(b' ' | b'\t'))
+        || matches!(bytes.last(), Some(b' ' | b'\t'))
+        || bytes.iter().any(|b| !(0x20..=0x7e).contains(b))
+        || (value.starts_with(PREFIX) && value.ends_with(SUFFIX));
+    if wrap {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(value);
+        format!("{PREFIX}{encoded}{SUFFIX}")
+    } else {
+        value.to_owned()
+    }
 }
 
 /// A response's whole body, at most [`MAX_BODY_BYTES`].
@@ -389,5 +554,122 @@ mod tests {
         let progress =
             Received::Message(json!({"jsonrpc": "2.0", "method": "notifications/progress"}));
         assert!(!answers(&progress, id));
+    }
+
+    fn direct() -> HttpDirect {
+        let (injected, _) = mpsc::channel(1);
+        HttpDirect::new(
+            Arc::from("s"),
+            "http://127.0.0.1:1/mcp",
+            reqwest::Client::new(),
+            PostingSlot::default(),
+            injected,
+        )
+    }
+
+    fn tool(name: &str, schema: Value) -> Tool {
+        serde_json::from_value(json!({"name": name, "inputSchema": schema})).expect("a tool")
+    }
+
+    fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+        headers.get(name).map(|v| v.to_str().expect("ASCII"))
+    }
+
+    #[test]
+    fn a_value_that_cannot_travel_as_it_is_is_wrapped_in_base64() {
+        assert_eq!(header_value("eu-west-1"), "eu-west-1");
+        assert_eq!(header_value(""), "");
+        assert_eq!(header_value("Zürich"), "=?base64?WsO8cmljaA==?=");
+        assert_eq!(header_value(" a"), "=?base64?IGE=?=");
+        assert_eq!(header_value("a\t"), "=?base64?YQk=?=");
+        assert_eq!(header_value("a\nb"), "=?base64?YQpi?=");
+        assert_eq!(header_value("=?base64?x?="), "=?base64?PT9iYXNlNjQ/eD89?=");
+    }
+
+    #[test]
+    fn marks_are_read_along_properties_only() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "scope": {"type": "object", "properties": {
+                    "tenant": {"type": "string", "x-mcp-header": "Tenant"}
+                }},
+                "list": {"type": "array", "items": {"type": "string", "x-mcp-header": "Item"}},
+                "bad": {"type": "string", "x-mcp-header": "not a token"},
+                "plain": {"type": "string"}
+            }
+        });
+        let tool = tool("t", schema);
+        let marks = param_headers(&tool.input_schema);
+        let found: Vec<_> = marks
+            .iter()
+            .map(|m| (m.path.join("."), m.header.as_str().to_owned()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("region".to_owned(), "mcp-param-region".to_owned()),
+                ("scope.tenant".to_owned(), "mcp-param-tenant".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_2026_request_names_its_method_its_target_and_its_marked_arguments() {
+        let http = direct();
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "count": {"type": "integer", "x-mcp-header": "Count"},
+            "flag": {"type": "boolean", "x-mcp-header": "Flag"},
+            "gone": {"type": "string", "x-mcp-header": "Gone"}
+        }});
+        http.set_tools(&[tool("marked", schema), tool("plain", json!({"type": "object"}))]);
+        let text = Bytes::from(r#"{"region":"Zürich","count":12,"flag":true,"gone":null}"#);
+        let params = json!({"name": "marked"});
+        let headers = http.era_headers("2026-07-28", "tools/call", &params, Some(&text));
+        assert_eq!(header(&headers, "mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(header(&headers, "mcp-method"), Some("tools/call"));
+        assert_eq!(header(&headers, "mcp-name"), Some("marked"));
+        assert_eq!(
+            header(&headers, "mcp-param-region"),
+            Some("=?base64?WsO8cmljaA==?=")
+        );
+        assert_eq!(header(&headers, "mcp-param-count"), Some("12"));
+        assert_eq!(header(&headers, "mcp-param-flag"), Some("true"));
+        assert_eq!(header(&headers, "mcp-param-gone"), None, "a null has no header");
+        // Arguments roster holds parsed.
+        let params = json!({"name": "marked", "arguments": {"region": "eu"}});
+        let headers = http.era_headers("2026-07-28", "tools/call", &params, None);
+        assert_eq!(header(&headers, "mcp-param-region"), Some("eu"));
+        // A tool with no marks: no argument is read (this text is no JSON).
+        let params = json!({"name": "plain"});
+        let text = Bytes::from_static(b"not json");
+        let headers = http.era_headers("2026-07-28", "tools/call", &params, Some(&text));
+        assert_eq!(header(&headers, "mcp-name"), Some("plain"));
+        assert_eq!(headers.len(), 3, "{headers:?}");
+        // A resource by its URI; a new listing forgets the old marks.
+        let params = json!({"uri": "file:///a b"});
+        let headers = http.era_headers("2026-07-28", "resources/read", &params, None);
+        assert_eq!(header(&headers, "mcp-name"), Some("file:///a b"));
+        http.set_tools(&[]);
+        let params = json!({"name": "marked", "arguments": {"region": "eu"}});
+        let headers = http.era_headers("2026-07-28", "tools/call", &params, None);
+        assert_eq!(header(&headers, "mcp-param-region"), None);
+    }
+
+    #[test]
+    fn a_recorded_posting_keeps_only_the_connection_s_headers() {
+        for (name, one) in [
+            ("mcp-method", true),
+            ("mcp-name", true),
+            ("mcp-param-region", true),
+            ("mcp-protocol-version", false),
+            ("authorization", false),
+            ("x-api-key", false),
+        ] {
+            let name = HeaderName::from_static(name);
+            assert_eq!(describes_one_request(&name), one, "{name}");
+        }
     }
 }

@@ -93,10 +93,17 @@ impl TracedHttpClient {
         {
             return;
         }
+        // The headers that describe this one request (SEP-2243: its method, name and
+        // arguments) are not the connection's; roster's own requests get their own.
+        let headers = headers
+            .iter()
+            .filter(|(name, _)| !crate::servers::http_direct::describes_one_request(name))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
         *crate::sync::lock(slot) = Some(Posting {
             session: session.clone(),
             token: token.clone(),
-            headers: headers.clone(),
+            headers,
         });
     }
 
