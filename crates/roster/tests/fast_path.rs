@@ -4,11 +4,12 @@
 //! the server's progress reaches the client under the client's own token before the result.
 //! The server is the Python SDK conformance fixture.
 //!
-//! Behind a streamable HTTP server of the initialize era roster POSTs a caller's request itself:
-//! the same holds there (progress on the call's response stream, cancellation under roster's
-//! id, results and arguments as written, whether the server answers with an event stream or
-//! JSON), a stream the server closes is resumed, and a POST the server refuses (a session a
-//! redeployed server does not know) goes again through rmcp's transport.
+//! Behind a streamable HTTP server roster POSTs a caller's request itself: the same holds there
+//! (progress on the call's response stream, cancellation under roster's id, results and
+//! arguments as written, whether the server answers with an event stream or JSON), a stream the
+//! server closes is resumed, a POST the server refuses (a session a redeployed server does not
+//! know) goes again through rmcp's transport, and a 2026-07-28 server gets the headers its era
+//! asks of a call (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`), which it checks.
 //!
 //! Over stdio and in an initialize-era HTTP session the lane also answers a `tools/list` page
 //! every caller shares from text made once per version of the tools (over HTTP the front
@@ -881,7 +882,12 @@ async fn behind_a_2026_07_28_http_server_a_call_carries_its_era_s_headers() {
         // A plain value, and one that travels Base64-wrapped (non-ASCII, a space at its end).
         for (id, region) in [(5, "eu-west-1"), (6, "Zürich ")] {
             let text = roster
-                .call_text(id, "test_custom_header", &json!({"region": region}), &json!({}))
+                .call_text(
+                    id,
+                    "test_custom_header",
+                    &json!({"region": region}),
+                    &json!({}),
+                )
                 .await;
             let result: Value = serde_json::from_str(&text).expect("json");
             assert_eq!(

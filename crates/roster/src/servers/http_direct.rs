@@ -455,7 +455,11 @@ pub(crate) fn describes_one_request(name: &HeaderName) -> bool {
 /// The `x-mcp-header` marks of an input schema: on properties reached from the root through
 /// `properties` alone, nested ones included (SEP-2243).
 fn param_headers(schema: &Map<String, Value>) -> Vec<ParamHeader> {
-    fn walk<'a>(schema: &'a Map<String, Value>, path: &mut Vec<&'a str>, out: &mut Vec<ParamHeader>) {
+    fn walk<'a>(
+        schema: &'a Map<String, Value>,
+        path: &mut Vec<&'a str>,
+        out: &mut Vec<ParamHeader>,
+    ) {
         let Some(Value::Object(properties)) = schema.get("properties") else {
             return;
         };
@@ -624,7 +628,10 @@ mod tests {
             "flag": {"type": "boolean", "x-mcp-header": "Flag"},
             "gone": {"type": "string", "x-mcp-header": "Gone"}
         }});
-        http.set_tools(&[tool("marked", schema), tool("plain", json!({"type": "object"}))]);
+        http.set_tools(&[
+            tool("marked", schema),
+            tool("plain", json!({"type": "object"})),
+        ]);
         let text = Bytes::from(r#"{"region":"Zürich","count":12,"flag":true,"gone":null}"#);
         let params = json!({"name": "marked"});
         let headers = http.era_headers("2026-07-28", "tools/call", &params, Some(&text));
@@ -637,7 +644,11 @@ mod tests {
         );
         assert_eq!(header(&headers, "mcp-param-count"), Some("12"));
         assert_eq!(header(&headers, "mcp-param-flag"), Some("true"));
-        assert_eq!(header(&headers, "mcp-param-gone"), None, "a null has no header");
+        assert_eq!(
+            header(&headers, "mcp-param-gone"),
+            None,
+            "a null has no header"
+        );
         // Arguments roster holds parsed.
         let params = json!({"name": "marked", "arguments": {"region": "eu"}});
         let headers = http.era_headers("2026-07-28", "tools/call", &params, None);
