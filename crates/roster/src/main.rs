@@ -172,8 +172,14 @@ fn main() -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Complete(args)) => {
-            completions::complete(args, &cli.config)?;
-            return Ok(ExitCode::SUCCESS);
+            use clap::CommandFactory;
+            // 1: no live value for that word (the scripts complete it as clap's would).
+            let live = completions::complete(args, &cli.config, Cli::command())?;
+            return Ok(if live {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            });
         }
         Some(Command::Tools(tools::ToolsArgs {
             command: Some(command),

@@ -422,10 +422,39 @@ fn completion_lists_the_waiting_names_and_the_scripts_ask_for_them() {
         stdout_of(&empty.path().join("none"), &["__complete", "tools-pending"]),
         ""
     );
+    // The scripts hand roster the command line: a name after `approve`/`reject` is a waiting
+    // tool's, a `--server` value is not.
     for shell in ["bash", "zsh", "fish"] {
         let script = stdout_of(dir.path(), &["completions", shell]);
-        assert!(script.contains("tools-pending"), "{shell}");
+        assert!(script.contains("__complete line --"), "{shell}");
     }
+    for decide in ["approve", "reject"] {
+        let line = [
+            "__complete",
+            "line",
+            "--",
+            "roster",
+            "tools",
+            decide,
+            "dyn__add",
+            "",
+        ];
+        assert_eq!(stdout_of(dir.path(), &line), out, "{decide}");
+    }
+    let line = [
+        "__complete",
+        "line",
+        "--",
+        "roster",
+        "tools",
+        "approve",
+        "--server",
+        "",
+    ];
+    assert!(
+        failure_of(dir.path(), &line).is_empty(),
+        "no live value, and no error"
+    );
 }
 
 #[test]

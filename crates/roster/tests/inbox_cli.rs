@@ -325,14 +325,22 @@ fn completion_scripts_cover_every_subcommand() {
         ] {
             assert!(script.contains(word), "{shell} script lacks {word}");
         }
-        for live in ["__complete", "inbox-ack", "inbox-confirm", "inbox-channel"] {
-            assert!(script.contains(live), "{shell} script lacks {live}");
-        }
+        assert!(
+            script.contains("__complete line --"),
+            "{shell} script does not ask roster for live values"
+        );
     }
 }
 
-/// Completes `words` (the last one is being typed) with the real bash and the real script.
+/// Completes `words` (the last one is being typed) with the real bash and the real script,
+/// `ROSTER_STATE_DIR` set to `dir`.
 fn bash_complete(dir: &Path, words: &[&str]) -> Vec<String> {
+    bash_complete_in(dir, words, true)
+}
+
+/// [`bash_complete`], with `ROSTER_STATE_DIR` unset when not `state_dir_env` (and the default
+/// state directory under `dir`, empty).
+fn bash_complete_in(dir: &Path, words: &[&str], state_dir_env: bool) -> Vec<String> {
     let script = stdout_of(dir, &["completions", "bash"]);
     let script_path = dir.join("roster.bash");
     fs::write(&script_path, script).expect("write the script");
@@ -350,11 +358,18 @@ fn bash_complete(dir: &Path, words: &[&str]) -> Vec<String> {
             ROSTER
         },
     );
-    let out = Command::new("bash")
-        .args(["--norc", "--noprofile", "-c", &program])
-        .env("ROSTER_STATE_DIR", dir)
-        .output()
-        .expect("run bash");
+    let mut bash = Command::new("bash");
+    bash.args(["--norc", "--noprofile", "-c", &program])
+        .env("ROSTER_LANG", "en")
+        .env_remove("ROSTER_CONFIG");
+    if state_dir_env {
+        bash.env("ROSTER_STATE_DIR", dir);
+    } else {
+        bash.env_remove("ROSTER_STATE_DIR")
+            .env("XDG_STATE_HOME", dir.join("xdg"))
+            .current_dir(dir);
+    }
+    let out = bash.output().expect("run bash");
     assert!(
         out.status.success(),
         "{}",
@@ -387,4 +402,65 @@ fn bash_completes_subcommands_and_live_values() {
         "{answers:?}"
     );
     assert_eq!(bash_complete(dir.path(), &["completions", "f"]), ["fish"]);
+}
+
+#[test]
+fn completion_reads_the_state_of_the_config_and_state_dir_on_the_command_line() {
+    let filled = tempfile::tempdir().expect("temp dir");
+    fill(filled.path());
+    // The shell's directory holds no state and no roster.toml: only the command line's
+    // `--config` (or `--state-dir`) leads to the inbox.
+    let here = tempfile::tempdir().expect("temp dir");
+    let config = here.path().join("elsewhere.toml");
+    fs::write(
+        &config,
+        format!("[gateway]\nstate_dir = {:?}\n", filled.path()),
+    )
+    .expect("write config");
+    let config = config.to_str().expect("UTF-8 path");
+    let state = filled.path().to_str().expect("UTF-8 path");
+    let complete = |words: &[&str]| bash_complete_in(here.path(), words, false);
+    assert_eq!(complete(&["inbox", "ack", ""]), Vec::<String>::new());
+    for words in [
+        &["--config", config, "inbox", "ack", ""][..],
+        // Global options go anywhere; bash splits `--config=FILE` at the `=`.
+        &["inbox", "ack", "--config", config, ""],
+        &["inbox", "--config", "=", config, "ack", ""],
+        &["inbox", "--state-dir", state, "ack", ""],
+    ] {
+        assert_eq!(complete(words), ["3", "4"], "{words:?}");
+    }
+    assert_eq!(
+        complete(&["--config", config, "inbox", "list", "--channel", "f"]),
+        ["files"]
+    );
+    // Where no live value goes, clap's script completes the word (here: `list`'s options).
+    let options = complete(&["--config", config, "inbox", "list", "--limit", "5", ""]);
+    assert!(options.iter().any(|o| o == "--json"), "{options:?}");
+
+    // Where no live value goes, `__complete line` says so (exit 1, nothing printed).
+    let out = roster(
+        filled.path(),
+        &[
+            "__complete",
+            "line",
+            "--",
+            "roster",
+            "inbox",
+            "ack",
+            "3",
+            "",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    let out = roster(
+        filled.path(),
+        &["__complete", "line", "--", "roster", "inbox", "ack", ""],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "3\tgit notifications/message\n4\tgit notifications/resources/updated\n"
+    );
 }

@@ -5,7 +5,10 @@
 //! its `unstable-dynamic` feature, so the values that only exist at run time — the unread seqs
 //! for `inbox ack <SEQ>`, the pending ids for `inbox confirm <ID>`, server names for
 //! `inbox list --channel`, the tools waiting for `tools approve|reject <NAME>` — come from
-//! `roster __complete <what>`, which a few lines appended to each script call.
+//! `roster __complete line -- <the words typed so far>`, which a few lines appended to each
+//! script call: roster reads the words as its own parser would ([`position`]: `--config` and
+//! `--state-dir` wherever they are, the options that take a value, the subcommands), so the
+//! values come from the state directory the command being typed would use.
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
@@ -43,6 +46,10 @@ pub struct CompleteArgs {
     /// roster's state directory.
     #[arg(long, env = "ROSTER_STATE_DIR", value_hint = ValueHint::DirPath)]
     pub state_dir: Option<PathBuf>,
+    /// For `line`: the command line's words up to the one being typed (the last, maybe empty),
+    /// the program's name first.
+    #[arg(last = true)]
+    pub words: Vec<String>,
 }
 
 /// The run-time values the completion scripts ask for.
@@ -60,6 +67,94 @@ pub enum Completable {
     /// Tools waiting for a decision, for `roster tools approve|reject <NAME>`.
     #[value(name = "tools-pending")]
     ToolsPending,
+    /// Whichever of the above the word being typed asks for (see [`position`]).
+    #[value(name = "line")]
+    Line,
+}
+
+/// What the word being typed on a command line asks for, and the configuration and state
+/// directory that command line names.
+#[derive(Debug, PartialEq)]
+struct Position {
+    what: Completable,
+    config: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+}
+
+/// Reads `words` (the program's name, the words before the cursor, then the one being typed)
+/// as `command`'s parser would: `None` when the word being typed takes no live value.
+fn position(command: &mut clap::Command, words: &[String]) -> Option<Position> {
+    command.build();
+    let (current, before) = words.split_last()?;
+    let mut at: &clap::Command = command;
+    let mut path: Vec<&str> = Vec::new();
+    let mut positionals = 0;
+    let mut config = None;
+    let mut state_dir = None;
+    let mut value_of: Option<String> = None;
+    let mut options_end = false;
+    for word in before.iter().skip(1) {
+        // bash splits `--config=FILE` into `--config`, `=` and `FILE`.
+        if value_of.is_some() && word == "=" {
+            continue;
+        }
+        if let Some(option) = value_of.take() {
+            match option.as_str() {
+                "config" => config = Some(PathBuf::from(word)),
+                "state-dir" => state_dir = Some(PathBuf::from(word)),
+                _ => {}
+            }
+            continue;
+        }
+        if !options_end && word == "--" {
+            options_end = true;
+        } else if let Some(long) = word.strip_prefix("--").filter(|_| !options_end) {
+            let (name, value) = match long.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (long, None),
+            };
+            match (name, value) {
+                ("config", Some(value)) => config = Some(PathBuf::from(value)),
+                ("state-dir", Some(value)) => state_dir = Some(PathBuf::from(value)),
+                (_, Some(_)) => {}
+                (_, None) => {
+                    let arg = at.get_arguments().find(|a| a.get_long() == Some(name));
+                    if arg.is_some_and(|a| a.get_action().takes_values()) {
+                        value_of = Some(name.to_owned());
+                    }
+                }
+            }
+        } else if word.len() > 1 && word.starts_with('-') && !options_end {
+            // `-X` whose option takes a value takes the next word; other short flags none.
+            let short = word.chars().nth(1).filter(|_| word.len() == 2);
+            let arg = at.get_arguments().find(|a| a.get_short() == short);
+            if let Some(arg) = arg.filter(|a| a.get_action().takes_values()) {
+                value_of = Some(arg.get_long().unwrap_or_default().to_owned());
+            }
+        } else if positionals == 0
+            && let Some(sub) = at.find_subcommand(word)
+        {
+            at = sub;
+            path.push(sub.get_name());
+        } else {
+            positionals += 1;
+        }
+    }
+    let typing_option = current.starts_with('-') && !options_end;
+    let what = match (path.as_slice(), value_of.as_deref()) {
+        (["inbox", ..], Some("channel")) => Completable::Channel,
+        (_, Some(_)) => return None,
+        _ if typing_option => return None,
+        (["inbox", "ack"], None) if positionals == 0 => Completable::UnreadSeq,
+        (["inbox", "confirm"], None) if positionals == 0 => Completable::PendingId,
+        (["tools", "approve" | "reject"], None) => Completable::ToolsPending,
+        _ => return None,
+    };
+    Some(Position {
+        what,
+        config,
+        state_dir,
+    })
 }
 
 /// Prints the completion script for `args.shell`, its descriptions in the terminal's language.
@@ -81,22 +176,42 @@ pub fn run(args: CompletionsArgs, command: clap::Command) -> anyhow::Result<()> 
 /// come from the pin store. Silent (and successful) when there is no inbox or store yet: a
 /// completion must never print an error into the user's command line. The state directory is
 /// found as `roster inbox` finds it.
-pub fn complete(args: CompleteArgs, config_path: &Path) -> anyhow::Result<()> {
-    if args.what == Completable::ToolsPending {
-        super::tools::complete_pending(args.state_dir, config_path, &mut std::io::stdout().lock())?;
-        return Ok(());
+///
+/// With `line`, the words given after `--` say what to list and where (see [`position`]);
+/// `false` when the word being typed takes no live value (the scripts then complete it as
+/// clap's script does).
+pub fn complete(
+    args: CompleteArgs,
+    config_path: &Path,
+    mut command: clap::Command,
+) -> anyhow::Result<bool> {
+    let (what, config_path, state_dir) = match args.what {
+        Completable::Line => match position(&mut command, &args.words) {
+            Some(at) => (
+                at.what,
+                at.config.unwrap_or_else(|| config_path.to_owned()),
+                at.state_dir.or(args.state_dir),
+            ),
+            None => return Ok(false),
+        },
+        what => (what, config_path.to_owned(), args.state_dir),
+    };
+    let config_path = config_path.as_path();
+    if what == Completable::ToolsPending {
+        super::tools::complete_pending(state_dir, config_path, &mut std::io::stdout().lock())?;
+        return Ok(true);
     }
-    let Ok(dir) = resolve_state_dir(args.state_dir, config_path) else {
-        return Ok(());
+    let Ok(dir) = resolve_state_dir(state_dir, config_path) else {
+        return Ok(true);
     };
     let Ok(backend) = backend_for(&dir) else {
-        return Ok(());
+        return Ok(true);
     };
     let mut out = std::io::stdout().lock();
-    match args.what {
+    match what {
         Completable::UnreadSeq => {
             let Ok(unread) = backend.unread() else {
-                return Ok(());
+                return Ok(true);
             };
             for entry in unread {
                 writeln!(out, "{}\t{} {}", entry.seq, entry.channel, entry.method)?;
@@ -104,7 +219,7 @@ pub fn complete(args: CompleteArgs, config_path: &Path) -> anyhow::Result<()> {
         }
         Completable::PendingId => {
             let Ok(pending) = backend.pending_confirms() else {
-                return Ok(());
+                return Ok(true);
             };
             for confirm in pending {
                 writeln!(
@@ -116,16 +231,16 @@ pub fn complete(args: CompleteArgs, config_path: &Path) -> anyhow::Result<()> {
         }
         Completable::Channel => {
             let Ok(entries) = backend.list(None, usize::MAX) else {
-                return Ok(());
+                return Ok(true);
             };
             let channels: BTreeSet<String> = entries.into_iter().map(|e| e.channel).collect();
             for channel in channels {
                 writeln!(out, "{channel}")?;
             }
         }
-        Completable::ToolsPending => {}
+        Completable::ToolsPending | Completable::Line => {}
     }
-    Ok(())
+    Ok(true)
 }
 
 /// `command` with the descriptions people read in completions in the terminal's language: each
@@ -228,31 +343,13 @@ fn localize_help(mut help: clap::Command, path: &[String]) -> clap::Command {
     localize_children(help, path)
 }
 
-/// Wraps clap's `_roster` so the run-time values come from `roster __complete`.
+/// Wraps clap's `_roster`: roster itself says whether the word being typed takes a live value
+/// (`__complete line` succeeds) and which.
 const BASH_DYNAMIC: &str = r#"
 _roster_live() {
-    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" what=""
-    if [[ "${COMP_WORDS[1]}" == "inbox" ]]; then
-        if [[ "$prev" == "--channel" ]]; then
-            what=inbox-channel
-        elif [[ ${COMP_CWORD} -eq 3 && "$cur" != -* ]]; then
-            case "${COMP_WORDS[2]}" in
-                ack) what=inbox-ack ;;
-                confirm) what=inbox-confirm ;;
-            esac
-        fi
-    elif [[ "${COMP_WORDS[1]}" == "tools" && ${COMP_CWORD} -ge 3 && "$cur" != -* ]]; then
-        case "${COMP_WORDS[2]}" in
-            approve|reject)
-                case "$prev" in
-                    --server|--state-dir) ;;
-                    *) what=tools-pending ;;
-                esac ;;
-        esac
-    fi
-    if [[ -n "$what" ]]; then
-        local values
-        values="$("${COMP_WORDS[0]}" __complete "$what" 2>/dev/null | cut -f1)"
+    local cur="${COMP_WORDS[COMP_CWORD]}" values
+    if values="$("${COMP_WORDS[0]}" __complete line -- "${COMP_WORDS[@]:0:COMP_CWORD+1}" 2>/dev/null)"; then
+        values="$(printf '%s\n' "$values" | cut -f1)"
         COMPREPLY=( $(compgen -W "$values" -- "$cur") )
         return 0
     fi
@@ -265,32 +362,14 @@ else
 fi
 "#;
 
-/// Wraps clap's `_roster` so the run-time values come from `roster __complete`.
+/// Wraps clap's `_roster` as [`BASH_DYNAMIC`] does.
 const ZSH_DYNAMIC: &str = r#"
 _roster_live() {
-    local what=""
-    if [[ ${words[2]} == inbox ]]; then
-        if [[ ${words[CURRENT-1]} == --channel ]]; then
-            what=inbox-channel
-        elif (( CURRENT == 4 )) && [[ ${words[CURRENT]} != -* ]]; then
-            case ${words[3]} in
-                ack) what=inbox-ack ;;
-                confirm) what=inbox-confirm ;;
-            esac
-        fi
-    elif [[ ${words[2]} == tools ]] && (( CURRENT >= 4 )) && [[ ${words[CURRENT]} != -* ]]; then
-        case ${words[3]} in
-            approve|reject)
-                case ${words[CURRENT-1]} in
-                    --server|--state-dir) ;;
-                    *) what=tools-pending ;;
-                esac ;;
-        esac
-    fi
-    if [[ -n $what ]]; then
+    local out
+    if out="$(${words[1]} __complete line -- "${(@)words[1,CURRENT]}" 2>/dev/null)"; then
         local -a values
-        values=(${(f)"$(${words[1]} __complete $what 2>/dev/null | sed $'s/\t/:/')"})
-        _describe -t values $what values
+        values=(${(f)"$(print -r -- "$out" | sed $'s/\t/:/')"})
+        _describe -t values values values
         return
     fi
     _roster "$@"
@@ -298,10 +377,14 @@ _roster_live() {
 compdef _roster_live roster
 "#;
 
-/// Adds run-time values to clap's fish completions.
+/// Adds run-time values to clap's fish completions, where roster says the word being typed
+/// takes them.
 const FISH_DYNAMIC: &str = r#"
-complete -c roster -n '__fish_seen_subcommand_from inbox; and __fish_seen_subcommand_from ack' -f -a '(roster __complete inbox-ack 2>/dev/null)'
-complete -c roster -n '__fish_seen_subcommand_from inbox; and __fish_seen_subcommand_from confirm; and test (count (commandline -opc)) -eq 3' -f -a '(roster __complete inbox-confirm 2>/dev/null)'
-complete -c roster -n '__fish_seen_subcommand_from inbox; and __fish_seen_subcommand_from list' -l channel -f -r -a '(roster __complete inbox-channel 2>/dev/null)'
-complete -c roster -n '__fish_seen_subcommand_from tools; and __fish_seen_subcommand_from approve reject' -f -a '(roster __complete tools-pending 2>/dev/null)'
+function __roster_live_values
+    roster __complete line -- (commandline -opc) (commandline -ct) 2>/dev/null
+end
+function __roster_live
+    __roster_live_values > /dev/null
+end
+complete -c roster -n __roster_live -f -a '(__roster_live_values)'
 "#;
