@@ -70,9 +70,11 @@ pub(crate) struct Pinning {
 
 impl Pinning {
     /// Reads everything in `store`.
-    pub(crate) fn new(store: PinStore) -> Result<Pinning, crate::store::StoreError> {
-        let book = store.load()?;
+    pub(crate) fn new(mut store: PinStore) -> Result<Pinning, crate::store::StoreError> {
+        // The version first: a write after it (even before the load) makes the next ask
+        // read the store again.
         let version = store.data_version()?;
+        let book = store.load()?;
         Ok(Pinning {
             book: Mutex::new(Book {
                 store,

@@ -5,7 +5,9 @@
 //! The gateway reads the whole store into a [`PinBook`] and writes through
 //! [`PinStore::apply`]; `roster tools approve`/`reject` write from another process, and the
 //! gateway notices by [`PinStore::data_version`] (SQLite's count of commits made by other
-//! connections) and reloads.
+//! connections) and reloads. The gateway asks at every turn; on Linux the version is read
+//! again only when the store's files were written since the last ask ([`FileWatch`]), which
+//! saves a transaction's file locks and a query per turn.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -338,6 +340,75 @@ impl PinsAt {
 struct SqlitePins {
     conn: Connection,
     path: String,
+    /// Writes to the file since the version was last read, and that version (set up at the
+    /// first ask; `None` in memory or where the files cannot be watched).
+    watch: Option<(FileWatch, i64)>,
+}
+
+/// Whether anything wrote a SQLite file (or its `-wal` and `-journal` files) since the last
+/// ask: an inotify watch on its directory, read without waiting. The kernel queues a write's
+/// event before the writer's `write` returns, so what another process committed before a turn
+/// is seen at that turn.
+#[derive(Debug)]
+struct FileWatch {
+    #[cfg(target_os = "linux")]
+    inotify: inotify::Inotify,
+    #[cfg(target_os = "linux")]
+    name: std::ffi::OsString,
+}
+
+impl FileWatch {
+    /// Watches the file at `path`; `None` where that cannot be done (then every ask reads).
+    #[cfg(target_os = "linux")]
+    fn new(path: &Path) -> Option<FileWatch> {
+        use inotify::WatchMask;
+        let name = path.file_name()?.to_owned();
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        let inotify = inotify::Inotify::init().ok()?;
+        let mask = WatchMask::MODIFY
+            | WatchMask::CREATE
+            | WatchMask::DELETE
+            | WatchMask::MOVED_TO
+            | WatchMask::MOVED_FROM;
+        inotify
+            .watches()
+            .add(dir.unwrap_or(Path::new(".")), mask)
+            .ok()?;
+        Some(FileWatch { inotify, name })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn new(_path: &Path) -> Option<FileWatch> {
+        None
+    }
+
+    /// Whether the file was written since the last call (`true` when unsure: the queue
+    /// overflowed, or it cannot be read).
+    #[cfg(target_os = "linux")]
+    fn written(&mut self) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let mut buffer = [0u8; 4096];
+        let mut written = false;
+        loop {
+            match self.inotify.read_events(&mut buffer) {
+                Ok(events) => {
+                    for event in events {
+                        let ours = event
+                            .name
+                            .is_none_or(|name| name.as_bytes().starts_with(self.name.as_bytes()));
+                        written |= ours || event.mask.contains(inotify::EventMask::Q_OVERFLOW);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return written,
+                Err(_) => return true,
+            }
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn written(&mut self) -> bool {
+        true
+    }
 }
 
 /// Milliseconds since the Unix epoch, as the store keeps times.
@@ -363,7 +434,11 @@ impl PinStore {
         })?;
         let (conn, path) = super::open_sqlite(Some(&path), SCHEMA)?;
         Ok(PinStore {
-            kind: Kind::Sqlite(SqlitePins { conn, path }),
+            kind: Kind::Sqlite(SqlitePins {
+                conn,
+                path,
+                watch: None,
+            }),
         })
     }
 
@@ -380,7 +455,11 @@ impl PinStore {
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let (conn, path) = super::open_sqlite(None, SCHEMA)?;
         Ok(PinStore {
-            kind: Kind::Sqlite(SqlitePins { conn, path }),
+            kind: Kind::Sqlite(SqlitePins {
+                conn,
+                path,
+                watch: None,
+            }),
         })
     }
 
@@ -401,8 +480,8 @@ impl PinStore {
 
     /// Changes whenever another connection (another process, another replica) committed to
     /// the store.
-    pub fn data_version(&self) -> Result<i64, StoreError> {
-        match &self.kind {
+    pub fn data_version(&mut self) -> Result<i64, StoreError> {
+        match &mut self.kind {
             Kind::Sqlite(store) => store.data_version(),
             Kind::Shared(store) => Ok(store.data_version()),
         }
@@ -467,12 +546,29 @@ impl SqlitePins {
         ))
     }
 
-    fn data_version(&self) -> Result<i64, StoreError> {
+    fn data_version(&mut self) -> Result<i64, StoreError> {
+        match &mut self.watch {
+            Some((watch, version)) => {
+                if !watch.written() {
+                    return Ok(*version);
+                }
+            }
+            // Watched from the first ask on, before the version is read: no write between.
+            None if self.path != ":memory:" => {
+                self.watch = FileWatch::new(Path::new(&self.path)).map(|watch| (watch, 0));
+            }
+            None => {}
+        }
         // Asked at every turn: the statement is parsed once.
-        self.conn
+        let version = self
+            .conn
             .prepare_cached("PRAGMA data_version")
             .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.error(e))?;
+        if let Some((_, held)) = &mut self.watch {
+            *held = version;
+        }
+        Ok(version)
     }
 
     /// Everything in the store.
@@ -743,9 +839,59 @@ mod tests {
     }
 
     #[test]
+    fn every_commit_of_another_connection_is_seen_at_the_next_ask() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut gateway = PinStore::open(dir.path()).expect("open");
+        let mut cli = PinStore::open(dir.path()).expect("open again");
+        let version = gateway.data_version().expect("version");
+        #[cfg(target_os = "linux")]
+        {
+            let Kind::Sqlite(store) = &gateway.kind else {
+                panic!("a SQLite store");
+            };
+            assert!(store.watch.is_some(), "the store's files are watched");
+        }
+        // Asked again with nothing written, or only a file beside the store: the same.
+        assert_eq!(gateway.data_version().expect("version"), version);
+        std::fs::write(dir.path().join("inbox.jsonl"), "x").expect("write");
+        assert_eq!(gateway.data_version().expect("version"), version);
+        let mut last = version;
+        for round in 0..3 {
+            cli.apply(
+                "a",
+                &[PinWrite::FirstUse {
+                    tool: format!("echo{round}"),
+                    pin: pin("v1"),
+                }],
+            )
+            .expect("pin");
+            let now = gateway.data_version().expect("version");
+            assert_ne!(now, last, "round {round}: the other connection's commit");
+            assert_eq!(
+                gateway.data_version().expect("version"),
+                now,
+                "round {round}"
+            );
+            last = now;
+        }
+        // The gateway's own writes do not change its version.
+        let before = gateway.data_version().expect("version");
+        gateway
+            .apply(
+                "b",
+                &[PinWrite::FirstUse {
+                    tool: "own".into(),
+                    pin: pin("v1"),
+                }],
+            )
+            .expect("pin");
+        assert_eq!(gateway.data_version().expect("version"), before);
+    }
+
+    #[test]
     fn another_connection_s_commit_changes_the_data_version_and_survives_reopening() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let gateway = PinStore::open(dir.path()).expect("open");
+        let mut gateway = PinStore::open(dir.path()).expect("open");
         let before = gateway.data_version().expect("version");
         let mut cli = PinStore::open(dir.path()).expect("open again");
         cli.apply(
