@@ -547,17 +547,14 @@ impl SqlitePins {
     }
 
     fn data_version(&mut self) -> Result<i64, StoreError> {
-        match &mut self.watch {
-            Some((watch, version)) => {
-                if !watch.written() {
-                    return Ok(*version);
-                }
-            }
-            // Watched from the first ask on, before the version is read: no write between.
-            None if self.path != ":memory:" => {
-                self.watch = FileWatch::new(Path::new(&self.path)).map(|watch| (watch, 0));
-            }
-            None => {}
+        if let Some((watch, version)) = &mut self.watch
+            && !watch.written()
+        {
+            return Ok(*version);
+        }
+        // Watched from the first ask on, before the version is read: no write between.
+        if self.watch.is_none() && self.path != ":memory:" {
+            self.watch = FileWatch::new(Path::new(&self.path)).map(|watch| (watch, 0));
         }
         // Asked at every turn: the statement is parsed once.
         let version = self
