@@ -25,7 +25,7 @@
 //! ones take rmcp's path (nothing waits: the lane never stops reading).
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::StreamExt;
@@ -109,6 +109,9 @@ fn carried<T: Clone + Send + Sync + 'static>(context: &RequestContext<RoleServer
 /// Just enough of a JSON-RPC message to route it; parsing it also checks the body is JSON.
 #[derive(serde::Deserialize, Default)]
 pub(crate) struct Probe<'a> {
+    /// `"2.0"` as written, if given.
+    #[serde(default, borrow)]
+    pub(crate) jsonrpc: Option<&'a serde_json::value::RawValue>,
     #[serde(default)]
     pub(crate) id: Option<Value>,
     #[serde(default)]
@@ -141,33 +144,6 @@ pub(crate) fn set_aside(body: Bytes, at: std::ops::Range<usize>) -> (Bytes, Argu
     (rest.into(), text)
 }
 
-/// The most arguments set aside and not yet taken (a line rmcp then refused leaves its own).
-const MAX_ASIDE: usize = 64;
-
-/// `tools/call` arguments the stdin reader set aside, in the order of their lines, for the
-/// lane to put in their requests ([`ArgumentsText`]).
-#[derive(Clone, Default)]
-pub(crate) struct AsideQueue(Arc<Mutex<VecDeque<(RequestId, Bytes)>>>);
-
-impl AsideQueue {
-    pub(crate) fn put(&self, id: RequestId, text: Bytes) {
-        let mut queue = crate::sync::lock(&self.0);
-        if queue.len() >= MAX_ASIDE {
-            queue.pop_front();
-        }
-        queue.push_back((id, text));
-    }
-
-    /// The arguments set aside from the request `id`. Requests come in the order of their
-    /// lines, so what is before it came from lines rmcp did not take: dropped.
-    pub(crate) fn take(&self, id: &RequestId) -> Option<Bytes> {
-        let mut queue = crate::sync::lock(&self.0);
-        let at = queue.iter().position(|(queued, _)| queued == id)?;
-        queue.drain(..at);
-        queue.pop_front().map(|(_, text)| text)
-    }
-}
-
 /// A lane request's answer: a message for the transport, or (where the lane writes lines
 /// itself) one already written out as the parts of its JSON-RPC line. Not boxed: each answer
 /// is moved once, and a box would be an allocation per answer on the hot path.
@@ -185,8 +161,6 @@ pub struct FastLane<T> {
     link: LaneLink,
     /// Where the lane writes whole lines itself (stdio), if it can.
     lines: Option<Lines>,
-    /// Arguments the reader set aside (stdio), if it does.
-    aside: Option<AsideQueue>,
     running: FuturesUnordered<BoxFuture<'static, Answer>>,
     writes: FuturesUnordered<BoxFuture<'static, ()>>,
     cancels: HashMap<RequestId, CancellationToken>,
@@ -198,7 +172,6 @@ impl<T> FastLane<T> {
             inner,
             link: LaneLink::default(),
             lines: None,
-            aside: None,
             running: FuturesUnordered::new(),
             writes: FuturesUnordered::new(),
             cancels: HashMap::new(),
@@ -208,13 +181,6 @@ impl<T> FastLane<T> {
     /// The lane writes what it holds as text (a shared `tools/list` page) to `lines` itself.
     pub(crate) fn with_lines(mut self, lines: Lines) -> Self {
         self.lines = Some(lines);
-        self
-    }
-
-    /// The reader sets `tools/call` arguments aside in `aside`: each goes back into its
-    /// request, on whichever path it takes.
-    pub(crate) fn with_aside(mut self, aside: AsideQueue) -> Self {
-        self.aside = Some(aside);
         self
     }
 }
@@ -257,13 +223,6 @@ where
         &mut self,
         mut message: RxJsonRpcMessage<RoleServer>,
     ) -> Option<RxJsonRpcMessage<RoleServer>> {
-        if let (Some(aside), JsonRpcMessage::Request(JsonRpcRequest { id, request, .. })) =
-            (&self.aside, &mut message)
-            && matches!(request, ClientRequest::CallToolRequest(_))
-            && let Some(text) = aside.take(id)
-        {
-            request.extensions_mut().insert(ArgumentsText(text));
-        }
         let (handler, peer) = match (self.link.0.get(), &mut message) {
             (Some((handler, peer)), JsonRpcMessage::Request(JsonRpcRequest { request, .. }))
                 if in_lane(request) && self.running.len() < MAX_IN_LANE =>
@@ -392,36 +351,5 @@ where
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arguments_set_aside_go_to_their_request_and_those_of_refused_lines_are_dropped() {
-        let aside = AsideQueue::default();
-        let text = |i: i64| Bytes::from(format!("{{\"i\":{i}}}"));
-        for i in 0..3 {
-            aside.put(RequestId::Number(i), text(i));
-        }
-        assert_eq!(aside.take(&RequestId::Number(1)), Some(text(1)));
-        assert_eq!(
-            aside.take(&RequestId::Number(0)),
-            None,
-            "what came before the request taken is dropped"
-        );
-        assert_eq!(aside.take(&RequestId::Number(9)), None);
-        assert_eq!(aside.take(&RequestId::Number(2)), Some(text(2)));
-        for i in 0..(MAX_ASIDE as i64 + 5) {
-            aside.put(RequestId::Number(i), text(i));
-        }
-        assert_eq!(crate::sync::lock(&aside.0).len(), MAX_ASIDE, "bounded");
-        assert_eq!(
-            aside.take(&RequestId::Number(0)),
-            None,
-            "the oldest went first"
-        );
     }
 }

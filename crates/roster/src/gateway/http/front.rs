@@ -186,7 +186,7 @@ async fn post(
             let probe = Probe {
                 id,
                 method,
-                params: None,
+                ..Probe::default()
             };
             (probe, arguments)
         }
