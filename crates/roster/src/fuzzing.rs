@@ -41,3 +41,30 @@ pub fn sse_events(chunks: &[&[u8]], limit: usize) -> Vec<(String, String)> {
     }
     events.into_iter().map(|e| (e.kind, e.data)).collect()
 }
+
+/// Reads `line` as roster's stdio front does. When it builds a `tools/call` from its probe
+/// (instead of rmcp's parse), returns that call, rmcp's own reading of the same line with the
+/// arguments set aside (`{}` in their place; `None` if rmcp refuses it), and the arguments.
+pub fn front_call(line: &[u8]) -> Option<(Value, Option<Value>, Vec<u8>)> {
+    use rmcp::model::{GetExtensions, JsonRpcMessage};
+    let line = tokio_util::bytes::Bytes::copy_from_slice(line);
+    let call = crate::gateway::stdio::fast_call(&line)?;
+    let JsonRpcMessage::Request(request) = &call else {
+        return None;
+    };
+    let text = request
+        .request
+        .extensions()
+        .get::<crate::gateway::lane::ArgumentsText>()?
+        .0
+        .clone();
+    let at = (text.as_ptr() as usize) - (line.as_ptr() as usize);
+    let mut set_aside = line[..at].to_vec();
+    set_aside.extend_from_slice(b"{}");
+    set_aside.extend_from_slice(&line[at + text.len()..]);
+    let rmcp =
+        serde_json::from_slice::<rmcp::service::RxJsonRpcMessage<rmcp::RoleServer>>(&set_aside)
+            .ok()
+            .and_then(|m| serde_json::to_value(m).ok());
+    Some((serde_json::to_value(&call).ok()?, rmcp, text.to_vec()))
+}

@@ -109,9 +109,6 @@ fn carried<T: Clone + Send + Sync + 'static>(context: &RequestContext<RoleServer
 /// Just enough of a JSON-RPC message to route it; parsing it also checks the body is JSON.
 #[derive(serde::Deserialize, Default)]
 pub(crate) struct Probe<'a> {
-    /// `"2.0"` as written, if given.
-    #[serde(default, borrow)]
-    pub(crate) jsonrpc: Option<&'a serde_json::value::RawValue>,
     #[serde(default)]
     pub(crate) id: Option<Value>,
     #[serde(default)]

@@ -44,7 +44,7 @@ mod caller;
 mod forward;
 mod handler;
 pub mod http;
-mod lane;
+pub(crate) mod lane;
 mod native;
 pub mod reload;
 mod resource_server;

@@ -127,41 +127,209 @@ impl<R: AsyncRead + Unpin + Send> StdioFront<R> {
 }
 
 /// `line` (one JSON-RPC message) as rmcp would read it, if it is a `tools/call` with an object
-/// of arguments: built from the probe, the arguments set aside (see [`StdioFront`]). `None`
-/// for any other line, or one this does not read as rmcp would: rmcp parses those.
-fn fast_call(line: &Bytes) -> Option<RxJsonRpcMessage<rmcp::RoleServer>> {
+/// of arguments: built from one strict pass over the line ([`StrictCall`]), the arguments set
+/// aside (see [`StdioFront`]). `None` for any other line, or one this does not read as rmcp
+/// would (a member given twice, one of another type): rmcp parses those.
+pub(crate) fn fast_call(line: &Bytes) -> Option<RxJsonRpcMessage<rmcp::RoleServer>> {
     use rmcp::model::{
         CallToolRequest, CallToolRequestParams, ClientRequest, GetExtensions, JsonObject,
         JsonRpcMessage, RequestMetaObject,
     };
     memchr::memmem::find(line, b"\"tools/call\"")?;
-    let probe = serde_json::from_slice::<Probe<'_>>(line).ok()?;
-    let at = probe.arguments_at(line)?;
-    if probe.jsonrpc.map(|v| v.get()) != Some(r#""2.0""#) {
+    let call = serde_json::from_slice::<StrictCall<'_>>(line).ok()?;
+    let StrictCall {
+        jsonrpc: true,
+        call: true,
+        id: Some(id),
+        params: Some(given),
+    } = call
+    else {
+        return None;
+    };
+    let (Some(name), Some(arguments)) = (given.name, given.arguments) else {
+        return None;
+    };
+    let text = arguments.get();
+    let at = (text.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    if !text.starts_with('{') || at + text.len() > line.len() {
         return None;
     }
-    let id = serde_json::from_value::<RequestId>(probe.id?).ok()?;
-    let members = probe.params?;
-    let member = |name: &str| members.get(name).map(|raw| raw.get());
-    let name: String = serde_json::from_str(member("name")?).ok()?;
     let mut params = CallToolRequestParams::new(name);
     params.arguments = Some(JsonObject::new());
-    if let Some(responses) = member("inputResponses") {
-        params.input_responses = Some(serde_json::from_str(responses).ok()?);
-    }
-    if let Some(state) = member("requestState") {
-        params.request_state = Some(serde_json::from_str(state).ok()?);
-    }
+    params.input_responses = given.input_responses;
+    params.request_state = given.request_state;
     let mut request = CallToolRequest::new(params);
-    if let Some(meta) = member("_meta") {
-        let meta: JsonObject = serde_json::from_str(meta).ok()?;
+    if let Some(meta) = given.meta {
         request.extensions.insert(RequestMetaObject::from(meta));
     }
     let mut request = ClientRequest::CallToolRequest(request);
     request
         .extensions_mut()
-        .insert(ArgumentsText(line.slice(at)));
+        .insert(ArgumentsText(line.slice(at..at + text.len())));
     Some(JsonRpcMessage::request(request, id))
+}
+
+/// A `tools/call` line read in one pass as strictly as rmcp's parse reads it — every value
+/// checked ([`Checked`]: strings decoded, numbers in range), the members rmcp reads typed as it
+/// types them — except the arguments, taken as written. A member given twice, at either level,
+/// refuses the line (rmcp then judges it).
+struct StrictCall<'a> {
+    /// `jsonrpc` is `"2.0"`.
+    jsonrpc: bool,
+    /// `method` is `tools/call`.
+    call: bool,
+    id: Option<RequestId>,
+    params: Option<StrictParams<'a>>,
+}
+
+#[derive(Default)]
+struct StrictParams<'a> {
+    name: Option<String>,
+    arguments: Option<&'a serde_json::value::RawValue>,
+    meta: Option<rmcp::model::JsonObject>,
+    input_responses: Option<rmcp::model::InputResponses>,
+    request_state: Option<String>,
+}
+
+/// Fails when `key` was seen before.
+fn first_time<'a, E: serde::de::Error>(
+    seen: &mut Vec<std::borrow::Cow<'a, str>>,
+    key: &std::borrow::Cow<'a, str>,
+) -> Result<(), E> {
+    if seen.iter().any(|k| k == key) {
+        return Err(E::custom(format_args!("`{key}` given twice")));
+    }
+    seen.push(key.clone());
+    Ok(())
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for StrictCall<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = StrictCall<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON-RPC request")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut call = StrictCall {
+                    jsonrpc: false,
+                    call: false,
+                    id: None,
+                    params: None,
+                };
+                let mut seen = Vec::new();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    first_time(&mut seen, &key)?;
+                    match key.as_ref() {
+                        "jsonrpc" => {
+                            call.jsonrpc = map.next_value::<std::borrow::Cow<'de, str>>()? == "2.0";
+                        }
+                        "method" => {
+                            call.call =
+                                map.next_value::<std::borrow::Cow<'de, str>>()? == "tools/call";
+                        }
+                        "id" => call.id = Some(map.next_value()?),
+                        "params" => call.params = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<Checked>()?;
+                        }
+                    }
+                }
+                Ok(call)
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for StrictParams<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = StrictParams<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a tools/call's params")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut params = StrictParams::default();
+                let mut seen = Vec::new();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    first_time(&mut seen, &key)?;
+                    match key.as_ref() {
+                        "name" => params.name = Some(map.next_value()?),
+                        "arguments" => params.arguments = Some(map.next_value()?),
+                        "_meta" => params.meta = Some(map.next_value()?),
+                        "inputResponses" => params.input_responses = Some(map.next_value()?),
+                        "requestState" => params.request_state = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<Checked>()?;
+                        }
+                    }
+                }
+                Ok(params)
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// Any JSON value, read as a full parse reads it (each string decoded, each number parsed) and
+/// kept nowhere.
+struct Checked;
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Checked;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_unit<E>(self) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_none<E>(self) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Checked, A::Error> {
+                while seq.next_element::<Checked>()?.is_some() {}
+                Ok(Checked)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Checked, A::Error> {
+                while map.next_entry::<Checked, Checked>()?.is_some() {}
+                Ok(Checked)
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
 }
 
 impl<R: AsyncRead + Unpin + Send + 'static> rmcp::transport::Transport<rmcp::RoleServer>
@@ -424,9 +592,19 @@ mod tests {
             r#"{"jsonrpc":"1.0","id":4,"method":"tools/call","params":{"name":"t","arguments":{}}}"#,
             r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":1,"arguments":{}}}"#,
             r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"arguments":{"x":1}}}"#,
+            // What rmcp's parse refuses outside the arguments: a number out of range, a lone
+            // surrogate, a member given twice.
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","arguments":{},"x":1E999}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","arguments":{}},"x":"\ud800"}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","name":"u","arguments":{}}}"#,
         ] {
             assert!(fast_call(&Bytes::from(line)).is_none(), "{line}");
         }
+        // Nor what is not UTF-8 outside the arguments.
+        let mut line = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","arguments":{}},"x":"?"}"#.to_vec();
+        let at = line.len() - 3;
+        line[at] = 0xff;
+        assert!(fast_call(&Bytes::from(line)).is_none());
     }
 
     #[tokio::test]

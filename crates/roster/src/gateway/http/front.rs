@@ -186,7 +186,7 @@ async fn post(
             let probe = Probe {
                 id,
                 method,
-                ..Probe::default()
+                params: None,
             };
             (probe, arguments)
         }
