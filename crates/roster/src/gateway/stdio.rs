@@ -191,15 +191,15 @@ struct StrictParams<'a> {
     request_state: Option<String>,
 }
 
-/// Fails when `key` was seen before.
+/// Fails when `key` was seen before; else remembers it.
 fn first_time<'a, E: serde::de::Error>(
     seen: &mut Vec<std::borrow::Cow<'a, str>>,
-    key: &std::borrow::Cow<'a, str>,
+    key: std::borrow::Cow<'a, str>,
 ) -> Result<(), E> {
-    if seen.iter().any(|k| k == key) {
+    if seen.contains(&key) {
         return Err(E::custom(format_args!("`{key}` given twice")));
     }
-    seen.push(key.clone());
+    seen.push(key);
     Ok(())
 }
 
@@ -223,7 +223,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for StrictCall<'a> {
                 };
                 let mut seen = Vec::new();
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    first_time(&mut seen, &key)?;
+                    first_time(&mut seen, key.clone())?;
                     match key.as_ref() {
                         "jsonrpc" => {
                             call.jsonrpc = map.next_value::<std::borrow::Cow<'de, str>>()? == "2.0";
@@ -261,7 +261,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for StrictParams<'a> {
                 let mut params = StrictParams::default();
                 let mut seen = Vec::new();
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    first_time(&mut seen, &key)?;
+                    first_time(&mut seen, key.clone())?;
                     match key.as_ref() {
                         "name" => params.name = Some(map.next_value()?),
                         "arguments" => params.arguments = Some(map.next_value()?),
