@@ -428,29 +428,17 @@ fn completion_lists_the_waiting_names_and_the_scripts_ask_for_them() {
         let script = stdout_of(dir.path(), &["completions", shell]);
         assert!(script.contains("__complete line --"), "{shell}");
     }
+    let line = |words: &[&str]| -> Vec<String> {
+        let head = ["__complete", "line", "--", "roster", "tools"];
+        head.iter().chain(words).map(|w| w.to_string()).collect()
+    };
     for decide in ["approve", "reject"] {
-        let line = [
-            "__complete",
-            "line",
-            "--",
-            "roster",
-            "tools",
-            decide,
-            "dyn__add",
-            "",
-        ];
+        let line = line(&[decide, "dyn__add", ""]);
+        let line: Vec<&str> = line.iter().map(String::as_str).collect();
         assert_eq!(stdout_of(dir.path(), &line), out, "{decide}");
     }
-    let line = [
-        "__complete",
-        "line",
-        "--",
-        "roster",
-        "tools",
-        "approve",
-        "--server",
-        "",
-    ];
+    let line = line(&["approve", "--server", ""]);
+    let line: Vec<&str> = line.iter().map(String::as_str).collect();
     assert!(
         failure_of(dir.path(), &line).is_empty(),
         "no live value, and no error"
