@@ -55,11 +55,11 @@ const MAX_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 /// The client's side of stdin, read as rmcp's `AsyncRwTransport` reads it — lines of at most
 /// [`MAX_LINE`] bytes (a longer one is dropped), a byte-order mark and a `\r` before the
 /// newline ignored, an empty line skipped, what is not JSON ignored, a request that is no
-/// MCP message answered with `Invalid Request` — except for a `tools/call`: roster probes its
-/// line anyway (for its arguments, [`super::lane::ArgumentsText`], set aside as the client
-/// wrote them and put in the request's extensions), and builds the request from that probe,
-/// member by member, instead of rmcp's parse of the whole message (whose untagged message type
-/// buffers it before it picks a variant). What roster writes goes through rmcp's writer.
+/// MCP message answered with `Invalid Request` — except for a `tools/call`, which roster reads
+/// in one strict pass of its own ([`fast_call`]): its arguments set aside as the client wrote
+/// them ([`super::lane::ArgumentsText`], in the request's extensions), the rest read as rmcp
+/// reads it, instead of rmcp's parse of the whole message (whose untagged message type buffers
+/// it before it picks a variant). What roster writes goes through rmcp's writer.
 struct StdioFront<R> {
     read: R,
     /// Read, not yet a whole line; the first `scanned` bytes hold no newline.
