@@ -171,8 +171,8 @@ pub(crate) fn fast_call(line: &Bytes) -> Option<RxJsonRpcMessage<rmcp::RoleServe
 
 /// A `tools/call` line read in one pass as strictly as rmcp's parse reads it — every value
 /// checked ([`Checked`]: strings decoded, numbers in range), the members rmcp reads typed as it
-/// types them — except the arguments, taken as written. A member given twice, at either level,
-/// refuses the line (rmcp then judges it).
+/// types them — except the arguments, taken as written. A known member given twice, at either
+/// level, refuses the line (rmcp then judges it).
 struct StrictCall<'a> {
     /// `jsonrpc` is `"2.0"`.
     jsonrpc: bool,
@@ -191,15 +191,20 @@ struct StrictParams<'a> {
     request_state: Option<String>,
 }
 
-/// Fails when `key` was seen before; else remembers it.
-fn first_time<'a, E: serde::de::Error>(
-    seen: &mut Vec<std::borrow::Cow<'a, str>>,
-    key: std::borrow::Cow<'a, str>,
-) -> Result<(), E> {
-    if seen.contains(&key) {
-        return Err(E::custom(format_args!("`{key}` given twice")));
+/// Reads member `key`'s value into `slot`; fails when the member was given before (as a typed
+/// parse refuses a known field given twice; unknown members are not remembered, so a line's
+/// members cost one look each).
+fn once<'de, T: serde::Deserialize<'de>, A: serde::de::MapAccess<'de>>(
+    map: &mut A,
+    slot: &mut Option<T>,
+    key: &str,
+) -> Result<(), A::Error> {
+    let value = map.next_value()?;
+    if slot.replace(value).is_some() {
+        return Err(serde::de::Error::custom(format_args!(
+            "`{key}` given twice"
+        )));
     }
-    seen.push(key);
     Ok(())
 }
 
@@ -215,31 +220,26 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for StrictCall<'a> {
                 self,
                 mut map: A,
             ) -> Result<Self::Value, A::Error> {
-                let mut call = StrictCall {
-                    jsonrpc: false,
-                    call: false,
-                    id: None,
-                    params: None,
-                };
-                let mut seen = Vec::new();
+                let mut jsonrpc: Option<std::borrow::Cow<'de, str>> = None;
+                let mut method: Option<std::borrow::Cow<'de, str>> = None;
+                let (mut id, mut params) = (None, None);
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    first_time(&mut seen, key.clone())?;
                     match key.as_ref() {
-                        "jsonrpc" => {
-                            call.jsonrpc = map.next_value::<std::borrow::Cow<'de, str>>()? == "2.0";
-                        }
-                        "method" => {
-                            call.call =
-                                map.next_value::<std::borrow::Cow<'de, str>>()? == "tools/call";
-                        }
-                        "id" => call.id = Some(map.next_value()?),
-                        "params" => call.params = Some(map.next_value()?),
+                        "jsonrpc" => once(&mut map, &mut jsonrpc, &key)?,
+                        "method" => once(&mut map, &mut method, &key)?,
+                        "id" => once(&mut map, &mut id, &key)?,
+                        "params" => once(&mut map, &mut params, &key)?,
                         _ => {
                             map.next_value::<Checked>()?;
                         }
                     }
                 }
-                Ok(call)
+                Ok(StrictCall {
+                    jsonrpc: jsonrpc.is_some_and(|v| v == "2.0"),
+                    call: method.is_some_and(|m| m == "tools/call"),
+                    id,
+                    params,
+                })
             }
         }
         deserializer.deserialize_map(Visit)
@@ -259,15 +259,13 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for StrictParams<'a> {
                 mut map: A,
             ) -> Result<Self::Value, A::Error> {
                 let mut params = StrictParams::default();
-                let mut seen = Vec::new();
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    first_time(&mut seen, key.clone())?;
                     match key.as_ref() {
-                        "name" => params.name = Some(map.next_value()?),
-                        "arguments" => params.arguments = Some(map.next_value()?),
-                        "_meta" => params.meta = Some(map.next_value()?),
-                        "inputResponses" => params.input_responses = Some(map.next_value()?),
-                        "requestState" => params.request_state = Some(map.next_value()?),
+                        "name" => once(&mut map, &mut params.name, &key)?,
+                        "arguments" => once(&mut map, &mut params.arguments, &key)?,
+                        "_meta" => once(&mut map, &mut params.meta, &key)?,
+                        "inputResponses" => once(&mut map, &mut params.input_responses, &key)?,
+                        "requestState" => once(&mut map, &mut params.request_state, &key)?,
                         _ => {
                             map.next_value::<Checked>()?;
                         }
@@ -556,6 +554,8 @@ mod tests {
                 "2",
                 r#""_meta":{"progressToken":7},"arguments":ARGS,"name":"t""#,
             ),
+            // A member rmcp does not read, given twice: rmcp ignores it, and so does this.
+            ("5", r#""y":1,"name":"t","y":[2],"arguments":ARGS"#),
             (
                 "3",
                 r#""name":"t","arguments":ARGS,"requestState":"s","inputResponses":{"k":{"action":"accept","content":{"a":1}}}"#,
