@@ -79,6 +79,10 @@ struct ServeArgs {
     /// listen` (default 127.0.0.1:8931).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
     http: Option<String>,
+    /// Worker threads serving clients [default: `TOKIO_WORKER_THREADS`, else 1]. One spends
+    /// the least CPU per call; more spread many HTTP clients' calls over the cores.
+    #[arg(long, value_name = "N")]
+    workers: Option<std::num::NonZeroUsize>,
 }
 
 #[derive(Debug, Args)]
@@ -127,17 +131,27 @@ struct AdminArgs {
     json: bool,
 }
 
-/// The async runtime for a command. `roster serve` over stdio serves one client: its work runs
-/// on one worker thread, which spends less CPU per forwarded call than one per core (a call
-/// hops between tasks; on one thread no hop wakes another thread) and still leaves a core's
-/// worth of calls per second to that client (bench/fast-path.md). Everything else, and any run
-/// with `TOKIO_WORKER_THREADS` set, gets a worker per core.
+/// The async runtime for a command. `roster serve` runs its work on one worker thread unless
+/// `--workers` (or `TOKIO_WORKER_THREADS`) asks for more: a forwarded call hops between tasks
+/// (the client's connection, the session, the server's connection), and with a worker per core
+/// each hop to a task another worker may take wakes that thread — over HTTP 8.9 against 2.0
+/// context switches and 205 against 152 µs of CPU per call, and fewer calls per second at 16
+/// sessions too (bench/fast-path-http-front.md); one core forwards some 15,000 calls/s.
+/// Everything else gets a worker per core (or `TOKIO_WORKER_THREADS`).
 fn runtime_for(command: Option<&Command>) -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
-    let one_client = matches!(command, Some(Command::Serve(args)) if args.http.is_none());
-    if one_client && std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
-        builder.worker_threads(1);
+    if let Some(Command::Serve(args)) = command {
+        match args.workers {
+            Some(workers) => {
+                builder.worker_threads(workers.get());
+            }
+            // tokio reads the variable itself when no count is set.
+            None if std::env::var_os("TOKIO_WORKER_THREADS").is_none() => {
+                builder.worker_threads(1);
+            }
+            None => {}
+        }
     }
     builder.build()
 }
