@@ -460,30 +460,23 @@ async fn list_changed_over_the_rate_is_coalesced_not_lost() {
     )
     .await
     .expect("starts");
-    let relists = || {
-        roster
-            .status()
-            .iter()
-            .find(|s| s.name == "dyn")
-            .map_or(0, |s| s.refresh_count)
-    };
-    // A storm empties the bucket: one list_changed passes (a re-list), the other 99 are held
-    // as one, delivered when the bucket refills (a second re-list).
+    let heard = || recorder.of("dyn", "notifications/tools/list_changed").len();
+    // A storm empties the bucket: one list_changed passes, the other 99 are held as one and
+    // handed on before the call's answer (the bucket would take a second to refill): by the
+    // answer both were heard, so a listing the answer leads to answers the whole storm.
     roster
         .call("dyn__storm", args(json!({"count": 100})))
         .await
         .expect("storm answers");
-    eventually(
-        "the storm costs two re-lists: the first and the coalesced rest",
-        || relists() >= 2,
-    )
-    .await;
-    // The bucket is still refilling: this tool's list_changed is held too, and must still get
-    // the server re-listed (no turn is taken here).
+    assert_eq!(heard(), 2, "the passed list_changed and the coalesced rest");
+    // The bucket is still refilling: this tool's list_changed is held too (or passes, if a
+    // second went by), and is heard before add_tool's answer either way.
     roster
         .call("dyn__add_tool", args(json!({"name": "after_storm"})))
         .await
         .expect("add_tool answers");
+    assert_eq!(heard(), 3);
+    // No turn is taken here: the debounced re-list lists the server.
     eventually("the tool added after the storm is listed", || {
         roster
             .tools()
@@ -491,10 +484,82 @@ async fn list_changed_over_the_rate_is_coalesced_not_lost() {
             .any(|t| t.exposed_name == "dyn__after_storm")
     })
     .await;
-    let heard = recorder.of("dyn", "notifications/tools/list_changed").len();
-    assert!(heard < 100, "coalesced: {heard} of 101 recorded");
     assert_eq!(roster.notifications("dyn").expect("dyn").dropped(), 0);
     roster.shutdown();
+}
+
+/// A storm over the burst, then a turn (the bench's storm figure): the turn's listing answers
+/// the whole storm. The list_changed the rate held back used to come when the bucket
+/// refilled — after the turn's listing — and cost a second one. `transport`: `stdio`, or the
+/// fixture serving `sse` / `streamable-http` (whose calls roster POSTs itself). Over
+/// streamable HTTP the storm goes on the call's own stream: on the session's stream nothing
+/// orders it with the answer.
+async fn storm_then_turn(transport: &str) {
+    common::init_tracing();
+    let (_server, servers) = if transport == "stdio" {
+        (None, dynamic_server_toml("dyn", "legacy", &[]))
+    } else {
+        let (server, port) = common::spawn_http_fixture(transport, &[]);
+        let (path, kind) = match transport {
+            "sse" => ("sse", "sse"),
+            _ => ("mcp", "streamable-http"),
+        };
+        let url = format!("http://127.0.0.1:{port}/{path}");
+        let entry = format!(
+            "[servers.dyn]\nurl = \"{url}\"\ntransport = \"{kind}\"\nprotocol = \"legacy\"\n"
+        );
+        (Some(server), entry)
+    };
+    let recorder = Arc::new(Recorder::default());
+    let roster = Roster::start_with(
+        test_config(&servers, "notification_rate = 1\nnotification_burst = 20"),
+        RosterOptions {
+            sink: recorder.clone(),
+            ..RosterOptions::default()
+        },
+    )
+    .await
+    .expect("starts");
+    let before = common::listing_count(&roster, "dyn").await;
+    let storm = match transport {
+        "streamable-http" => "dyn__storm_on_call",
+        _ => "dyn__storm",
+    };
+    roster
+        .call(storm, args(json!({"count": 200})))
+        .await
+        .expect("storm answers");
+    // Everything the server said before its answer was heard by the answer: the 20 the burst
+    // let through and the rest, held as one.
+    assert_eq!(
+        recorder.of("dyn", "notifications/tools/list_changed").len(),
+        21
+    );
+    roster.begin_turn().await;
+    assert_eq!(common::listing_count(&roster, "dyn").await, before + 1);
+    // Nothing more can come from the storm: once its trailing edge has passed, the server has
+    // been listed once.
+    eventually("no trailing edge is pending", || {
+        roster.status().iter().all(|s| !s.refresh_pending)
+    })
+    .await;
+    assert_eq!(common::listing_count(&roster, "dyn").await, before + 1);
+    roster.shutdown();
+}
+
+#[tokio::test]
+async fn a_storm_over_the_burst_then_a_turn_costs_one_listing_over_stdio() {
+    storm_then_turn("stdio").await;
+}
+
+#[tokio::test]
+async fn a_storm_over_the_burst_then_a_turn_costs_one_listing_over_sse() {
+    storm_then_turn("sse").await;
+}
+
+#[tokio::test]
+async fn a_storm_over_the_burst_then_a_turn_costs_one_listing_over_streamable_http() {
+    storm_then_turn("streamable-http").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -167,6 +167,20 @@ async def storm(count: int, ctx: Context) -> str:
 
 
 @mcp.tool()
+async def storm_on_call(count: int, ctx: Context) -> str:
+    """Send `count` list_changed notifications on this call's own stream, then answer: over
+    streamable HTTP they travel with the answer, in order (unlike `storm`'s, on the stream of
+    the session)."""
+    from mcp.types import ToolListChangedNotification
+
+    for _ in range(count):
+        await ctx.session.send_notification(
+            ToolListChangedNotification(), related_request_id=ctx.request_id
+        )
+    return f"sent {count}"
+
+
+@mcp.tool()
 def listing_count() -> int:
     """How many tools/list requests this server has answered."""
     return CountingServer.listings

@@ -273,6 +273,7 @@ impl Connection {
                                 client,
                                 posting,
                                 injected,
+                                gate.holding(),
                             )
                         })
                         .map_err(|e| ConnectError::Handshake(e.to_string()))?;

@@ -8,7 +8,8 @@
 //!
 //! - A token bucket per server: `notification_rate` per second, `notification_burst` at once.
 //! - Over the rate, a `list_changed` is coalesced (one pending per kind, delivered when the
-//!   bucket refills: the server is stale either way); any other notification is dropped.
+//!   bucket refills, or before the next answer to one of roster's requests, whichever comes
+//!   first: the server is stale either way); any other notification is dropped.
 //! - Drops are counted, and one `notifications/roster/dropped` entry per [`REPORT_PERIOD`] says
 //!   how many (in the inbox, like any notification of that server, and in the log).
 //!
@@ -19,6 +20,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
@@ -75,9 +77,29 @@ pub(crate) struct NotificationGate {
     tokens: f64,
     refilled: Instant,
     pending: BTreeSet<&'static str>,
+    /// Whether `pending` holds anything, for those who answer past the gate ([`Holding`]).
+    holding: Holding,
     dropped: u64,
     first_drop: Option<Instant>,
     notifications: Arc<Notifications>,
+}
+
+/// Whether a gate holds a coalesced `list_changed`: read where an answer reaches its caller
+/// without passing the gate (a call roster POSTs itself to a streamable HTTP server, whose
+/// notifications may come on another stream), so that the answer waits until the gate handed
+/// it on ([`super::http_direct`]). One atomic load per answer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Holding(Arc<AtomicBool>);
+
+impl Holding {
+    /// Whether a coalesced `list_changed` is held.
+    pub(crate) fn any(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn set(&self, holding: bool) {
+        self.0.store(holding, Ordering::Release);
+    }
 }
 
 impl NotificationGate {
@@ -92,6 +114,7 @@ impl NotificationGate {
             tokens: f64::from(rate.burst.max(1)),
             refilled: Instant::now(),
             pending: BTreeSet::new(),
+            holding: Holding::default(),
             dropped: 0,
             first_drop: None,
             notifications,
@@ -122,6 +145,7 @@ impl NotificationGate {
         }
         if let Some(kind) = COALESCED.iter().find(|m| **m == method) {
             self.pending.insert(kind);
+            self.holding.set(true);
             return Admit::Coalesced;
         }
         self.dropped += 1;
@@ -155,6 +179,25 @@ impl NotificationGate {
         }
     }
 
+    /// A coalesced `list_changed` method to hand on now, whatever the rate: an answer to one
+    /// of roster's requests comes next, and what the server said before answering is seen
+    /// before the answer — a listing the answer leads to (the next turn's) then answers it
+    /// too, instead of a second listing when the bucket refills. At most one per kind.
+    pub(crate) fn release_before_answer(&mut self) -> Option<&'static str> {
+        self.release()
+    }
+
+    /// Whether this gate holds a coalesced `list_changed`, as others can ask.
+    pub(crate) fn holding(&self) -> Holding {
+        self.holding.clone()
+    }
+
+    fn release(&mut self) -> Option<&'static str> {
+        let method = self.pending.pop_first();
+        self.holding.set(!self.pending.is_empty());
+        method
+    }
+
     /// Makes a due drop report, and returns a coalesced `list_changed` method when the rate
     /// allows one now.
     pub(crate) fn tick(&mut self, now: Instant) -> Option<&'static str> {
@@ -171,7 +214,7 @@ impl NotificationGate {
         if !self.take() {
             return None;
         }
-        self.pending.pop_first()
+        self.release()
     }
 
     fn report(&mut self, now: Instant) {
@@ -222,6 +265,9 @@ pub(crate) struct GatedTransport<T> {
     gate: NotificationGate,
     injected: Option<mpsc::Receiver<Injected>>,
     raw: RawResults,
+    /// An answer (or a call's barrier) waiting for a coalesced `list_changed` handed on
+    /// before it ([`NotificationGate::release_before_answer`]).
+    held: Option<Injected>,
 }
 
 impl<T> GatedTransport<T> {
@@ -236,6 +282,7 @@ impl<T> GatedTransport<T> {
             gate,
             injected: Some(injected),
             raw,
+            held: None,
         }
     }
 }
@@ -305,19 +352,42 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
                 self.raw.count_awaited();
                 return Some(JsonRpcMessage::notification(notification));
             }
-            let sleep = self.gate.until_wake();
-            // rmcp's transport hands out whole messages from a channel, as does the channel of
-            // roster's own streams: dropping either receive for another loses nothing.
-            let message = tokio::select! {
-                message = self.inner.receive() => message?,
-                injected = next_injected(&mut self.injected) => match injected {
-                    Injected::Message(message) => *message,
-                    Injected::Barrier(done) => {
-                        let _ = done.send(());
-                        continue;
+            let next = match self.held.take() {
+                Some(held) => held,
+                None => {
+                    let sleep = self.gate.until_wake();
+                    // rmcp's transport hands out whole messages from a channel, as does the
+                    // channel of roster's own streams: dropping either receive for another
+                    // loses nothing.
+                    tokio::select! {
+                        message = self.inner.receive() => Injected::Message(Box::new(message?)),
+                        injected = next_injected(&mut self.injected) => injected,
+                        () = sleep => continue,
                     }
-                },
-                () = sleep => continue,
+                }
+            };
+            // An answer to one of roster's requests: a barrier (the answer of a call roster
+            // POSTed itself comes next) or a response rmcp waits for.
+            let answers = match &next {
+                Injected::Barrier(_) => true,
+                Injected::Message(message) => matches!(
+                    **message,
+                    JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)
+                ),
+            };
+            if answers
+                && let Some(notification) = self.gate.release_before_answer().and_then(list_changed)
+            {
+                self.held = Some(next);
+                self.raw.count_awaited();
+                return Some(JsonRpcMessage::notification(notification));
+            }
+            let message = match next {
+                Injected::Message(message) => *message,
+                Injected::Barrier(done) => {
+                    let _ = done.send(());
+                    continue;
+                }
             };
             let method = match &message {
                 JsonRpcMessage::Notification(n) => Some(method_of(&n.notification)),
@@ -362,6 +432,24 @@ mod tests {
             NotificationGate::new(Arc::from("chatty"), rate, notifications),
             seen,
         )
+    }
+
+    #[test]
+    fn a_held_list_changed_goes_before_an_answer_whatever_the_rate() {
+        use super::super::event::TOOLS_LIST_CHANGED;
+        let (mut gate, _) = gate(1, 1);
+        let start = gate.refilled;
+        let holding = gate.holding();
+        assert_eq!(gate.admit(TOOLS_LIST_CHANGED, start), Admit::Pass);
+        assert!(!holding.any());
+        assert_eq!(gate.release_before_answer(), None);
+        assert_eq!(gate.admit(TOOLS_LIST_CHANGED, start), Admit::Coalesced);
+        assert!(holding.any(), "others see that the gate holds one");
+        // The bucket is empty, yet an answer takes it.
+        assert_eq!(gate.release_before_answer(), Some(TOOLS_LIST_CHANGED));
+        assert!(!holding.any());
+        assert_eq!(gate.release_before_answer(), None);
+        assert_eq!(gate.wake_at(), None, "nothing left to release later");
     }
 
     #[test]

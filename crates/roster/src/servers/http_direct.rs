@@ -38,6 +38,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::bytes::Bytes;
 
 use super::error::RequestError;
+use super::gate::Holding;
 use super::sse::EventParser;
 use super::wire::{DIRECT_IDS, Received, parse_line};
 
@@ -98,6 +99,8 @@ struct Inner {
     client: reqwest::Client,
     posting: PostingSlot,
     injected: mpsc::Sender<Injected>,
+    /// Whether the connection's gate holds a coalesced `list_changed` (see [`Holding`]).
+    holding: Holding,
     next: AtomicU64,
     /// The `x-mcp-header` marks of the tools of the last listing that have any, by tool name.
     marked: RwLock<HashMap<Box<str>, Arc<[ParamHeader]>>>,
@@ -118,6 +121,7 @@ impl HttpDirect {
         client: reqwest::Client,
         posting: PostingSlot,
         injected: mpsc::Sender<Injected>,
+        holding: Holding,
     ) -> Self {
         HttpDirect {
             inner: Arc::new(Inner {
@@ -126,6 +130,7 @@ impl HttpDirect {
                 client,
                 posting,
                 injected,
+                holding,
                 next: AtomicU64::new(DIRECT_IDS),
                 marked: RwLock::default(),
             }),
@@ -272,7 +277,10 @@ impl HttpDirect {
             .await
             .map_err(|e| Unposted::Failed(RequestError::Unexpected(e)))?;
         match parse_line(&self.inner.server, body) {
-            Some(received) if answers(&received, id) => Ok(received),
+            Some(received) if answers(&received, id) => {
+                self.before_answer(false).await;
+                Ok(received)
+            }
             _ if !status.is_success() => Err(Unposted::Failed(RequestError::Unexpected(format!(
                 "the server answered HTTP {status}"
             )))),
@@ -309,9 +317,7 @@ impl HttpDirect {
                     continue;
                 };
                 if answers(&received, id) {
-                    if injected {
-                        self.handed_to_rmcp().await;
-                    }
+                    self.before_answer(injected).await;
                     return Ok(received);
                 }
                 injected = true;
@@ -379,6 +385,16 @@ impl HttpDirect {
             .injected
             .send(Injected::Message(Box::new(message)))
             .await;
+    }
+
+    /// Before a call's answer goes to its caller: waits until rmcp's service took what came
+    /// before it on the call's stream (`injected`: something did), and any `list_changed` the
+    /// gate holds back (it came before the answer, on whichever stream: the server is stale
+    /// by the answer, and the listing the answer leads to answers it too).
+    async fn before_answer(&self, injected: bool) {
+        if injected || self.inner.holding.any() {
+            self.handed_to_rmcp().await;
+        }
     }
 
     /// Waits until rmcp's service took every message handed to it so far.
@@ -568,6 +584,7 @@ mod tests {
             reqwest::Client::new(),
             PostingSlot::default(),
             injected,
+            Holding::default(),
         )
     }
 

@@ -449,6 +449,14 @@ pub(crate) enum Received {
 }
 
 impl Received {
+    /// Whether this answers a request (of roster's or of rmcp's).
+    fn answers(&self) -> bool {
+        match self {
+            Received::Result { .. } => true,
+            Received::Message(value) => value.get("method").is_none() && value.get("id").is_some(),
+        }
+    }
+
     /// The message as one value (a kept result parsed back into its answer).
     pub(crate) fn into_message(self) -> Value {
         match self {
@@ -474,6 +482,9 @@ pub(crate) struct WireTransport {
     raw: RawResults,
     gate: NotificationGate,
     direct: Direct,
+    /// An answer waiting for a coalesced `list_changed` handed on before it
+    /// ([`NotificationGate::release_before_answer`]).
+    held: Option<Received>,
 }
 
 impl WireTransport {
@@ -492,6 +503,7 @@ impl WireTransport {
             raw,
             gate,
             direct,
+            held: None,
         }
     }
 
@@ -502,7 +514,7 @@ impl WireTransport {
 
     /// The next message to hand to rmcp: what the server sent, minus the notifications over
     /// its rate and stray handshake answers, plus the coalesced `list_changed`s the rate lets
-    /// through again. Cancel-safe: a message is taken from the stream only when it is
+    /// through again (or an answer does: they come before it). Cancel-safe: a message is taken from the stream only when it is
     /// returned or done with.
     async fn next_message(&mut self) -> Option<Value> {
         loop {
@@ -512,11 +524,22 @@ impl WireTransport {
             if let Some(method) = self.gate.tick(Instant::now()) {
                 return Some(json!({"jsonrpc": "2.0", "method": method}));
             }
-            let sleep = self.gate.until_wake();
-            let received = tokio::select! {
-                received = self.incoming.next() => received?,
-                () = sleep => continue,
+            let received = match self.held.take() {
+                Some(received) => received,
+                None => {
+                    let sleep = self.gate.until_wake();
+                    tokio::select! {
+                        received = self.incoming.next() => received?,
+                        () = sleep => continue,
+                    }
+                }
             };
+            if received.answers()
+                && let Some(method) = self.gate.release_before_answer()
+            {
+                self.held = Some(received);
+                return Some(json!({"jsonrpc": "2.0", "method": method}));
+            }
             let value = match received {
                 Received::Message(value) => value,
                 result => {
