@@ -658,3 +658,49 @@ async fn a_request_in_flight_at_shutdown_is_answered_with_an_error_naming_it() {
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("shutting down"), "{answer}");
 }
+
+/// The threads of process `pid` tokio runs (its workers, and any blocking threads: tokio names
+/// them alike).
+fn runtime_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the process's threads")
+        .filter_map(Result::ok)
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|name| name.starts_with("tokio-r"))
+        })
+        .count()
+}
+
+/// `--workers N` serves on N worker threads; 0 is refused with an error naming the flag.
+#[tokio::test]
+async fn serve_runs_on_the_worker_threads_asked_for() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("roster.toml");
+    std::fs::write(
+        &config,
+        format!("[gateway]\nstate_dir = {:?}\n", dir.path().join("state")),
+    )
+    .expect("write config");
+    let refused = common::serve_command(&config)
+        .args(["--workers", "0"])
+        .output()
+        .expect("roster runs");
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--workers"), "{stderr}");
+    let mut command = common::serve_command(&config);
+    command.args(["--workers", "3"]).env_remove("TOKIO_WORKER_THREADS");
+    let (child, url) = common::serve_http(command);
+    let gateway = common::KillOnDrop(child);
+    let threads = runtime_threads(gateway.0.id());
+    assert!(threads >= 3, "{threads} runtime threads");
+    let health = url.replace("/mcp", "/healthz");
+    let body = reqwest::get(&health)
+        .await
+        .expect("GET /healthz")
+        .text()
+        .await
+        .expect("its body");
+    assert!(body.contains("\"ok\""), "{body}");
+}
