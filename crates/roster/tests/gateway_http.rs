@@ -690,7 +690,9 @@ async fn serve_runs_on_the_worker_threads_asked_for() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("--workers"), "{stderr}");
     let mut command = common::serve_command(&config);
-    command.args(["--workers", "3"]).env_remove("TOKIO_WORKER_THREADS");
+    command
+        .args(["--workers", "3"])
+        .env_remove("TOKIO_WORKER_THREADS");
     let (child, url) = common::serve_http(command);
     let gateway = common::KillOnDrop(child);
     let threads = runtime_threads(gateway.0.id());
