@@ -514,8 +514,8 @@ impl WireTransport {
 
     /// The next message to hand to rmcp: what the server sent, minus the notifications over
     /// its rate and stray handshake answers, plus the coalesced `list_changed`s the rate lets
-    /// through again (or an answer does: they come before it). Cancel-safe: a message is taken from the stream only when it is
-    /// returned or done with.
+    /// through again (or an answer does: they come before it). Cancel-safe: a message is
+    /// taken from the stream only when it is returned or done with (or held in `held`).
     async fn next_message(&mut self) -> Option<Value> {
         loop {
             // Every message counts against the task's budget, so a server that writes faster
