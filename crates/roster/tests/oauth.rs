@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use common::oauth::{login_as_a_person, protected_server};
+use common::oauth::{login_as_a_person, protected_server, protected_server_with};
 use common::{Gateway, call_tools, python, python_fixture};
 
 fn config(dir: &Path, url: &str, transport: &str) -> String {
@@ -183,6 +183,42 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
             .nth(1),
         Some("needs-login")
     );
+}
+
+/// A server that takes `initialize` without a token and refuses the listing with 401: roster
+/// shows it as needs-login, as when the handshake is refused (it showed it connected, with no
+/// tools and no word of why), and one login puts its tools in the running gateway.
+#[test]
+fn a_server_that_refuses_the_listing_after_an_open_initialize_waits_for_a_login() {
+    let (_server, url) = protected_server_with("streamable-http", 3600, &["--open-initialize"]);
+    let gateway = Gateway::start(
+        |dir| {
+            config(dir, &url, "streamable-http").replace(
+                "auth = \"oauth\"",
+                "auth = \"oauth\"\nprotocol = \"legacy\"",
+            )
+        },
+        &[],
+    );
+    let config = gateway.dir.path().join("roster.toml");
+    let waiting = wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
+    assert_eq!(waiting["tools"], 0, "{waiting}");
+    assert!(
+        waiting["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("roster auth login notes")),
+        "{waiting}"
+    );
+    let inbox = stdout(&config, &["inbox", "list", "--json"]);
+    assert!(inbox.contains("roster/needs_login"), "{inbox}");
+
+    let printed = login_as_a_person(&config, "notes", &[]);
+    assert!(printed.contains("Logged in to `notes`"), "{printed}");
+    wait_for_status(&gateway, "notes", |s| {
+        s["connection"] == "connected" && s["tools"] == 4
+    });
+    let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
+    assert_eq!(call_text(&report["results"][0]), "mcp", "{report}");
 }
 
 #[test]

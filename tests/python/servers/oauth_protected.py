@@ -41,6 +41,9 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--token-ttl", type=int, default=3600)
 parser.add_argument("--transport", default="streamable-http")
+# `initialize` (and notifications) pass without a token; every other request needs one, as
+# some servers do (and the conformance suite's scope-step-up scenario).
+parser.add_argument("--open-initialize", action="store_true")
 args = parser.parse_args()
 
 BASE = f"http://127.0.0.1:{args.port}"
@@ -123,6 +126,9 @@ class Provider:
 
 
 provider = Provider()
+# The principal `--open-initialize` lets initialize through as (never handed to a client).
+OPEN_TOKEN = secrets.token_urlsafe(24)
+provider.access[OPEN_TOKEN] = AccessToken(token=OPEN_TOKEN, client_id="open", scopes=["mcp"], expires_at=None)
 mcp = MCPServer(
     "oauth-protected",
     auth_server_provider=provider,
@@ -183,6 +189,15 @@ def step_up(app):
             request = json.loads(body)
         except ValueError:
             request = None
+        headers = scope["headers"]
+        method = request.get("method") if isinstance(request, dict) else None
+        if (
+            args.open_initialize
+            and isinstance(method, str)
+            and (method == "initialize" or method.startswith("notifications/"))
+            and b"authorization" not in dict(headers)
+        ):
+            scope = dict(scope, headers=[*headers, (b"authorization", f"Bearer {OPEN_TOKEN}".encode())])
         if isinstance(request, dict) and request.get("method") == "tools/call" and (
             request.get("params") or {}
         ).get("name") == "admin_task":

@@ -77,6 +77,13 @@ pub enum RequestError {
     /// The server answered with something that is not the expected result.
     #[error("the server sent an unexpected answer: {0}")]
     Unexpected(String),
+    /// The server refused the request for want of authorization: HTTP 401 (no token, or one
+    /// it no longer takes and that could not be refreshed) or 403 `insufficient_scope`.
+    #[error("the server refused the request: it wants an OAuth login (HTTP 401 or 403)")]
+    Unauthorized {
+        /// The server's `WWW-Authenticate` challenge, if it sent one.
+        challenge: Option<String>,
+    },
     /// The server needed input from the client (an `input_required` result) that roster could
     /// not get: the caller lacks the capability, or answered with an error.
     #[error("the server asked the client for `{method}`, which failed: {message}")]
@@ -115,6 +122,11 @@ impl RequestError {
 
 impl From<ServiceError> for RequestError {
     fn from(error: ServiceError) -> Self {
+        if error.is_authorization_required() {
+            return RequestError::Unauthorized {
+                challenge: error.auth_challenge().map(str::to_owned),
+            };
+        }
         match error {
             ServiceError::McpError(e) => RequestError::Server {
                 code: e.code.0,

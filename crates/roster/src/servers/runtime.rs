@@ -815,6 +815,23 @@ impl Runtime {
                 crate::memory::release_freed_soon();
                 Ok(delta)
             }
+            Err(super::RequestError::Unauthorized { .. }) if slot.config.oauth.is_some() => {
+                // Taken without a token (some servers let `initialize` through), refused now:
+                // the server waits for a login, as when the handshake is refused. The
+                // supervisor sees the ended connection and waits for the login.
+                let error = super::ConnectError::NeedsLogin {
+                    server: slot.name.clone(),
+                    challenge: None,
+                }
+                .to_string();
+                tracing::warn!(server = %slot.name, %error, "listing refused; waiting for a login");
+                self.record_needs_login(slot, &error);
+                connection.close();
+                Err(RelistError::Failed {
+                    server: slot.name.clone(),
+                    error,
+                })
+            }
             Err(error) => {
                 let closed = matches!(error, super::RequestError::Closed) || connection.is_closed();
                 let error = error.to_string();

@@ -111,13 +111,23 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
             connection.close();
             return;
         };
-        tracing::warn!(server = %slot.name, %reason, "server connection lost; restarting");
+        // A listing refused for want of a login ended it (`Runtime::relist`): no crash.
+        let needs_login = lock(&slot.live).state == ServerState::NeedsLogin;
+        if !needs_login {
+            tracing::warn!(server = %slot.name, %reason, "server connection lost; restarting");
+        }
         lock(&slot.connection).take();
         // Lost, not shut down: a request still in flight fails as closed, not as a shutdown.
         connection.end_lost();
         let delta = rt.state().registry.remove_server(&slot.name);
         rt.publish(&slot.name, &delta);
         rt.set_offerings(&slot.name, Default::default());
+        if needs_login {
+            if !Box::pin(wait_for_login(&slot, login_seen.flatten())).await {
+                return;
+            }
+            continue;
+        }
         rt.record_failure(&slot, &reason);
         lock(&slot.live).restarts += 1;
     }

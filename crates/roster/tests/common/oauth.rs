@@ -10,12 +10,22 @@ use super::{KillOnDrop, free_port, python, python_fixture};
 
 /// The OAuth-protected fixture server on a free port; tokens last `token_ttl` seconds.
 pub fn protected_server(transport: &str, token_ttl: u64) -> (KillOnDrop, String) {
+    protected_server_with(transport, token_ttl, &[])
+}
+
+/// [`protected_server`] with more of the fixture's flags (`--open-initialize`).
+pub fn protected_server_with(
+    transport: &str,
+    token_ttl: u64,
+    extra: &[&str],
+) -> (KillOnDrop, String) {
     let port = free_port();
     let child = Command::new(python())
         .arg(python_fixture("oauth_protected.py"))
         .args(["--port", &port.to_string()])
         .args(["--token-ttl", &token_ttl.to_string()])
         .args(["--transport", transport])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
