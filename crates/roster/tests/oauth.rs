@@ -94,6 +94,32 @@ fn wait_for_status(gateway: &Gateway, server: &str, ready: impl Fn(&Value) -> bo
     }
 }
 
+/// Waits until `notes` waits for a login: shown as needs-login, none of its tools, and its last
+/// error saying how to log in.
+fn wait_for_a_login(gateway: &Gateway) {
+    let waiting = wait_for_status(gateway, "notes", |s| s["connection"] == "needs-login");
+    assert_eq!(waiting["tools"], 0, "{waiting}");
+    assert!(
+        waiting["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("roster auth login notes")),
+        "{waiting}"
+    );
+}
+
+/// A person's `roster auth login notes`; the running gateway picks it up (no restart): the
+/// server's four tools appear and a call goes with the token's scope. What the login printed.
+fn login_then_serve(gateway: &Gateway, config: &Path) -> String {
+    let printed = login_as_a_person(config, "notes", &[]);
+    assert!(printed.contains("Logged in to `notes`"), "{printed}");
+    wait_for_status(gateway, "notes", |s| {
+        s["connection"] == "connected" && s["tools"] == 4
+    });
+    let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
+    assert_eq!(call_text(&report["results"][0]), "mcp", "{report}");
+    printed
+}
+
 /// The access token in the store (to check it is never printed).
 fn stored_access_token(state: &Path, server: &str) -> String {
     let conn = rusqlite::Connection::open(state.join("oauth/tokens.sqlite3")).expect("open store");
@@ -125,14 +151,7 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
     let config = gateway.dir.path().join("roster.toml");
 
     // Before the login: needs-login, none of its tools, the other server unaffected.
-    let waiting = wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
-    assert_eq!(waiting["tools"], 0, "{waiting}");
-    assert!(
-        waiting["last_error"]
-            .as_str()
-            .is_some_and(|e| e.contains("roster auth login notes")),
-        "{waiting}"
-    );
+    wait_for_a_login(&gateway);
     wait_for_status(&gateway, "plain", |s| {
         s["connection"] == "connected" && s["tools"].as_u64() > Some(0)
     });
@@ -150,15 +169,7 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
         "{inbox}"
     );
 
-    let printed = login_as_a_person(&config, "notes", &[]);
-    assert!(printed.contains("Logged in to `notes`"), "{printed}");
-
-    // The running gateway picks the login up: the server's tools appear, no restart.
-    wait_for_status(&gateway, "notes", |s| {
-        s["connection"] == "connected" && s["tools"] == 4
-    });
-    let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
-    assert_eq!(call_text(&report["results"][0]), "mcp", "{report}");
+    let printed = login_then_serve(&gateway, &config);
 
     let status = stdout(&config, &["auth", "status"]);
     assert!(status.contains("logged in (expires in"), "{status}");
@@ -201,24 +212,11 @@ fn a_server_that_refuses_the_listing_after_an_open_initialize_waits_for_a_login(
         &[],
     );
     let config = gateway.dir.path().join("roster.toml");
-    let waiting = wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
-    assert_eq!(waiting["tools"], 0, "{waiting}");
-    assert!(
-        waiting["last_error"]
-            .as_str()
-            .is_some_and(|e| e.contains("roster auth login notes")),
-        "{waiting}"
-    );
+    wait_for_a_login(&gateway);
     let inbox = stdout(&config, &["inbox", "list", "--json"]);
     assert!(inbox.contains("roster/needs_login"), "{inbox}");
 
-    let printed = login_as_a_person(&config, "notes", &[]);
-    assert!(printed.contains("Logged in to `notes`"), "{printed}");
-    wait_for_status(&gateway, "notes", |s| {
-        s["connection"] == "connected" && s["tools"] == 4
-    });
-    let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
-    assert_eq!(call_text(&report["results"][0]), "mcp", "{report}");
+    login_then_serve(&gateway, &config);
 }
 
 #[test]
