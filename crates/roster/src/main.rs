@@ -134,9 +134,10 @@ struct AdminArgs {
 /// The async runtime for a command. `roster serve` runs its work on one worker thread unless
 /// `--workers` (or `TOKIO_WORKER_THREADS`) asks for more: a forwarded call hops between tasks
 /// (the client's connection, the session, the server's connection), and with a worker per core
-/// each hop to a task another worker may take wakes that thread — over HTTP 8.9 against 2.0
-/// context switches and 205 against 152 µs of CPU per call, and fewer calls per second at 16
-/// sessions too (bench/fast-path-http-front.md); one core forwards some 15,000 calls/s.
+/// each hop to a task another worker may take wakes that thread — over HTTP 6.4 against 2.0
+/// context switches and 199.6 against 146.0 µs of CPU per call at 1 session, and fewer calls
+/// per second at 16 sessions too (bench/fast-path-http-front.md); one core forwarded some
+/// 15,000 calls/s there.
 /// Everything else gets a worker per core (or `TOKIO_WORKER_THREADS`).
 fn runtime_for(command: Option<&Command>) -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();

@@ -80,10 +80,7 @@ pub enum RequestError {
     /// The server refused the request for want of authorization: HTTP 401 (no token, or one
     /// it no longer takes and that could not be refreshed) or 403 `insufficient_scope`.
     #[error("the server refused the request: it wants an OAuth login (HTTP 401 or 403)")]
-    Unauthorized {
-        /// The server's `WWW-Authenticate` challenge, if it sent one.
-        challenge: Option<String>,
-    },
+    Unauthorized,
     /// The server needed input from the client (an `input_required` result) that roster could
     /// not get: the caller lacks the capability, or answered with an error.
     #[error("the server asked the client for `{method}`, which failed: {message}")]
@@ -123,9 +120,7 @@ impl RequestError {
 impl From<ServiceError> for RequestError {
     fn from(error: ServiceError) -> Self {
         if error.is_authorization_required() {
-            return RequestError::Unauthorized {
-                challenge: error.auth_challenge().map(str::to_owned),
-            };
+            return RequestError::Unauthorized;
         }
         match error {
             ServiceError::McpError(e) => RequestError::Server {

@@ -815,7 +815,7 @@ impl Runtime {
                 crate::memory::release_freed_soon();
                 Ok(delta)
             }
-            Err(super::RequestError::Unauthorized { .. }) if slot.config.oauth.is_some() => {
+            Err(super::RequestError::Unauthorized) if slot.config.oauth.is_some() => {
                 // Taken without a token (some servers let `initialize` through), refused now:
                 // the server waits for a login, as when the handshake is refused. The
                 // supervisor sees the ended connection and waits for the login.
