@@ -478,6 +478,9 @@ impl Roster {
         self.rt
             .metrics
             .call(&server, exposed_name, started, &outcome);
+        if matches!(outcome, Err(RequestError::Unauthorized)) && slot.config.oauth.is_some() {
+            self.rt.refused_for_a_login(&slot, &connection, "call");
+        }
         outcome.map_err(|source| CallError::Request {
             server,
             tool: exposed_name.to_owned(),

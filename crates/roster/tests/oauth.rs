@@ -219,6 +219,39 @@ fn a_server_that_refuses_the_listing_after_an_open_initialize_waits_for_a_login(
     login_then_serve(&gateway, &config);
 }
 
+/// A call refused with 401 that no refresh can mend (the server forgot every token, refresh
+/// tokens too) makes the server wait for a login at once — its tools gone, the inbox told —
+/// instead of keeping tools whose every call fails until the next listing, an hour later.
+#[test]
+fn a_call_refused_after_every_token_was_revoked_waits_for_a_login() {
+    let (_server, url) = protected_server("streamable-http", 3600);
+    let gateway = Gateway::start(|dir| config(dir, &url, "streamable-http"), &[]);
+    let config = gateway.dir.path().join("roster.toml");
+    wait_for_a_login(&gateway);
+    login_then_serve(&gateway, &config);
+    let asked = server_status(&gateway, "notes")["logins_asked"]
+        .as_u64()
+        .expect("a count");
+
+    let report = call_tools(
+        &["--url", &gateway.url],
+        &json!([
+            ["notes__revoke_access_tokens", {"refresh": true}],
+            ["notes__whoami", {}]
+        ]),
+    );
+    assert_eq!(report["results"][1]["isError"], true, "{report}");
+    wait_for_a_login(&gateway);
+    assert_eq!(
+        server_status(&gateway, "notes")["logins_asked"].as_u64(),
+        Some(asked + 1)
+    );
+    let inbox = stdout(&config, &["inbox", "list", "--json"]);
+    assert_eq!(inbox.matches("roster/needs_login").count(), 2, "{inbox}");
+
+    login_then_serve(&gateway, &config);
+}
+
 #[test]
 fn tokens_are_refreshed_before_they_expire_and_when_the_server_refuses_them() {
     // Tokens of six seconds: roster refreshes each in its last three, before it expires.

@@ -9,7 +9,8 @@ that follows the redirect completes the flow without a person.
 
 Tools: `whoami` (the scopes of the token that called), `auth_stats` (codes, refreshes and
 tokens issued, so a test sees a refresh), `revoke_access_tokens` (forgets every access token
-the server issued: the next request with one gets 401, and a client refreshes), `admin_task`
+the server issued: the next request with one gets 401, and a client refreshes; with
+`refresh: true` the refresh tokens too, so only a new login gets a token), `admin_task`
 (needs the `extra` scope: a call with a token without it gets 403 `insufficient_scope`, the
 spec's step-up challenge).
 
@@ -164,10 +165,14 @@ def admin_task() -> str:
 
 
 @mcp.tool()
-def revoke_access_tokens() -> int:
-    """Forget every access token issued so far (refresh tokens stay)."""
+def revoke_access_tokens(refresh: bool = False) -> int:
+    """Forget every access token issued so far (refresh tokens stay, unless `refresh`: then
+    only a new login gets a token)."""
     count = len(provider.access)
     provider.access.clear()
+    if refresh:
+        count += len(provider.refresh)
+        provider.refresh.clear()
     return count
 
 

@@ -20,7 +20,9 @@
 //! With `--oauth` the server is reached as an `auth = "oauth"` server is: a server that wants
 //! a login gets one without a person (`roster::oauth::login_headless`: roster follows the
 //! authorization URL's redirect to its own loopback callback), and a call refused for want of
-//! scope (step-up) logs in again and is tried once more.
+//! scope (step-up) logs in again and is tried once more. A connection or listing refused again
+//! after a login (more scope, another authorization server) gets another login, at most
+//! [`MAX_LOGINS`] in a row.
 
 use std::collections::BTreeMap;
 
@@ -184,26 +186,72 @@ fn probe_state(roster: &Roster) -> anyhow::Result<crate::servers::ServerStatus> 
         .ok_or_else(|| anyhow::anyhow!("the probe's server is missing from status"))
 }
 
-/// When the server waits for a login: logs in without a person and waits (at most 30 s) until
-/// the gateway's supervisor has reconnected with the new token. Whether it logged in.
+/// When the server waits for a login, or has just asked for more scope (a 403
+/// `insufficient_scope`, recorded for the login: the connection ends and the server waits):
+/// logs in without a person and waits (at most 30 s) until the gateway's supervisor has
+/// reconnected with the new token. Whether it logged in.
 async fn log_in_if_asked(
     roster: &Roster,
     spec: &ProbeSpec,
     oauth: Option<&crate::config::OAuthConfig>,
 ) -> anyhow::Result<bool> {
-    let (Some(oauth), ServerState::NeedsLogin) = (oauth, probe_state(roster)?.state) else {
+    let Some(oauth) = oauth else {
         return Ok(false);
     };
-    crate::oauth::login_headless(PROBE_SERVER, &spec.url, oauth, None).await?;
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    while probe_state(roster)?.state != ServerState::Connected {
-        if tokio::time::Instant::now() > deadline {
-            anyhow::bail!("logged in, but {} did not connect within 30 s", spec.url);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let step_up = crate::oauth::step_up_pending(PROBE_SERVER, oauth)?;
+    if !step_up && probe_state(roster)?.state != ServerState::NeedsLogin {
+        return Ok(false);
     }
-    roster.open_session().begin_turn().await;
-    Ok(true)
+    // A server may refuse the connection after a login again (its handshake or listing wants
+    // a scope the first login did not ask for, or a token of another authorization server):
+    // logged in again, a bounded number of times, as a client stops asking a person after a
+    // few refusals.
+    for _ in 0..MAX_LOGINS {
+        // The connection that was refused ends first; the one to wait for comes after the
+        // login.
+        wait_for(roster, spec, "wait for a login", |s| {
+            s.state == ServerState::NeedsLogin
+        })
+        .await?;
+        let asked = probe_state(roster)?.logins_asked;
+        crate::oauth::login_headless(PROBE_SERVER, &spec.url, oauth, None).await?;
+        // Connected, or refused once more (it may pass through `connected` in a moment).
+        wait_for(roster, spec, "connect after the login", |s| {
+            s.state == ServerState::Connected || s.logins_asked > asked
+        })
+        .await?;
+        if probe_state(roster)?.logins_asked == asked {
+            // A turn lists the server; a listing refused with 401 asks for another login.
+            roster.open_session().begin_turn().await;
+            if probe_state(roster)?.logins_asked == asked {
+                return Ok(true);
+            }
+        }
+    }
+    anyhow::bail!(
+        "{} refused roster after each of {MAX_LOGINS} logins",
+        spec.url
+    )
+}
+
+/// Logins the probe makes in a row for one refusal before it gives up.
+const MAX_LOGINS: usize = 3;
+
+/// Waits (at most 30 s) until the probe's server's status is one `done` takes.
+async fn wait_for(
+    roster: &Roster,
+    spec: &ProbeSpec,
+    what: &str,
+    done: impl Fn(&crate::servers::ServerStatus) -> bool,
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done(&probe_state(roster)?) {
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!("{} did not {what} within 30 s", spec.url);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 async fn probe(

@@ -246,29 +246,89 @@ fn scopes_to_ask(
     scopes
 }
 
-/// The `WWW-Authenticate` of the server's answer to an `initialize` without a token, if it
-/// refuses with 401 or 403; where discovery starts.
+/// The `WWW-Authenticate` with which the server refuses roster without a token (401 or 403),
+/// if it does; where discovery starts. Asked with an `initialize`, else (a 2026-07-28 server
+/// refuses that) with a `server/discover`; a server that takes either without a token and
+/// guards its tools instead is asked for its `tools/list` too (in the session an `initialize`
+/// opened, which is then closed).
 async fn probe(url: &str) -> Option<String> {
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
         .build()
         .ok()?;
-    let body = serde_json::json!({
+    let post = |version: &str, body: serde_json::Value, session: Option<&str>| {
+        let mut request = client
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", version)
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let initialize = serde_json::json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {
-            "protocolVersion": "2025-11-25",
+            "protocolVersion": LEGACY_VERSION,
             "capabilities": {},
             "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")}
         }
     });
-    let response = client
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .json(&body)
-        .send()
-        .await
-        .ok()?;
+    let response = post(LEGACY_VERSION, initialize, None).await.ok()?;
+    if let Some(challenge) = challenge_of(&response) {
+        return Some(challenge);
+    }
+    if !response.status().is_success() {
+        let discover = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}
+        });
+        let response = post(MODERN_VERSION, discover, None).await.ok()?;
+        if let Some(challenge) = challenge_of(&response) {
+            return Some(challenge);
+        }
+        if !response.status().is_success() {
+            return None;
+        }
+        return challenge_of(&post(MODERN_VERSION, list, None).await.ok()?);
+    }
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    drop(response);
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let mut challenge = None;
+    for message in [initialized, list] {
+        match post(LEGACY_VERSION, message, session.as_deref()).await {
+            Ok(response) => {
+                challenge = challenge_of(&response);
+                if challenge.is_some() {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    if let Some(session) = session {
+        let _ = client
+            .delete(url)
+            .header("mcp-session-id", session)
+            .send()
+            .await;
+    }
+    challenge
+}
+
+/// The protocol versions the probe speaks: the last of the initialize era, and 2026-07-28.
+const LEGACY_VERSION: &str = "2025-11-25";
+const MODERN_VERSION: &str = "2026-07-28";
+
+/// The `WWW-Authenticate` of a 401 or 403.
+fn challenge_of(response: &reqwest::Response) -> Option<String> {
     if !matches!(response.status().as_u16(), 401 | 403) {
         return None;
     }

@@ -246,6 +246,12 @@ pub fn record_step_up(server: &str, config: &OAuthConfig, challenge: &str) {
     }
 }
 
+/// Whether `server` waits for a login with more scope (a 403 `insufficient_scope` was
+/// recorded by [`record_step_up`] and no login has happened since).
+pub fn step_up_pending(server: &str, config: &OAuthConfig) -> Result<bool, OAuthError> {
+    Ok(open_store(config)?.step_up(server)?.is_some())
+}
+
 /// `http`, sending `server`'s token with every request: refreshed when it is about to expire
 /// and once when the server answers 401. Without a stored token requests go without one, and
 /// a server that needs one answers 401 (the connection then fails as needing a login) —

@@ -60,6 +60,7 @@ pub(super) struct Live {
     pub(super) protocol_version: Option<String>,
     pub(super) restarts: u64,
     pub(super) last_error: Option<String>,
+    pub(super) logins_asked: u64,
 }
 
 /// Everything roster keeps about one configured server.
@@ -98,6 +99,7 @@ impl Slot {
                 protocol_version: None,
                 restarts: 0,
                 last_error: None,
+                logins_asked: 0,
             }),
             listing: tokio::sync::Mutex::new(()),
             offerings_listing: tokio::sync::Mutex::new(()),
@@ -816,17 +818,8 @@ impl Runtime {
                 Ok(delta)
             }
             Err(super::RequestError::Unauthorized) if slot.config.oauth.is_some() => {
-                // Taken without a token (some servers let `initialize` through), refused now:
-                // the server waits for a login, as when the handshake is refused. The
-                // supervisor sees the ended connection and waits for the login.
-                let error = super::ConnectError::NeedsLogin {
-                    server: slot.name.clone(),
-                    challenge: None,
-                }
-                .to_string();
-                tracing::warn!(server = %slot.name, %error, "listing refused; waiting for a login");
-                self.record_needs_login(slot, &error);
-                connection.close();
+                // Taken without a token (some servers let `initialize` through), refused now.
+                let error = self.refused_for_a_login(slot, &connection, "listing");
                 Err(RelistError::Failed {
                     server: slot.name.clone(),
                     error,
@@ -872,9 +865,32 @@ impl Runtime {
 
     /// `slot` waits for a person's `roster auth login`: shown as `needs-login` and, once per
     /// wait, told in the inbox (on the [`NEEDS_LOGIN_CHANNEL`]).
+    /// `connection` of an `auth = "oauth"` server had a request refused for want of a token
+    /// (401, and no refresh helped: the token was revoked, or the server let the handshake
+    /// through without one): the server waits for a login, as when the handshake is refused.
+    /// The connection ends; the supervisor sees that and waits for the login. Returns the
+    /// error, naming the login to run.
+    pub(crate) fn refused_for_a_login(
+        &self,
+        slot: &Slot,
+        connection: &Connection,
+        what: &str,
+    ) -> String {
+        let error = super::ConnectError::NeedsLogin {
+            server: slot.name.clone(),
+            challenge: None,
+        }
+        .to_string();
+        tracing::warn!(server = %slot.name, %error, "{what} refused; waiting for a login");
+        self.record_needs_login(slot, &error);
+        connection.close();
+        error
+    }
+
     pub(super) fn record_needs_login(&self, slot: &Slot, error: &str) {
         let mut live = lock(&slot.live);
         live.last_error = Some(error.to_owned());
+        live.logins_asked += 1;
         if live.state == ServerState::NeedsLogin {
             return;
         }
@@ -1004,6 +1020,7 @@ impl Runtime {
                     protocol_version: live.protocol_version.clone(),
                     restarts: live.restarts,
                     last_error: live.last_error.clone(),
+                    logins_asked: live.logins_asked,
                     pid: connection.and_then(|c| c.pid()),
                     refresh_count: slot.refresh_hook().map_or(0, |h| h.refresh_count()),
                     refresh_pending: slot.refresh_hook().is_some_and(|h| h.is_pending()),

@@ -66,6 +66,10 @@ pub struct ServerStatus {
     pub restarts: u64,
     /// The last failure (connect, listing, exit, ping).
     pub last_error: Option<String>,
+    /// How often the server refused roster for want of a login or of scope (each refused
+    /// connection or listing; a server waiting for a login is not tried, so this does not
+    /// climb on its own).
+    pub logins_asked: u64,
     /// The child process id of a running stdio server.
     pub pid: Option<u32>,
     /// Trailing edges of the `list_changed` debounce (each re-lists the server only if no turn
@@ -128,6 +132,7 @@ fn server_json(s: &ServerStatus, transport: Option<&str>, now: Instant) -> Value
         "last_error": s.last_error,
         "protocol_version": s.protocol_version,
         "restarts": s.restarts,
+        "logins_asked": s.logins_asked,
         "pid": s.pid,
         "refresh_count": s.refresh_count,
     })
