@@ -902,3 +902,94 @@ fn clear_all_on_one_replica_empties_every_replicas_inbox_and_the_log() {
     );
     assert_eq!(a.unread_count(), 1);
 }
+
+/// Whether the store connection `url` (password inline) asks for uses TLS, as PostgreSQL
+/// itself reports it (`pg_stat_ssl`), or why it could not connect.
+fn store_over_tls(url: &str) -> Result<bool, String> {
+    let store = roster::config::StoreConfig {
+        url: url.to_owned(),
+        password_env: None,
+    };
+    let pg = roster::store::postgres::Pg::connect(&store).map_err(|e| e.to_string())?;
+    pg.run(|client| {
+        client
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .map(|row| row.get::<_, bool>(0))
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// `sslmode` and `sslrootcert` in `[store] url` are read as libpq reads them, against a
+/// cluster that takes TCP connections only over TLS, with a certificate for `localhost` signed
+/// by a CA of its own: the chain is checked against the CA named (`verify-ca`), the name too
+/// with `verify-full`, nothing with `require`; a CA that did not sign it, a name it does not
+/// hold and no TLS at all are refused, each naming why. A replica with such a URL serves, and
+/// both its connections (queries and `LISTEN`) are encrypted.
+#[test]
+fn the_store_speaks_tls_as_the_urls_sslmode_asks() {
+    let pg = Postgres::start_with_tls();
+    let port = pg.port;
+    let url = |host: &str, query: &str| {
+        format!(
+            "postgres://{}:{}@{host}:{port}/{}?{query}",
+            Postgres::USER,
+            Postgres::PASSWORD,
+            Postgres::DATABASE
+        )
+    };
+    let ca = pg.ca();
+    let other = ca.with_file_name("other-ca.pem");
+    let with_ca = |mode: &str, ca: &Path| format!("sslmode={mode}&sslrootcert={}", ca.display());
+
+    assert_eq!(
+        store_over_tls(&url("127.0.0.1", &with_ca("verify-ca", &ca))),
+        Ok(true)
+    );
+    assert_eq!(
+        store_over_tls(&url("localhost", &with_ca("verify-full", &ca))),
+        Ok(true)
+    );
+    assert_eq!(
+        store_over_tls(&url("127.0.0.1", "sslmode=require")),
+        Ok(true)
+    );
+    // `prefer` with a root file checks the chain, as libpq does.
+    assert_eq!(
+        store_over_tls(&url("127.0.0.1", &with_ca("prefer", &ca))),
+        Ok(true)
+    );
+
+    let wrong_name = store_over_tls(&url("127.0.0.1", &with_ca("verify-full", &ca)))
+        .expect_err("the certificate names localhost, not 127.0.0.1");
+    assert!(
+        wrong_name.to_lowercase().contains("not valid for name"),
+        "{wrong_name}"
+    );
+    let wrong_ca =
+        store_over_tls(&url("127.0.0.1", &with_ca("verify-ca", &other))).expect_err("another CA");
+    assert!(wrong_ca.contains("UnknownIssuer"), "{wrong_ca}");
+    let plain = store_over_tls(&url("127.0.0.1", "sslmode=disable")).expect_err("hostssl only");
+    assert!(plain.contains("no encryption"), "{plain}");
+    let unknown = store_over_tls(&url("127.0.0.1", "sslmode=allow")).expect_err("no such mode");
+    assert!(unknown.contains("sslmode `allow`"), "{unknown}");
+
+    // A replica whose `[store] url` is `pg.url` (verify-ca with the CA): it starts, serves,
+    // and its connections to the store are encrypted.
+    let replicas = start_replicas(&pg, 1);
+    let report = call(
+        &format!("{}/mcp", replicas[0].url),
+        json!([["dynamic__echo", {"text": "over tls"}]]),
+    );
+    assert!(report.to_string().contains("over tls"), "{report}");
+    let encrypted = pg.psql(
+        "SELECT count(*), bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a \
+         USING (pid) WHERE a.application_name = 'roster'",
+    );
+    assert_eq!(
+        encrypted, "2|t",
+        "the replica's query and LISTEN connections"
+    );
+}

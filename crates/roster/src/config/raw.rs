@@ -270,8 +270,12 @@ fn build_store(ctx: &Ctx<'_>, raw: RawStore) -> Result<StoreConfig, ConfigError>
     if !(raw.url.starts_with("postgres://") || raw.url.starts_with("postgresql://")) {
         return Err(ctx.invalid("store.url", expected));
     }
-    let parsed: postgres::Config = raw
-        .url
+    // `sslmode` and `sslrootcert` as libpq reads them; the driver gets the rest.
+    let url = crate::store::tls::TlsSettings::resolve_root(&raw.url, &ctx.base);
+    let tls =
+        crate::store::tls::TlsSettings::from_url(&url).map_err(|e| ctx.invalid("store.url", e))?;
+    let parsed: postgres::Config = tls
+        .driver_url
         .parse()
         .map_err(|e| ctx.invalid("store.url", format!("{expected} ({e})")))?;
     if parsed.get_password().is_some() {
@@ -284,7 +288,7 @@ fn build_store(ctx: &Ctx<'_>, raw: RawStore) -> Result<StoreConfig, ConfigError>
         return Err(ctx.invalid("store.password_env", "the name of an environment variable"));
     }
     Ok(StoreConfig {
-        url: raw.url,
+        url,
         password_env: raw.password_env,
     })
 }

@@ -17,6 +17,7 @@ pub mod postgres;
 pub mod sessions;
 mod sqlite;
 pub mod tasks;
+pub mod tls;
 mod tokens;
 
 use roster_core::catalog::Catalog;
@@ -68,12 +69,20 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     /// The PostgreSQL store could not be reached, or a statement failed.
-    #[error("store {url}: {source}")]
+    #[error("store {url}: {}", with_causes(source))]
     Postgres {
         /// `[store] url` (it holds no password).
         url: String,
         /// The PostgreSQL error.
         source: ::postgres::Error,
+    },
+    /// `[store] url`'s TLS parameters (`sslmode`, `sslrootcert`) cannot be used.
+    #[error("store {url}: {message}")]
+    Tls {
+        /// `[store] url`.
+        url: String,
+        /// What is wrong (names the parameter or the file).
+        message: String,
     },
     /// `[store] password_env` names a variable that is not set.
     #[error("[store] password_env: the environment variable {var} is not set")]
@@ -165,4 +174,20 @@ pub fn load_catalog(store: &dyn CatalogStore) -> Result<(Catalog, Vec<InvalidSki
     let mut report = load(store.sources()?);
     let invalid = std::mem::take(&mut report.invalid);
     Ok((Catalog::from_report(report), invalid))
+}
+
+/// `error` and what caused it, each once: the driver's own words name only the step that
+/// failed ("error performing TLS handshake"), the cause says why (a certificate for another
+/// name, an unknown issuer).
+fn with_causes(error: &::postgres::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(e) = cause {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text = format!("{text}: {part}");
+        }
+        cause = e.source();
+    }
+    text
 }

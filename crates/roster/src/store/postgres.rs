@@ -17,8 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use postgres::Client;
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::StoreError;
 use crate::config::StoreConfig;
@@ -91,13 +92,14 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 /// The store's connection: made on first use and again after it was lost.
 struct Connection {
     config: postgres::Config,
+    tls: MakeRustlsConnect,
     client: Option<Client>,
 }
 
 impl Connection {
     fn client(&mut self) -> Result<&mut Client, postgres::Error> {
         if self.client.as_ref().is_none_or(Client::is_closed) {
-            self.client = Some(self.config.connect(NoTls)?);
+            self.client = Some(self.config.connect(self.tls.clone())?);
         }
         Ok(self.client.as_mut().expect("just connected"))
     }
@@ -108,6 +110,8 @@ impl Connection {
 pub struct Pg {
     jobs: mpsc::Sender<Job>,
     config: Arc<postgres::Config>,
+    /// TLS as the URL's `sslmode` and `sslrootcert` ask (see [`super::tls`]).
+    tls: MakeRustlsConnect,
     /// The URL as configured (it holds no password), for messages.
     url: Arc<str>,
     stop: Arc<AtomicBool>,
@@ -142,11 +146,17 @@ impl Pg {
     /// be reached: a replica must not start without the state it shares.
     pub fn connect(store: &StoreConfig) -> Result<Pg, StoreError> {
         let url: Arc<str> = store.url.as_str().into();
+        let tls_error = |message| StoreError::Tls {
+            url: store.url.clone(),
+            message,
+        };
+        let tls = super::tls::TlsSettings::from_url(&store.url).map_err(tls_error)?;
         let mut config =
-            postgres::Config::from_str(&store.url).map_err(|source| StoreError::Postgres {
+            postgres::Config::from_str(&tls.driver_url).map_err(|source| StoreError::Postgres {
                 url: store.url.clone(),
                 source,
             })?;
+        let tls = tls.connector().map_err(tls_error)?;
         if let Some(var) = &store.password_env {
             let password =
                 std::env::var(var).map_err(|_| StoreError::PasswordEnv { var: var.clone() })?;
@@ -162,6 +172,7 @@ impl Pg {
         let (ready, started) = mpsc::sync_channel(1);
         let mut connection = Connection {
             config: config.clone(),
+            tls: tls.clone(),
             client: None,
         };
         // The synchronous client runs its own runtime: it connects on its thread, never on
@@ -193,6 +204,7 @@ impl Pg {
         Ok(Pg {
             jobs,
             config: Arc::new(config),
+            tls,
             url,
             stop: Arc::new(AtomicBool::new(false)),
             listeners: Arc::default(),
@@ -286,12 +298,13 @@ impl Pg {
             return Ok(());
         }
         let config = self.config.clone();
+        let tls = self.tls.clone();
         let stop = self.stop.clone();
         let url = self.url.clone();
         let listeners = self.listeners.clone();
         std::thread::Builder::new()
             .name("roster-store-listen".into())
-            .spawn(move || listen_loop(&config, &listeners, &stop, &url))
+            .spawn(move || listen_loop(&config, &tls, &listeners, &stop, &url))
             .map_err(|source| {
                 crate::sync::lock(&self.listeners).running = false;
                 StoreError::Thread { source }
@@ -311,13 +324,14 @@ impl Drop for Pg {
 
 fn listen_loop(
     config: &postgres::Config,
+    tls: &MakeRustlsConnect,
     listeners: &std::sync::Mutex<Listeners>,
     stop: &AtomicBool,
     url: &str,
 ) {
     let mut backoff = Duration::from_millis(100);
     while !stop.load(Ordering::Relaxed) {
-        let mut client = match config.connect(NoTls) {
+        let mut client = match config.connect(tls.clone()) {
             Ok(client) => client,
             Err(error) => {
                 tracing::warn!(%url, %error, "store: cannot listen for other replicas' changes; retrying");

@@ -10,6 +10,7 @@
 //! binary can run them in parallel; each is stopped and its dir removed when dropped.
 
 use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -55,6 +56,23 @@ impl Postgres {
     /// Creates a cluster in a new temp dir, starts it on a free port, waits until it accepts
     /// connections and creates the database `roster`. Panics (with PostgreSQL's log) on failure.
     pub fn start() -> Postgres {
+        Self::start_with(false)
+    }
+
+    /// [`Postgres::start`] with TLS only: the server's certificate (for `localhost`, not
+    /// `127.0.0.1`) is signed by a CA of its own, [`Postgres::ca`]; TCP connections without TLS
+    /// are refused (`hostssl` only). [`Postgres::url`] asks for `verify-ca` with that CA.
+    /// Needs `openssl` (Debian's `openssl`, which `scripts/test` installs).
+    pub fn start_with_tls() -> Postgres {
+        Self::start_with(true)
+    }
+
+    /// The CA file of a cluster started with [`Postgres::start_with_tls`].
+    pub fn ca(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    fn start_with(tls: bool) -> Postgres {
         let bin = pg_bin();
         let run_as = unprivileged_user();
         let dir = tempfile::tempdir().expect("temp dir");
@@ -76,6 +94,33 @@ impl Postgres {
             .args(["--auth-local=trust", "--auth-host=scram-sha-256"])
             .arg(format!("--pwfile={}", pwfile.display()));
         stdout_of(&mut initdb);
+        let mut tls_options = String::new();
+        if tls {
+            make_certificates(dir.path());
+            let key = dir.path().join("server.key");
+            if let Some(user) = &run_as {
+                let (uid, gid) = user_ids(user);
+                std::os::unix::fs::chown(&key, Some(uid), Some(gid)).expect("chown the key");
+            }
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+                .expect("key mode");
+            // TCP only with TLS.
+            let hba = data.join("pg_hba.conf");
+            let text = std::fs::read_to_string(&hba).expect("read pg_hba.conf");
+            let text: String = text
+                .lines()
+                .map(|line| match line.strip_prefix("host ") {
+                    Some(rest) => format!("hostssl {rest}\n"),
+                    None => format!("{line}\n"),
+                })
+                .collect();
+            std::fs::write(&hba, text).expect("write pg_hba.conf");
+            tls_options = format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                dir.path().join("server.pem").display(),
+                key.display()
+            );
+        }
 
         // The port is free when picked, but another test may take it before the server binds:
         // then start again on another one.
@@ -87,7 +132,7 @@ impl Postgres {
             let options = format!(
                 "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off \
                  -c synchronous_commit=off -c full_page_writes=off -c max_connections=100 \
-                 -c shared_buffers=16MB",
+                 -c shared_buffers=16MB{tls_options}",
                 dir.path().display()
             );
             let status = pg_command(&bin, "pg_ctl", run_as.as_deref(), dir.path())
@@ -110,11 +155,17 @@ impl Postgres {
             );
         };
 
+        let ca = dir.path().join("ca.pem");
         let postgres = Postgres {
             url: format!(
-                "postgres://{}@127.0.0.1:{port}/{}",
+                "postgres://{}@127.0.0.1:{port}/{}{}",
                 Self::USER,
-                Self::DATABASE
+                Self::DATABASE,
+                if tls {
+                    format!("?sslmode=verify-ca&sslrootcert={}", ca.display())
+                } else {
+                    String::new()
+                }
             ),
             port,
             bin,
@@ -286,6 +337,68 @@ fn user_ids(user: &str) -> (u32, u32) {
 
 /// `bin/program`, run as `run_as` (through `runuser`) when given, in `cwd` (a dir that user can
 /// enter, unlike the test's own working dir under /root).
+/// A CA (`ca.pem`) and a certificate it signed for `localhost` (`server.pem`, `server.key`)
+/// in `dir`, made with `openssl`; also a second CA (`other-ca.pem`) that signed nothing here.
+fn make_certificates(dir: &Path) {
+    let openssl = in_path("openssl").expect(
+        "the TLS store test needs openssl (apt-get install openssl; scripts/test installs it)",
+    );
+    let run = |args: &[&str]| {
+        let mut command = Command::new(&openssl);
+        command.current_dir(dir).args(args).stderr(Stdio::piped());
+        stdout_of(&mut command);
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    for (key, cert, name) in [
+        ("ca.key", "ca.pem", "/CN=roster test CA"),
+        ("other-ca.key", "other-ca.pem", "/CN=another CA"),
+    ] {
+        run(&[
+            &["req", "-x509"][..],
+            &ec,
+            &["-keyout", key, "-out", cert, "-days", "2", "-subj", name],
+        ]
+        .concat());
+    }
+    run(&[
+        &["req"][..],
+        &ec,
+        &[
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ],
+    ]
+    .concat());
+    std::fs::write(dir.join("san.ext"), "subjectAltName=DNS:localhost\n").expect("write san.ext");
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    ]);
+}
+
 fn pg_command(bin: &Path, program: &str, run_as: Option<&str>, cwd: &Path) -> Command {
     let program = bin.join(program);
     let mut command = match run_as {

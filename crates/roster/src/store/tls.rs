@@ -1,0 +1,335 @@
+//! TLS to the shared store's PostgreSQL, chosen as libpq chooses it, from the `[store] url`'s
+//! `sslmode` and `sslrootcert`:
+//!
+//! | `sslmode` | TLS | the server's certificate |
+//! | --- | --- | --- |
+//! | `disable` | never | — |
+//! | `prefer` (the default) | when the server offers it | not checked, unless `sslrootcert` names a file: then its chain, as `verify-ca` |
+//! | `require` | always | as `prefer` |
+//! | `verify-ca` | always | its chain, to `sslrootcert` (or the system's roots) |
+//! | `verify-full` | always | its chain and its name (the URL's host) |
+//!
+//! `sslrootcert` is a PEM file of the certificates to trust (relative paths are taken from the
+//! config file's directory), or `system` for the system's roots (then `verify-full` is the
+//! default, as in libpq). The driver (`postgres`) knows only `disable`, `prefer` and
+//! `require`: [`TlsSettings::from_url`] takes the two parameters out of the URL it is given.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, DigitallySignedStruct, Error as TlsError, SignatureScheme};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// How much of the server's certificate is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// Nothing: the connection is encrypted against a listener, not an impostor.
+    Nothing,
+    /// Its chain to a trusted root, not its name (`verify-ca`).
+    Chain,
+    /// Its chain and that it names the host (`verify-full`).
+    Full,
+}
+
+/// Where the trusted roots come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Roots {
+    /// The system's (`sslrootcert=system`, or `verify-*` without `sslrootcert`).
+    System,
+    /// A PEM file.
+    File(PathBuf),
+}
+
+/// What the URL asks of TLS, and the URL the driver is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// The URL without `sslrootcert`, its `sslmode` one the driver knows.
+    pub driver_url: String,
+    /// Whether the server's certificate is checked, and how far.
+    pub verify: Verify,
+    /// The roots it is checked against.
+    pub roots: Roots,
+}
+
+impl TlsSettings {
+    /// Reads `sslmode` and `sslrootcert` from a `postgres://` URL's query. An error names the
+    /// parameter and what it takes.
+    pub fn from_url(url: &str) -> Result<TlsSettings, String> {
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut kept = Vec::new();
+        let (mut mode, mut root) = (None, None);
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("sslmode", value)) => mode = Some(value.to_owned()),
+                Some(("sslrootcert", value)) => root = Some(value.to_owned()),
+                _ => kept.push(pair.to_owned()),
+            }
+        }
+        let roots = match root.as_deref() {
+            None | Some("system") => Roots::System,
+            Some("") => return Err("sslrootcert: a PEM file, or `system`".to_owned()),
+            Some(path) => Roots::File(PathBuf::from(path)),
+        };
+        let system = root.as_deref() == Some("system");
+        let (driver_mode, verify) = match mode.as_deref() {
+            None if system => ("require", Verify::Full),
+            None | Some("prefer") => ("prefer", file_checks(&roots)),
+            Some("disable") => ("disable", Verify::Nothing),
+            Some("require") => ("require", file_checks(&roots)),
+            Some("verify-ca") => ("require", Verify::Chain),
+            Some("verify-full") => ("require", Verify::Full),
+            Some(other) => {
+                return Err(format!(
+                    "sslmode `{other}`: one of disable, prefer, require, verify-ca, verify-full"
+                ));
+            }
+        };
+        if system && verify == Verify::Nothing && driver_mode != "disable" {
+            return Err(
+                "sslrootcert=system checks the server's certificate: use sslmode verify-ca or \
+                 verify-full (or leave sslmode out)"
+                    .to_owned(),
+            );
+        }
+        kept.push(format!("sslmode={driver_mode}"));
+        Ok(TlsSettings {
+            driver_url: format!("{base}?{}", kept.join("&")),
+            verify,
+            roots,
+        })
+    }
+
+    /// `url` with a relative `sslrootcert` taken from `base` (the config file's directory).
+    pub fn resolve_root(url: &str, base: &Path) -> String {
+        let Some((head, query)) = url.split_once('?') else {
+            return url.to_owned();
+        };
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some(("sslrootcert", value))
+                    if !value.is_empty() && value != "system" && Path::new(value).is_relative() =>
+                {
+                    format!("sslrootcert={}", base.join(value).display())
+                }
+                _ => pair.to_owned(),
+            })
+            .collect();
+        format!("{head}?{}", pairs.join("&"))
+    }
+
+    /// The driver's TLS connector for these settings. Fails naming the root file when it
+    /// cannot be read or holds no certificate.
+    pub fn connector(&self) -> Result<MakeRustlsConnect, String> {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        match &self.roots {
+            Roots::File(path) => {
+                let certificates: Vec<CertificateDer<'static>> =
+                    CertificateDer::pem_file_iter(path)
+                        .and_then(|certs| certs.collect::<Result<_, _>>())
+                        .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+                if certificates.is_empty() {
+                    return Err(format!(
+                        "sslrootcert {}: no PEM certificate in it",
+                        path.display()
+                    ));
+                }
+                for certificate in certificates {
+                    roots
+                        .add(certificate)
+                        .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+                }
+            }
+            Roots::System if self.verify != Verify::Nothing => {
+                let found = rustls_native_certs::load_native_certs();
+                roots.add_parsable_certificates(found.certs);
+                if roots.is_empty() {
+                    return Err("no system root certificates found for sslrootcert=system \
+                                (or sslmode verify-ca / verify-full without sslrootcert)"
+                        .to_owned());
+                }
+            }
+            Roots::System => {}
+        }
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?;
+        let config = match self.verify {
+            Verify::Full => builder.with_root_certificates(roots),
+            Verify::Chain | Verify::Nothing => {
+                let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    provider.clone(),
+                );
+                let chain = match self.verify {
+                    Verify::Chain => Some(webpki.build().map_err(|e| e.to_string())?),
+                    _ => None,
+                };
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(Lenient { chain, provider }))
+            }
+        }
+        .with_no_client_auth();
+        Ok(MakeRustlsConnect::new(config))
+    }
+}
+
+/// `prefer` and `require` check the chain when `sslrootcert` names a file (libpq's rule).
+fn file_checks(roots: &Roots) -> Verify {
+    match roots {
+        Roots::File(_) => Verify::Chain,
+        Roots::System => Verify::Nothing,
+    }
+}
+
+/// The verifier of `verify-ca` (`chain`: the chain checked, the name not) and of `prefer` /
+/// `require` without roots (`chain` `None`: the certificate taken as it is). Either way the
+/// handshake's signatures are checked with the certificate's key.
+#[derive(Debug)]
+struct Lenient {
+    chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl ServerCertVerifier for Lenient {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, TlsError> {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(TlsError::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, TlsError> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, TlsError> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(url: &str) -> TlsSettings {
+        TlsSettings::from_url(url).expect("settings")
+    }
+
+    #[test]
+    fn sslmode_and_sslrootcert_read_as_libpq_reads_them() {
+        let plain = settings("postgres://u@h:5432/d");
+        assert_eq!(plain.driver_url, "postgres://u@h:5432/d?sslmode=prefer");
+        assert_eq!(plain.verify, Verify::Nothing);
+        let full = settings("postgres://u@h/d?application_name=x&sslmode=verify-full");
+        assert_eq!(
+            full.driver_url,
+            "postgres://u@h/d?application_name=x&sslmode=require"
+        );
+        assert_eq!((full.verify, full.roots), (Verify::Full, Roots::System));
+        let ca = settings("postgres://u@h/d?sslrootcert=/etc/ca.pem&sslmode=require");
+        assert_eq!(ca.driver_url, "postgres://u@h/d?sslmode=require");
+        assert_eq!(
+            (ca.verify, ca.roots),
+            (Verify::Chain, Roots::File("/etc/ca.pem".into()))
+        );
+        assert_eq!(
+            settings("postgres://u@h/d?sslrootcert=system").verify,
+            Verify::Full
+        );
+        assert_eq!(
+            settings("postgres://u@h/d?sslmode=disable").driver_url,
+            "postgres://u@h/d?sslmode=disable"
+        );
+        let wrong =
+            TlsSettings::from_url("postgres://u@h/d?sslmode=allow").expect_err("no such mode");
+        assert!(wrong.contains("sslmode `allow`"), "{wrong}");
+        let system = TlsSettings::from_url("postgres://u@h/d?sslrootcert=system&sslmode=require")
+            .expect_err("system roots are checked");
+        assert!(system.contains("verify-full"), "{system}");
+    }
+
+    #[test]
+    fn a_relative_root_file_is_taken_from_the_config_files_directory() {
+        let base = Path::new("/etc/roster");
+        assert_eq!(
+            TlsSettings::resolve_root(
+                "postgres://u@h/d?sslrootcert=ca.pem&sslmode=verify-ca",
+                base
+            ),
+            "postgres://u@h/d?sslrootcert=/etc/roster/ca.pem&sslmode=verify-ca"
+        );
+        for kept in [
+            "postgres://u@h/d?sslrootcert=/abs/ca.pem",
+            "postgres://u@h/d?sslrootcert=system",
+            "postgres://u@h/d",
+        ] {
+            assert_eq!(TlsSettings::resolve_root(kept, base), kept);
+        }
+    }
+
+    #[test]
+    fn a_root_file_that_holds_no_certificate_is_named() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("ca.pem");
+        std::fs::write(&file, "not a certificate\n").expect("write");
+        let url = format!(
+            "postgres://u@h/d?sslmode=verify-ca&sslrootcert={}",
+            file.display()
+        );
+        let error = settings(&url).connector().err().expect("an error");
+        assert!(
+            error.contains("ca.pem") && error.contains("no PEM certificate"),
+            "{error}"
+        );
+        let missing = format!(
+            "postgres://u@h/d?sslmode=verify-ca&sslrootcert={}/none.pem",
+            dir.path().display()
+        );
+        let error = settings(&missing).connector().err().expect("an error");
+        assert!(error.contains("none.pem"), "{error}");
+    }
+}
