@@ -205,6 +205,56 @@ async fn streamable_http_transport() {
     exercise(config, false).await;
 }
 
+/// A streamable HTTP server refusing calls for load (429 with `Retry-After: 0`; 503 with none,
+/// in the other era) gets each call again: two refusals cost the call nothing but the waits.
+/// One that refuses every time ends the call after 4 tries with an error naming the status,
+/// and the connection goes on (a listing still answers).
+#[tokio::test]
+async fn a_call_refused_for_load_is_sent_again_a_bounded_number_of_times() {
+    common::init_tracing();
+    let connect = |port: u16, era: Era| async move {
+        let mut config = ServerConfig::stdio("unused", vec![]);
+        config.transport = TransportConfig::StreamableHttp {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            headers: Default::default(),
+        };
+        config.era = era;
+        let conn = Connection::connect("dyn", &config, Notifications::new())
+            .await
+            .expect("connects");
+        conn.list_tools().await.expect("lists");
+        conn
+    };
+    for (refusal, era) in [
+        (&["--throttle-retry-after", "0"][..], Era::Legacy),
+        (&["--throttle-status", "503"][..], Era::Modern),
+    ] {
+        let (_server, port) = common::spawn_http_fixture(
+            "streamable-http",
+            &[&["--throttle-calls", "2"][..], refusal].concat(),
+        );
+        let conn = connect(port, era).await;
+        let result = conn
+            .call_tool("echo", args(json!({"text": "hi"})), CallOptions::default())
+            .await
+            .expect("answered at the third try");
+        assert_eq!(text_of(&result), "dynamic: hi", "{era:?}");
+    }
+
+    let (_server, port) = common::spawn_http_fixture(
+        "streamable-http",
+        &["--throttle-calls", "1000", "--throttle-retry-after", "0"],
+    );
+    let conn = connect(port, Era::Legacy).await;
+    let error = conn
+        .call_tool("echo", args(json!({"text": "hi"})), CallOptions::default())
+        .await
+        .expect_err("refused every time")
+        .to_string();
+    assert!(error.contains("429 Too Many Requests, 4 times"), "{error}");
+    conn.list_tools().await.expect("the connection goes on");
+}
+
 #[tokio::test]
 async fn process_exit_closes_the_connection() {
     common::init_tracing();

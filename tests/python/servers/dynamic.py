@@ -9,7 +9,12 @@ test can check how often roster listed it.
 Usage: dynamic.py [--name NAME] [--fail-first-listing] [--garbage] [--exit-at-start]
                   [--transport stdio|sse|streamable-http] [--port PORT]
                   [--hang-listing-after N] [--slow-listing SECONDS] [--ttl-ms MS]
-                  [--echo-description TEXT]
+                  [--echo-description TEXT] [--throttle-calls N] [--throttle-status CODE]
+                  [--throttle-retry-after SECONDS]
+
+`--throttle-calls N` (streamable HTTP): the first N POSTs of a `tools/call` are refused with
+HTTP `--throttle-status` (429 unless given) before the server reads them, with `Retry-After`
+when `--throttle-retry-after` is given — a server shedding load, or behind a proxy that does.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ parser.add_argument("--slow-listing", type=float, default=0.0)
 parser.add_argument("--ttl-ms", type=int, default=3_600_000)
 # What `echo` says it does at start (a redefined tool that was approved before a restart).
 parser.add_argument("--echo-description", default="Echo the text back.")
+parser.add_argument("--throttle-calls", type=int, default=0)
+parser.add_argument("--throttle-status", type=int, default=429)
+parser.add_argument("--throttle-retry-after", default=None)
 args = parser.parse_args()
 
 if args.exit_at_start:
@@ -273,5 +281,49 @@ if args.transport == "stdio":
     mcp.run()
 elif args.transport == "sse":
     mcp.run("sse", host="127.0.0.1", port=args.port)
-else:
+elif args.throttle_calls == 0:
     mcp.run("streamable-http", host="127.0.0.1", port=args.port)
+else:
+    import uvicorn
+
+    refused = 0
+
+    def throttle(app):
+        """ASGI wrapper: refuses the first `--throttle-calls` POSTs of a `tools/call`."""
+
+        async def wrapped(scope, receive, send):
+            global refused
+            if scope["type"] != "http" or scope["method"] != "POST":
+                return await app(scope, receive, send)
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            try:
+                method = json.loads(body).get("method")
+            except (ValueError, AttributeError):
+                method = None
+            if method == "tools/call" and refused < args.throttle_calls:
+                refused += 1
+                headers = [(b"content-type", b"text/plain")]
+                if args.throttle_retry_after is not None:
+                    headers.append((b"retry-after", args.throttle_retry_after.encode()))
+                await send({"type": "http.response.start", "status": args.throttle_status, "headers": headers})
+                await send({"type": "http.response.body", "body": b"slow down\n"})
+                return
+            replayed = False
+
+            async def replay():
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
+
+            return await app(scope, replay, send)
+
+        return wrapped
+
+    uvicorn.run(throttle(mcp.streamable_http_app()), host="127.0.0.1", port=args.port, log_level="warning")

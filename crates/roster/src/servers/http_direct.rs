@@ -18,7 +18,9 @@
 //! schema marks with `x-mcp-header` — the arguments are parsed for that only where the tool
 //! has such a mark ([`HttpDirect::set_tools`] keeps the marks of each listing). A POST the
 //! server does not take — 401, 403, 404 (a token to refresh, more scope, a session gone) — is
-//! sent again through rmcp, which knows what to do with those; the server ran nothing.
+//! sent again through rmcp, which knows what to do with those; the server ran nothing. One it
+//! refuses for load — 429, 503 — is sent again after the `Retry-After` it names (seconds, at
+//! most 10), else after 100 ms, doubled at each refusal, [`THROTTLED_TRIES`] times in all.
 
 use crate::sync::lock;
 use std::collections::HashMap;
@@ -54,6 +56,14 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 
 /// The longest `retry` a server may ask for before a resume.
 const MAX_RETRY: Duration = Duration::from_secs(10);
+
+/// How many times a POST refused for load (429 Too Many Requests, 503 Service Unavailable: the
+/// server ran nothing) is sent in all before the refusal is the call's error.
+const THROTTLED_TRIES: u32 = 4;
+
+/// The wait before sending a refused POST again when the server named none (`Retry-After`):
+/// doubled at each refusal.
+const THROTTLED_WAIT: Duration = Duration::from_millis(100);
 
 /// How many messages from calls' response streams wait for rmcp's service at most; a call's
 /// reader waits while it is full.
@@ -250,17 +260,36 @@ impl HttpDirect {
         };
         let mut all = posted_headers(&posting);
         all.extend(headers);
-        let response = self
-            .inner
-            .client
-            .post(self.inner.url.as_ref())
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .headers(all)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| self.failed(e))?;
+        let body = Bytes::from(body);
+        let mut tries = 0;
+        let response = loop {
+            tries += 1;
+            let response = self
+                .inner
+                .client
+                .post(self.inner.url.as_ref())
+                .header(ACCEPT, "application/json, text/event-stream")
+                .header(CONTENT_TYPE, "application/json")
+                .headers(all.clone())
+                .body(body.clone())
+                .send()
+                .await
+                .map_err(|e| self.failed(e))?;
+            // Refused for load, before the server ran anything: sent again after the wait
+            // it asks for (up to the resume bound), or a doubling one.
+            let wait = match response.status().as_u16() {
+                429 | 503 if tries < THROTTLED_TRIES => {
+                    retry_after(response.headers()).unwrap_or(THROTTLED_WAIT * 2u32.pow(tries - 1))
+                }
+                _ => break response,
+            };
+            if wait > MAX_RETRY {
+                break response;
+            }
+            tracing::debug!(server = %self.inner.server, status = %response.status(), ?wait, "call refused for load; sending it again");
+            drop(response);
+            tokio::time::sleep(wait).await;
+        };
         let status = response.status();
         if matches!(status.as_u16(), 401 | 403 | 404) {
             return Err(Unposted::NotTaken);
@@ -281,9 +310,12 @@ impl HttpDirect {
                 self.before_answer(false).await;
                 Ok(received)
             }
-            _ if !status.is_success() => Err(Unposted::Failed(RequestError::Unexpected(format!(
-                "the server answered HTTP {status}"
-            )))),
+            _ if !status.is_success() => {
+                Err(Unposted::Failed(RequestError::Unexpected(match tries {
+                    1 => format!("the server answered HTTP {status}"),
+                    _ => format!("the server answered HTTP {status}, {tries} times"),
+                })))
+            }
             Some(other) => {
                 self.inject(other, id).await;
                 Err(Unposted::Failed(no_answer()))
@@ -418,6 +450,18 @@ impl HttpDirect {
             error.without_url()
         )))
     }
+}
+
+/// A `Retry-After` of seconds (an HTTP date is not read: the doubling wait stands in).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
 }
 
 fn no_answer() -> RequestError {
