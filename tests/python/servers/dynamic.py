@@ -285,6 +285,7 @@ elif args.throttle_calls == 0:
     mcp.run("streamable-http", host="127.0.0.1", port=args.port)
 else:
     import uvicorn
+    from asgi_body import read_request, replaying
 
     refused = 0
 
@@ -295,17 +296,8 @@ else:
             global refused
             if scope["type"] != "http" or scope["method"] != "POST":
                 return await app(scope, receive, send)
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
-            try:
-                method = json.loads(body).get("method")
-            except (ValueError, AttributeError):
-                method = None
-            if method == "tools/call" and refused < args.throttle_calls:
+            body, request = await read_request(receive)
+            if request and request.get("method") == "tools/call" and refused < args.throttle_calls:
                 refused += 1
                 headers = [(b"content-type", b"text/plain")]
                 if args.throttle_retry_after is not None:
@@ -313,16 +305,7 @@ else:
                 await send({"type": "http.response.start", "status": args.throttle_status, "headers": headers})
                 await send({"type": "http.response.body", "body": b"slow down\n"})
                 return
-            replayed = False
-
-            async def replay():
-                nonlocal replayed
-                if not replayed:
-                    replayed = True
-                    return {"type": "http.request", "body": body, "more_body": False}
-                return await receive()
-
-            return await app(scope, replay, send)
+            return await app(scope, replaying(body, receive), send)
 
         return wrapped
 

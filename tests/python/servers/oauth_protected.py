@@ -20,11 +20,11 @@ Usage: oauth_protected.py --port PORT [--token-ttl SECONDS] [--transport streama
 from __future__ import annotations
 
 import argparse
-import json
 import secrets
 import time
 
 import uvicorn
+from asgi_body import read_request, replaying
 
 from mcp.server.auth.provider import (
     AccessToken,
@@ -183,19 +183,9 @@ def step_up(app):
     async def wrapped(scope, receive, send):
         if scope["type"] != "http" or scope["method"] != "POST":
             return await app(scope, receive, send)
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
-        try:
-            request = json.loads(body)
-        except ValueError:
-            request = None
+        body, request = await read_request(receive)
         headers = scope["headers"]
-        method = request.get("method") if isinstance(request, dict) else None
+        method = request.get("method") if request else None
         if (
             args.open_initialize
             and isinstance(method, str)
@@ -203,7 +193,7 @@ def step_up(app):
             and b"authorization" not in dict(headers)
         ):
             scope = dict(scope, headers=[*headers, (b"authorization", f"Bearer {OPEN_TOKEN}".encode())])
-        if isinstance(request, dict) and request.get("method") == "tools/call" and (
+        if request and request.get("method") == "tools/call" and (
             request.get("params") or {}
         ).get("name") == "admin_task":
             auth = dict(scope["headers"]).get(b"authorization", b"").decode()
@@ -222,16 +212,7 @@ def step_up(app):
                 )
                 await send({"type": "http.response.body", "body": b'{"error":"insufficient_scope"}'})
                 return
-        replayed = False
-
-        async def replay():
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return await app(scope, replay, send)
+        return await app(scope, replaying(body, receive), send)
 
     return wrapped
 
