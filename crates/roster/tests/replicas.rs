@@ -926,8 +926,9 @@ fn store_over_tls(url: &str) -> Result<bool, String> {
 /// cluster that takes TCP connections only over TLS, with a certificate for `localhost` signed
 /// by a CA of its own: the chain is checked against the CA named (`verify-ca`), the name too
 /// with `verify-full`, nothing with `require`; a CA that did not sign it, a name it does not
-/// hold and no TLS at all are refused, each naming why. A replica with such a URL serves, and
-/// both its connections (queries and `LISTEN`) are encrypted.
+/// hold and no TLS at all are refused, each naming why; a database that wants a client
+/// certificate gets one from `sslcert` and `sslkey`. A replica with such a URL serves, and both
+/// its connections (queries and `LISTEN`) are encrypted.
 #[test]
 fn the_store_speaks_tls_as_the_urls_sslmode_asks() {
     let pg = Postgres::start_with_tls();
@@ -975,6 +976,34 @@ fn the_store_speaks_tls_as_the_urls_sslmode_asks() {
     assert!(plain.contains("no encryption"), "{plain}");
     let unknown = store_over_tls(&url("127.0.0.1", "sslmode=allow")).expect_err("no such mode");
     assert!(unknown.contains("sslmode `allow`"), "{unknown}");
+
+    // A database that takes only a client certificate naming the user: refused without one,
+    // served with libpq's `sslcert` and `sslkey`; a certificate without its key is named.
+    let certified = |query: &str| {
+        format!(
+            "postgres://{}@127.0.0.1:{port}/{}?{query}",
+            Postgres::USER,
+            Postgres::CERT_DATABASE
+        )
+    };
+    let beside_ca = |name: &str| ca.with_file_name(name).display().to_string();
+    let without =
+        store_over_tls(&certified(&with_ca("verify-ca", &ca))).expect_err("no client certificate");
+    assert!(without.contains("certificate"), "{without}");
+    let with_cert = format!(
+        "{}&sslcert={}&sslkey={}",
+        with_ca("verify-ca", &ca),
+        beside_ca("client.pem"),
+        beside_ca("client.key")
+    );
+    assert_eq!(store_over_tls(&certified(&with_cert)), Ok(true));
+    let half = format!(
+        "{}&sslcert={}",
+        with_ca("verify-ca", &ca),
+        beside_ca("client.pem")
+    );
+    let half = store_over_tls(&certified(&half)).expect_err("a certificate without its key");
+    assert!(half.contains("sslkey"), "{half}");
 
     // A replica whose `[store] url` is `pg.url` (verify-ca with the CA): it starts, serves,
     // and its connections to the store are encrypted.

@@ -271,7 +271,7 @@ fn build_store(ctx: &Ctx<'_>, raw: RawStore) -> Result<StoreConfig, ConfigError>
         return Err(ctx.invalid("store.url", expected));
     }
     // `sslmode` and `sslrootcert` as libpq reads them; the driver gets the rest.
-    let url = crate::store::tls::TlsSettings::resolve_root(&raw.url, &ctx.base);
+    let url = crate::store::tls::TlsSettings::resolve_paths(&raw.url, &ctx.base);
     let tls =
         crate::store::tls::TlsSettings::from_url(&url).map_err(|e| ctx.invalid("store.url", e))?;
     let parsed: postgres::Config = tls

@@ -9,17 +9,19 @@
 //! | `verify-ca` | always | its chain, to `sslrootcert` (or the system's roots) |
 //! | `verify-full` | always | its chain and its name (the URL's host) |
 //!
-//! `sslrootcert` is a PEM file of the certificates to trust (relative paths are taken from the
-//! config file's directory), or `system` for the system's roots (then `verify-full` is the
-//! default, as in libpq). The driver (`postgres`) knows only `disable`, `prefer` and
-//! `require`: [`TlsSettings::from_url`] takes the two parameters out of the URL it is given.
+//! `sslrootcert` is a PEM file of the certificates to trust, or `system` for the system's roots
+//! (then `verify-full` is the default, as in libpq). `sslcert` and `sslkey` (PEM files, both or
+//! neither) are roster's client certificate, for a server that asks for one. Relative paths are
+//! taken from the config file's directory. The driver (`postgres`) knows only `disable`,
+//! `prefer` and `require`: [`TlsSettings::from_url`] takes these parameters out of the URL it is
+//! given.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, Error as TlsError, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -52,22 +54,36 @@ pub struct TlsSettings {
     pub verify: Verify,
     /// The roots it is checked against.
     pub roots: Roots,
+    /// roster's client certificate and its key (`sslcert`, `sslkey`).
+    pub client: Option<(PathBuf, PathBuf)>,
 }
 
+/// The URL parameters that name files (relative ones are taken from the config file's
+/// directory).
+const FILE_PARAMETERS: [&str; 3] = ["sslrootcert", "sslcert", "sslkey"];
+
 impl TlsSettings {
-    /// Reads `sslmode` and `sslrootcert` from a `postgres://` URL's query. An error names the
-    /// parameter and what it takes.
+    /// Reads `sslmode`, `sslrootcert`, `sslcert` and `sslkey` from a `postgres://` URL's query.
+    /// An error names the parameter and what it takes.
     pub fn from_url(url: &str) -> Result<TlsSettings, String> {
         let (base, query) = url.split_once('?').unwrap_or((url, ""));
         let mut kept = Vec::new();
-        let (mut mode, mut root) = (None, None);
+        let (mut mode, mut root, mut cert, mut key) = (None, None, None, None);
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some(("sslmode", value)) => mode = Some(value.to_owned()),
                 Some(("sslrootcert", value)) => root = Some(value.to_owned()),
+                Some(("sslcert", value)) => cert = Some(PathBuf::from(value)),
+                Some(("sslkey", value)) => key = Some(PathBuf::from(value)),
                 _ => kept.push(pair.to_owned()),
             }
         }
+        let client = match (cert, key) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            (Some(_), None) => return Err("sslcert needs sslkey: the certificate's key".to_owned()),
+            (None, Some(_)) => return Err("sslkey needs sslcert: the key's certificate".to_owned()),
+        };
         let roots = match root.as_deref() {
             None | Some("system") => Roots::System,
             Some("") => return Err("sslrootcert: a PEM file, or `system`".to_owned()),
@@ -99,21 +115,26 @@ impl TlsSettings {
             driver_url: format!("{base}?{}", kept.join("&")),
             verify,
             roots,
+            client,
         })
     }
 
-    /// `url` with a relative `sslrootcert` taken from `base` (the config file's directory).
-    pub fn resolve_root(url: &str, base: &Path) -> String {
+    /// `url` with a relative `sslrootcert`, `sslcert` or `sslkey` taken from `base` (the config
+    /// file's directory).
+    pub fn resolve_paths(url: &str, base: &Path) -> String {
         let Some((head, query)) = url.split_once('?') else {
             return url.to_owned();
         };
         let pairs: Vec<String> = query
             .split('&')
             .map(|pair| match pair.split_once('=') {
-                Some(("sslrootcert", value))
-                    if !value.is_empty() && value != "system" && Path::new(value).is_relative() =>
+                Some((name, value))
+                    if FILE_PARAMETERS.contains(&name)
+                        && !value.is_empty()
+                        && value != "system"
+                        && Path::new(value).is_relative() =>
                 {
-                    format!("sslrootcert={}", base.join(value).display())
+                    format!("{name}={}", base.join(value).display())
                 }
                 _ => pair.to_owned(),
             })
@@ -173,8 +194,30 @@ impl TlsSettings {
                     .dangerous()
                     .with_custom_certificate_verifier(Arc::new(Lenient { chain, provider }))
             }
-        }
-        .with_no_client_auth();
+        };
+        let config = match &self.client {
+            None => config.with_no_client_auth(),
+            Some((cert, key)) => {
+                let chain = CertificateDer::pem_file_iter(cert)
+                    .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                    .map_err(|e| format!("sslcert {}: {e}", cert.display()))?;
+                if chain.is_empty() {
+                    return Err(format!(
+                        "sslcert {}: no PEM certificate in it",
+                        cert.display()
+                    ));
+                }
+                let key_der = PrivateKeyDer::from_pem_file(key)
+                    .map_err(|e| format!("sslkey {}: {e}", key.display()))?;
+                config.with_client_auth_cert(chain, key_der).map_err(|e| {
+                    format!(
+                        "sslcert {} with sslkey {}: {e}",
+                        cert.display(),
+                        key.display()
+                    )
+                })?
+            }
+        };
         Ok(MakeRustlsConnect::new(config))
     }
 }
@@ -287,6 +330,11 @@ mod tests {
         let wrong =
             TlsSettings::from_url("postgres://u@h/d?sslmode=allow").expect_err("no such mode");
         assert!(wrong.contains("sslmode `allow`"), "{wrong}");
+        let client = settings("postgres://u@h/d?sslcert=/c.pem&sslkey=/c.key");
+        assert_eq!(client.driver_url, "postgres://u@h/d?sslmode=prefer");
+        assert_eq!(client.client, Some(("/c.pem".into(), "/c.key".into())));
+        let half = TlsSettings::from_url("postgres://u@h/d?sslcert=/c.pem").expect_err("no key");
+        assert!(half.contains("sslkey"), "{half}");
         let system = TlsSettings::from_url("postgres://u@h/d?sslrootcert=system&sslmode=require")
             .expect_err("system roots are checked");
         assert!(system.contains("verify-full"), "{system}");
@@ -296,18 +344,19 @@ mod tests {
     fn a_relative_root_file_is_taken_from_the_config_files_directory() {
         let base = Path::new("/etc/roster");
         assert_eq!(
-            TlsSettings::resolve_root(
-                "postgres://u@h/d?sslrootcert=ca.pem&sslmode=verify-ca",
+            TlsSettings::resolve_paths(
+                "postgres://u@h/d?sslrootcert=ca.pem&sslmode=verify-ca&sslcert=c.pem&sslkey=k/c.key",
                 base
             ),
-            "postgres://u@h/d?sslrootcert=/etc/roster/ca.pem&sslmode=verify-ca"
+            "postgres://u@h/d?sslrootcert=/etc/roster/ca.pem&sslmode=verify-ca\
+             &sslcert=/etc/roster/c.pem&sslkey=/etc/roster/k/c.key"
         );
         for kept in [
             "postgres://u@h/d?sslrootcert=/abs/ca.pem",
             "postgres://u@h/d?sslrootcert=system",
             "postgres://u@h/d",
         ] {
-            assert_eq!(TlsSettings::resolve_root(kept, base), kept);
+            assert_eq!(TlsSettings::resolve_paths(kept, base), kept);
         }
     }
 

@@ -52,6 +52,8 @@ impl Postgres {
     pub const USER: &'static str = "roster";
     /// The database `start` creates.
     pub const DATABASE: &'static str = "roster";
+    /// The database of a TLS cluster that takes only client certificates.
+    pub const CERT_DATABASE: &'static str = "certified";
 
     /// Creates a cluster in a new temp dir, starts it on a free port, waits until it accepts
     /// connections and creates the database `roster`. Panics (with PostgreSQL's log) on failure.
@@ -61,7 +63,9 @@ impl Postgres {
 
     /// [`Postgres::start`] with TLS only: the server's certificate (for `localhost`, not
     /// `127.0.0.1`) is signed by a CA of its own, [`Postgres::ca`]; TCP connections without TLS
-    /// are refused (`hostssl` only). [`Postgres::url`] asks for `verify-ca` with that CA.
+    /// are refused (`hostssl` only). [`Postgres::url`] asks for `verify-ca` with that CA. The
+    /// database [`Postgres::CERT_DATABASE`] takes only a client certificate of that CA naming
+    /// the user (`cert` authentication): `client.pem` and `client.key` beside [`Postgres::ca`].
     /// Needs `openssl` (Debian's `openssl`, which `scripts/test` installs).
     pub fn start_with_tls() -> Postgres {
         Self::start_with(true)
@@ -107,18 +111,23 @@ impl Postgres {
             // TCP only with TLS.
             let hba = data.join("pg_hba.conf");
             let text = std::fs::read_to_string(&hba).expect("read pg_hba.conf");
-            let text: String = text
-                .lines()
-                .map(|line| match line.strip_prefix("host ") {
+            let certified = format!(
+                "hostssl {} all 127.0.0.1/32 cert\nhostssl {} all ::1/128 cert\n",
+                Self::CERT_DATABASE,
+                Self::CERT_DATABASE
+            );
+            let text: String = std::iter::once(certified)
+                .chain(text.lines().map(|line| match line.strip_prefix("host ") {
                     Some(rest) => format!("hostssl {rest}\n"),
                     None => format!("{line}\n"),
-                })
+                }))
                 .collect();
             std::fs::write(&hba, text).expect("write pg_hba.conf");
             tls_options = format!(
-                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={} -c ssl_ca_file={}",
                 dir.path().join("server.pem").display(),
-                key.display()
+                key.display(),
+                dir.path().join("ca.pem").display()
             );
         }
 
@@ -174,6 +183,12 @@ impl Postgres {
             dir,
         };
         postgres.psql_in("postgres", &format!("CREATE DATABASE {}", Self::DATABASE));
+        if tls {
+            postgres.psql_in(
+                "postgres",
+                &format!("CREATE DATABASE {}", Self::CERT_DATABASE),
+            );
+        }
         postgres
     }
 
@@ -337,66 +352,39 @@ fn user_ids(user: &str) -> (u32, u32) {
 
 /// `bin/program`, run as `run_as` (through `runuser`) when given, in `cwd` (a dir that user can
 /// enter, unlike the test's own working dir under /root).
-/// A CA (`ca.pem`) and a certificate it signed for `localhost` (`server.pem`, `server.key`)
-/// in `dir`, made with `openssl`; also a second CA (`other-ca.pem`) that signed nothing here.
+/// A CA (`ca.pem`) and certificates it signed for `localhost` (`server.pem`, `server.key`) and
+/// for the user `roster` (`client.pem`, `client.key`) in `dir`, made with `openssl`; also a
+/// second CA (`other-ca.pem`) that signed nothing here.
 fn make_certificates(dir: &Path) {
     let openssl = in_path("openssl").expect(
         "the TLS store test needs openssl (apt-get install openssl; scripts/test installs it)",
     );
-    let run = |args: &[&str]| {
+    let run = |args: &str| {
         let mut command = Command::new(&openssl);
-        command.current_dir(dir).args(args).stderr(Stdio::piped());
+        command
+            .current_dir(dir)
+            .args(args.split(' '))
+            .stderr(Stdio::piped());
         stdout_of(&mut command);
     };
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    for (key, cert, name) in [
-        ("ca.key", "ca.pem", "/CN=roster test CA"),
-        ("other-ca.key", "other-ca.pem", "/CN=another CA"),
-    ] {
-        run(&[
-            &["req", "-x509"][..],
-            &ec,
-            &["-keyout", key, "-out", cert, "-days", "2", "-subj", name],
-        ]
-        .concat());
+    let ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    for (name, cn) in [("ca", "test-CA"), ("other-ca", "another-CA")] {
+        run(&format!(
+            "req -x509 {ec} -keyout {name}.key -out {name}.pem -days 2 -subj /CN={cn}"
+        ));
     }
-    run(&[
-        &["req"][..],
-        &ec,
-        &[
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=localhost",
-        ],
-    ]
-    .concat());
-    std::fs::write(dir.join("san.ext"), "subjectAltName=DNS:localhost\n").expect("write san.ext");
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "san.ext",
-    ]);
+    // Extensions make them X.509 v3 certificates, the only kind rustls takes.
+    std::fs::write(dir.join("server.ext"), "subjectAltName=DNS:localhost\n").expect("write");
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").expect("write");
+    for (name, cn) in [("server", "localhost"), ("client", "roster")] {
+        run(&format!(
+            "req {ec} -keyout {name}.key -out {name}.csr -subj /CN={cn}"
+        ));
+        run(&format!(
+            "x509 -req -in {name}.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+             -out {name}.pem -days 2 -extfile {name}.ext"
+        ));
+    }
 }
 
 fn pg_command(bin: &Path, program: &str, run_as: Option<&str>, cwd: &Path) -> Command {
