@@ -1005,6 +1005,20 @@ fn the_store_speaks_tls_as_the_urls_sslmode_asks() {
     let half = store_over_tls(&certified(&half)).expect_err("a certificate without its key");
     assert!(half.contains("sslkey"), "{half}");
 
+    // `prefer` falls back to a connection without TLS when the handshake fails, as libpq does
+    // (here: the chain does not check out against another CA), where the server allows one.
+    let plain_db = format!(
+        "postgres://{}:{}@127.0.0.1:{port}/{}?{}",
+        Postgres::USER,
+        Postgres::PASSWORD,
+        Postgres::PLAIN_DATABASE,
+        with_ca("prefer", &other)
+    );
+    assert_eq!(store_over_tls(&plain_db), Ok(false));
+    let refused = store_over_tls(&url("127.0.0.1", &with_ca("prefer", &other)))
+        .expect_err("hostssl only, and the chain does not check out");
+    assert!(refused.contains("UnknownIssuer"), "{refused}");
+
     // A replica whose `[store] url` is `pg.url` (verify-ca with the CA): it starts, serves,
     // and its connections to the store are encrypted.
     let replicas = start_replicas(&pg, 1);

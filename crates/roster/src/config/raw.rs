@@ -270,7 +270,7 @@ fn build_store(ctx: &Ctx<'_>, raw: RawStore) -> Result<StoreConfig, ConfigError>
     if !(raw.url.starts_with("postgres://") || raw.url.starts_with("postgresql://")) {
         return Err(ctx.invalid("store.url", expected));
     }
-    // `sslmode` and `sslrootcert` as libpq reads them; the driver gets the rest.
+    // `sslmode` and the TLS files as libpq reads them; the driver gets the rest.
     let url = crate::store::tls::TlsSettings::resolve_paths(&raw.url, &ctx.base);
     let tls =
         crate::store::tls::TlsSettings::from_url(&url).map_err(|e| ctx.invalid("store.url", e))?;

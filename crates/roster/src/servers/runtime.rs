@@ -863,8 +863,6 @@ impl Runtime {
         }
     }
 
-    /// `slot` waits for a person's `roster auth login`: shown as `needs-login` and, once per
-    /// wait, told in the inbox (on the [`NEEDS_LOGIN_CHANNEL`]).
     /// `connection` of an `auth = "oauth"` server had a request refused for want of a token
     /// (401, and no refresh helped: the token was revoked, or the server let the handshake
     /// through without one): the server waits for a login, as when the handshake is refused.
@@ -887,6 +885,9 @@ impl Runtime {
         error
     }
 
+    /// `slot` waits for a person's `roster auth login`: shown as `needs-login` and, once per
+    /// wait, told in the inbox (on the [`NEEDS_LOGIN_CHANNEL`]); every refusal counts in
+    /// `logins_asked`.
     pub(super) fn record_needs_login(&self, slot: &Slot, error: &str) {
         let mut live = lock(&slot.live);
         live.last_error = Some(error.to_owned());

@@ -76,7 +76,8 @@ pub enum StoreError {
         /// The PostgreSQL error.
         source: ::postgres::Error,
     },
-    /// `[store] url`'s TLS parameters (`sslmode`, `sslrootcert`) cannot be used.
+    /// `[store] url`'s TLS parameters (`sslmode`, `sslrootcert`, `sslcert`, `sslkey`) cannot
+    /// be used.
     #[error("store {url}: {message}")]
     Tls {
         /// `[store] url`.
@@ -179,7 +180,7 @@ pub fn load_catalog(store: &dyn CatalogStore) -> Result<(Catalog, Vec<InvalidSki
 /// `error` and what caused it, each once: the driver's own words name only the step that
 /// failed ("error performing TLS handshake"), the cause says why (a certificate for another
 /// name, an unknown issuer).
-fn with_causes(error: &::postgres::Error) -> String {
+pub(crate) fn with_causes(error: &::postgres::Error) -> String {
     let mut text = error.to_string();
     let mut cause = std::error::Error::source(error);
     while let Some(e) = cause {

@@ -99,7 +99,7 @@ struct Connection {
 impl Connection {
     fn client(&mut self) -> Result<&mut Client, postgres::Error> {
         if self.client.as_ref().is_none_or(Client::is_closed) {
-            self.client = Some(self.config.connect(self.tls.clone())?);
+            self.client = Some(connect(&self.config, &self.tls)?);
         }
         Ok(self.client.as_mut().expect("just connected"))
     }
@@ -322,6 +322,26 @@ impl Drop for Pg {
     }
 }
 
+/// A connection to the store as `config` and `tls` ask. Under `sslmode=prefer` (the default) a
+/// TLS handshake that fails is followed by an attempt without TLS, as libpq does: a server
+/// whose certificate rustls cannot read still serves a store that asked only to prefer TLS.
+fn connect(config: &postgres::Config, tls: &MakeRustlsConnect) -> Result<Client, postgres::Error> {
+    match config.connect(tls.clone()) {
+        Err(error) if config.get_ssl_mode() == postgres::config::SslMode::Prefer => {
+            let mut plain = config.clone();
+            plain.ssl_mode(postgres::config::SslMode::Disable);
+            match plain.connect(tls.clone()) {
+                Ok(client) => {
+                    tracing::warn!(error = %super::with_causes(&error), "store: TLS failed; connected without it, as sslmode=prefer allows");
+                    Ok(client)
+                }
+                Err(_) => Err(error),
+            }
+        }
+        other => other,
+    }
+}
+
 fn listen_loop(
     config: &postgres::Config,
     tls: &MakeRustlsConnect,
@@ -331,7 +351,7 @@ fn listen_loop(
 ) {
     let mut backoff = Duration::from_millis(100);
     while !stop.load(Ordering::Relaxed) {
-        let mut client = match config.connect(tls.clone()) {
+        let mut client = match connect(config, tls) {
             Ok(client) => client,
             Err(error) => {
                 tracing::warn!(%url, %error, "store: cannot listen for other replicas' changes; retrying");

@@ -4,7 +4,7 @@
 //! | `sslmode` | TLS | the server's certificate |
 //! | --- | --- | --- |
 //! | `disable` | never | — |
-//! | `prefer` (the default) | when the server offers it | not checked, unless `sslrootcert` names a file: then its chain, as `verify-ca` |
+//! | `prefer` (the default) | when the server offers it (a failed handshake is followed by a connection without TLS) | not checked, unless `sslrootcert` names a file: then its chain, as `verify-ca` |
 //! | `require` | always | as `prefer` |
 //! | `verify-ca` | always | its chain, to `sslrootcert` (or the system's roots) |
 //! | `verify-full` | always | its chain and its name (the URL's host) |

@@ -54,6 +54,8 @@ impl Postgres {
     pub const DATABASE: &'static str = "roster";
     /// The database of a TLS cluster that takes only client certificates.
     pub const CERT_DATABASE: &'static str = "certified";
+    /// The database of a TLS cluster that takes connections without TLS too.
+    pub const PLAIN_DATABASE: &'static str = "plain";
 
     /// Creates a cluster in a new temp dir, starts it on a free port, waits until it accepts
     /// connections and creates the database `roster`. Panics (with PostgreSQL's log) on failure.
@@ -65,7 +67,8 @@ impl Postgres {
     /// `127.0.0.1`) is signed by a CA of its own, [`Postgres::ca`]; TCP connections without TLS
     /// are refused (`hostssl` only). [`Postgres::url`] asks for `verify-ca` with that CA. The
     /// database [`Postgres::CERT_DATABASE`] takes only a client certificate of that CA naming
-    /// the user (`cert` authentication): `client.pem` and `client.key` beside [`Postgres::ca`].
+    /// the user (`cert` authentication): `client.pem` and `client.key` beside [`Postgres::ca`];
+    /// [`Postgres::PLAIN_DATABASE`] takes connections without TLS too.
     /// Needs `openssl` (Debian's `openssl`, which `scripts/test` installs).
     pub fn start_with_tls() -> Postgres {
         Self::start_with(true)
@@ -112,9 +115,10 @@ impl Postgres {
             let hba = data.join("pg_hba.conf");
             let text = std::fs::read_to_string(&hba).expect("read pg_hba.conf");
             let certified = format!(
-                "hostssl {} all 127.0.0.1/32 cert\nhostssl {} all ::1/128 cert\n",
-                Self::CERT_DATABASE,
-                Self::CERT_DATABASE
+                "hostssl {cert} all 127.0.0.1/32 cert\nhostssl {cert} all ::1/128 cert\n\
+                 host {plain} all 127.0.0.1/32 scram-sha-256\n",
+                cert = Self::CERT_DATABASE,
+                plain = Self::PLAIN_DATABASE,
             );
             let text: String = std::iter::once(certified)
                 .chain(text.lines().map(|line| match line.strip_prefix("host ") {
@@ -184,10 +188,9 @@ impl Postgres {
         };
         postgres.psql_in("postgres", &format!("CREATE DATABASE {}", Self::DATABASE));
         if tls {
-            postgres.psql_in(
-                "postgres",
-                &format!("CREATE DATABASE {}", Self::CERT_DATABASE),
-            );
+            for database in [Self::CERT_DATABASE, Self::PLAIN_DATABASE] {
+                postgres.psql_in("postgres", &format!("CREATE DATABASE {database}"));
+            }
         }
         postgres
     }
