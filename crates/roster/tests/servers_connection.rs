@@ -205,10 +205,11 @@ async fn streamable_http_transport() {
     exercise(config, false).await;
 }
 
-/// A streamable HTTP server refusing calls for load (429 with `Retry-After: 0`; 503 with none,
-/// in the other era) gets each call again: two refusals cost the call nothing but the waits.
-/// One that refuses every time ends the call after 4 tries with an error naming the status,
-/// and the connection goes on (a listing still answers).
+/// A streamable HTTP server refusing calls for load (429 with `Retry-After: 0` or a past HTTP
+/// date; 503 with none, in the other era) gets each call again: two refusals cost the call
+/// nothing but the waits. One that refuses every time ends the call after 4 tries with an
+/// error naming the status, and the connection goes on (a listing still answers); one that
+/// asks for a wait longer than roster gives a call ends it at once, naming the wait.
 #[tokio::test]
 async fn a_call_refused_for_load_is_sent_again_a_bounded_number_of_times() {
     common::init_tracing();
@@ -228,6 +229,11 @@ async fn a_call_refused_for_load_is_sent_again_a_bounded_number_of_times() {
     for (refusal, era) in [
         (&["--throttle-retry-after", "0"][..], Era::Legacy),
         (&["--throttle-status", "503"][..], Era::Modern),
+        // An HTTP date already past: no wait.
+        (
+            &["--throttle-retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"][..],
+            Era::Legacy,
+        ),
     ] {
         let (_server, port) = common::spawn_http_fixture(
             "streamable-http",
@@ -253,6 +259,28 @@ async fn a_call_refused_for_load_is_sent_again_a_bounded_number_of_times() {
         .to_string();
     assert!(error.contains("429 Too Many Requests, 4 times"), "{error}");
     conn.list_tools().await.expect("the connection goes on");
+
+    // A wait longer than roster gives a call (an HTTP date decades ahead): the call ends at
+    // once, naming the wait, rather than sending it again sooner than the server asked.
+    let (_server, port) = common::spawn_http_fixture(
+        "streamable-http",
+        &[
+            "--throttle-calls",
+            "1",
+            "--throttle-retry-after",
+            "Fri, 01 Jan 2100 00:00:00 GMT",
+        ],
+    );
+    let conn = connect(port, Era::Legacy).await;
+    let error = conn
+        .call_tool("echo", args(json!({"text": "hi"})), CallOptions::default())
+        .await
+        .expect_err("asked to wait decades")
+        .to_string();
+    assert!(
+        error.contains("429 Too Many Requests and asked to wait"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

@@ -19,8 +19,9 @@
 //! has such a mark ([`HttpDirect::set_tools`] keeps the marks of each listing). A POST the
 //! server does not take — 401, 403, 404 (a token to refresh, more scope, a session gone) — is
 //! sent again through rmcp, which knows what to do with those; the server ran nothing. One it
-//! refuses for load — 429, 503 — is sent again after the `Retry-After` it names (seconds, at
-//! most 10), else after 100 ms, doubled at each refusal, [`THROTTLED_TRIES`] times in all.
+//! refuses for load — 429, 503 — is sent again after the `Retry-After` it names (seconds or an
+//! HTTP date; a wait over 10 s ends the call, naming it), else after 100 ms, doubled at each
+//! refusal, [`THROTTLED_TRIES`] times in all.
 
 use crate::sync::lock;
 use std::collections::HashMap;
@@ -262,6 +263,8 @@ impl HttpDirect {
         all.extend(headers);
         let body = Bytes::from(body);
         let mut tries = 0;
+        // A wait the server asked for that is longer than roster waits (named in the error).
+        let mut too_long = None;
         let response = loop {
             tries += 1;
             let response = self
@@ -284,6 +287,7 @@ impl HttpDirect {
                 _ => break response,
             };
             if wait > MAX_RETRY {
+                too_long = Some(wait);
                 break response;
             }
             tracing::debug!(server = %self.inner.server, status = %response.status(), ?wait, "call refused for load; sending it again");
@@ -310,12 +314,18 @@ impl HttpDirect {
                 self.before_answer(false).await;
                 Ok(received)
             }
-            _ if !status.is_success() => {
-                Err(Unposted::Failed(RequestError::Unexpected(match tries {
-                    1 => format!("the server answered HTTP {status}"),
-                    _ => format!("the server answered HTTP {status}, {tries} times"),
-                })))
-            }
+            _ if !status.is_success() => Err(Unposted::Failed(RequestError::Unexpected(
+                match (tries, too_long) {
+                    (_, Some(wait)) => format!(
+                        "the server answered HTTP {status} and asked to wait {} s, longer \
+                         than roster waits for a call ({} s)",
+                        wait.as_secs(),
+                        MAX_RETRY.as_secs()
+                    ),
+                    (1, None) => format!("the server answered HTTP {status}"),
+                    (_, None) => format!("the server answered HTTP {status}, {tries} times"),
+                },
+            ))),
             Some(other) => {
                 self.inject(other, id).await;
                 Err(Unposted::Failed(no_answer()))
@@ -452,16 +462,20 @@ impl HttpDirect {
     }
 }
 
-/// A `Retry-After` of seconds (an HTTP date is not read: the doubling wait stands in).
+/// The wait a `Retry-After` asks for: seconds, or an HTTP date (one already past: none).
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    headers
+    let value = headers
         .get(reqwest::header::RETRY_AFTER)?
         .to_str()
         .ok()?
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .map(Duration::from_secs)
+        .trim();
+    match value.parse::<u64>() {
+        Ok(seconds) => Some(Duration::from_secs(seconds)),
+        Err(_) => httpdate::parse_http_date(value).ok().map(|at| {
+            at.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+        }),
+    }
 }
 
 fn no_answer() -> RequestError {
