@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use roster::config::{Era, ServerConfig, TransportConfig};
-use roster::servers::{CallOptions, Connection, Notifications};
+use roster::servers::{CallOptions, Connection, Notifications, RequestError};
 use serde_json::{Map, Value, json};
 
 fn dynamic_stdio(era: Era, extra: &[&str]) -> ServerConfig {
@@ -205,6 +205,29 @@ async fn streamable_http_transport() {
     exercise(config, false).await;
 }
 
+/// The dynamic fixture over streamable HTTP with `extra` arguments (its `--throttle-*`), and a
+/// connection to it in `era` that has listed it.
+async fn throttled(extra: &[&str], era: Era) -> (common::KillOnDrop, Connection) {
+    let (server, port) = common::spawn_http_fixture("streamable-http", extra);
+    let mut config = ServerConfig::stdio("unused", vec![]);
+    config.transport = TransportConfig::StreamableHttp {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        headers: Default::default(),
+    };
+    config.era = era;
+    let conn = Connection::connect("dyn", &config, Notifications::new())
+        .await
+        .expect("connects");
+    conn.list_tools().await.expect("lists");
+    (server, conn)
+}
+
+/// `echo`'s answer, or why there was none.
+async fn echo_hi(conn: &Connection) -> Result<Value, RequestError> {
+    conn.call_tool("echo", args(json!({"text": "hi"})), CallOptions::default())
+        .await
+}
+
 /// A streamable HTTP server refusing calls for load (429 with `Retry-After: 0` or a past HTTP
 /// date; 503 with none, in the other era) gets each call again: two refusals cost the call
 /// nothing but the waits. One that refuses every time ends the call after 4 tries with an
@@ -213,19 +236,6 @@ async fn streamable_http_transport() {
 #[tokio::test]
 async fn a_call_refused_for_load_is_sent_again_a_bounded_number_of_times() {
     common::init_tracing();
-    let connect = |port: u16, era: Era| async move {
-        let mut config = ServerConfig::stdio("unused", vec![]);
-        config.transport = TransportConfig::StreamableHttp {
-            url: format!("http://127.0.0.1:{port}/mcp"),
-            headers: Default::default(),
-        };
-        config.era = era;
-        let conn = Connection::connect("dyn", &config, Notifications::new())
-            .await
-            .expect("connects");
-        conn.list_tools().await.expect("lists");
-        conn
-    };
     for (refusal, era) in [
         (&["--throttle-retry-after", "0"][..], Era::Legacy),
         (&["--throttle-status", "503"][..], Era::Modern),
@@ -235,25 +245,18 @@ async fn a_call_refused_for_load_is_sent_again_a_bounded_number_of_times() {
             Era::Legacy,
         ),
     ] {
-        let (_server, port) = common::spawn_http_fixture(
-            "streamable-http",
-            &[&["--throttle-calls", "2"][..], refusal].concat(),
-        );
-        let conn = connect(port, era).await;
-        let result = conn
-            .call_tool("echo", args(json!({"text": "hi"})), CallOptions::default())
-            .await
-            .expect("answered at the third try");
+        let (_server, conn) =
+            throttled(&[&["--throttle-calls", "2"][..], refusal].concat(), era).await;
+        let result = echo_hi(&conn).await.expect("answered at the third try");
         assert_eq!(text_of(&result), "dynamic: hi", "{era:?}");
     }
 
-    let (_server, port) = common::spawn_http_fixture(
-        "streamable-http",
+    let (_server, conn) = throttled(
         &["--throttle-calls", "1000", "--throttle-retry-after", "0"],
-    );
-    let conn = connect(port, Era::Legacy).await;
-    let error = conn
-        .call_tool("echo", args(json!({"text": "hi"})), CallOptions::default())
+        Era::Legacy,
+    )
+    .await;
+    let error = echo_hi(&conn)
         .await
         .expect_err("refused every time")
         .to_string();
@@ -262,18 +265,17 @@ async fn a_call_refused_for_load_is_sent_again_a_bounded_number_of_times() {
 
     // A wait longer than roster gives a call (an HTTP date decades ahead): the call ends at
     // once, naming the wait, rather than sending it again sooner than the server asked.
-    let (_server, port) = common::spawn_http_fixture(
-        "streamable-http",
+    let (_server, conn) = throttled(
         &[
             "--throttle-calls",
             "1",
             "--throttle-retry-after",
             "Fri, 01 Jan 2100 00:00:00 GMT",
         ],
-    );
-    let conn = connect(port, Era::Legacy).await;
-    let error = conn
-        .call_tool("echo", args(json!({"text": "hi"})), CallOptions::default())
+        Era::Legacy,
+    )
+    .await;
+    let error = echo_hi(&conn)
         .await
         .expect_err("asked to wait decades")
         .to_string();

@@ -55,7 +55,8 @@ const MAX_RESUMES: u32 = 3;
 /// How long to wait before resuming a stream whose server named no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 
-/// The longest `retry` a server may ask for before a resume.
+/// The longest wait a server may ask for: its `retry` before a resume, its `Retry-After` before
+/// a refused call is sent again (a longer one ends the call).
 const MAX_RETRY: Duration = Duration::from_secs(10);
 
 /// How many times a POST refused for load (429 Too Many Requests, 503 Service Unavailable: the
@@ -259,21 +260,23 @@ impl HttpDirect {
         let Some(posting) = lock(&self.inner.posting).clone() else {
             return Err(Unposted::NotTaken);
         };
-        let mut all = posted_headers(&posting);
-        all.extend(headers);
         let body = Bytes::from(body);
         let mut tries = 0;
         // A wait the server asked for that is longer than roster waits (named in the error).
         let mut too_long = None;
         let response = loop {
             tries += 1;
+            // The session's headers, then this request's own (few, often none: copied again
+            // only for the rare second try).
+            let mut all = posted_headers(&posting);
+            all.extend(headers.clone());
             let response = self
                 .inner
                 .client
                 .post(self.inner.url.as_ref())
                 .header(ACCEPT, "application/json, text/event-stream")
                 .header(CONTENT_TYPE, "application/json")
-                .headers(all.clone())
+                .headers(all)
                 .body(body.clone())
                 .send()
                 .await
