@@ -1,8 +1,13 @@
-//! A trailing-edge debouncer for one server's `notifications/tools/list_changed`.
+//! A debouncer for one server's `notifications/tools/list_changed`.
 //!
 //! A server that changes many tools at once tends to send a storm of notifications; roster
 //! re-lists once, after the storm subsides. Each notification (re)starts the countdown; when
 //! `window` passes without another one, [`Debouncer::poll`] returns one [`Fire`].
+//!
+//! With the leading edge on ([`Debouncer::set_leading`]), the first notification of a quiet
+//! server fires at once — a lone change is announced as soon as it is listed, not a window
+//! later — and what follows within a window of that fire is coalesced into one trailing fire:
+//! a storm costs at most two refreshes (more only when it outlasts `max_wait`).
 //!
 //! The window is captured when a refresh is scheduled (the first notification of a storm):
 //! changing it with [`Debouncer::set_window`] while a countdown runs affects the next storm,
@@ -51,10 +56,15 @@ struct Pending {
     first: Instant,
     last: Instant,
     notifications: u64,
+    /// The leading edge: fires at `first`, whatever follows before it is polled.
+    leading: bool,
 }
 
 impl Pending {
     fn deadline(&self) -> Instant {
+        if self.leading {
+            return self.first;
+        }
         let trailing = saturating_add(self.last, self.window);
         match self.max_wait {
             Some(max_wait) => trailing.min(saturating_add(self.first, max_wait)),
@@ -63,11 +73,15 @@ impl Pending {
     }
 }
 
-/// Trailing-edge debounce state for one server.
+/// Debounce state for one server: trailing edge, and the leading edge when set.
 #[derive(Debug, Clone)]
 pub struct Debouncer {
     window: Duration,
     max_wait: Option<Duration>,
+    leading: bool,
+    /// Until when, after the last fire, a notification starts a trailing countdown instead of
+    /// firing at once (with the leading edge on).
+    quiet_from: Option<Instant>,
     pending: Option<Pending>,
     refreshes: u64,
     coalesced: u64,
@@ -86,6 +100,8 @@ impl Debouncer {
         Debouncer {
             window,
             max_wait: None,
+            leading: false,
+            quiet_from: None,
             pending: None,
             refreshes: 0,
             coalesced: 0,
@@ -121,8 +137,20 @@ impl Debouncer {
         self.max_wait = max_wait;
     }
 
+    /// Turns the leading edge on or off (off by default): on, the first notification after a
+    /// window with no fire fires at once, and only what follows it waits for the trailing edge.
+    pub fn set_leading(&mut self, leading: bool) {
+        self.leading = leading;
+    }
+
+    /// Whether the leading edge is on.
+    pub fn leading(&self) -> bool {
+        self.leading
+    }
+
     /// A notification arrived at `now`: schedules a refresh `window` later, or pushes the
-    /// running countdown back to `now + window` (the window it was scheduled with).
+    /// running countdown back to `now + window` (the window it was scheduled with). With the
+    /// leading edge on and no fire in the last window, the refresh is due at once.
     pub fn on_notification(&mut self, now: Instant) {
         match &mut self.pending {
             Some(pending) => {
@@ -131,12 +159,14 @@ impl Debouncer {
                 pending.notifications = pending.notifications.saturating_add(1);
             }
             None => {
+                let quiet = self.quiet_from.is_none_or(|from| now >= from);
                 self.pending = Some(Pending {
                     window: self.window,
                     max_wait: self.max_wait,
                     first: now,
                     last: now,
                     notifications: 1,
+                    leading: self.leading && quiet,
                 });
             }
         }
@@ -161,6 +191,7 @@ impl Debouncer {
             return None;
         }
         self.pending = None;
+        self.quiet_from = Some(saturating_add(now, pending.window));
         self.refreshes = self.refreshes.saturating_add(1);
         self.coalesced = self
             .coalesced
@@ -359,6 +390,39 @@ mod tests {
         assert_eq!(d.window(), Duration::ZERO);
         let d = Debouncer::from_secs_f64(0.25).expect("a quarter second");
         assert_eq!(d.window(), ms(250));
+    }
+
+    #[test]
+    fn with_the_leading_edge_a_quiet_server_fires_at_once_and_a_storm_costs_two() {
+        let mut d = Debouncer::new(ms(500));
+        d.set_leading(true);
+        let t0 = Instant::now();
+        d.on_notification(t0);
+        assert_eq!(d.deadline(), Some(t0), "a lone change is due at once");
+        d.on_notification(t0);
+        let fire = d.poll(t0).expect("the leading edge");
+        assert_eq!(
+            fire.notifications, 2,
+            "what came before the fire rides on it"
+        );
+        // The rest of the storm, within the window: one trailing fire.
+        for i in 1..=1000u64 {
+            d.on_notification(t0 + Duration::from_micros(i * 100));
+        }
+        let last = t0 + Duration::from_micros(100_000);
+        assert_eq!(d.deadline(), Some(last + ms(500)));
+        assert_eq!(d.poll(last + ms(499)), None);
+        let fire = d.poll(last + ms(500)).expect("the trailing edge");
+        assert_eq!(fire.notifications, 1000);
+        assert_eq!(d.refresh_count(), 2, "a storm costs at most two refreshes");
+        // Quiet again for a window since that fire: the next change fires at once.
+        let later = last + ms(1_000);
+        d.on_notification(later);
+        assert_eq!(d.deadline(), Some(later));
+        // A change within a window of the last fire waits for the trailing edge.
+        assert!(d.poll(later).is_some());
+        d.on_notification(later + ms(10));
+        assert_eq!(d.deadline(), Some(later + ms(510)));
     }
 
     proptest! {

@@ -6,7 +6,15 @@
 //! [`ServerSchedule::listed`] or [`ServerSchedule::failed`]. Time is always an argument.
 //!
 //! The rules:
-//! - A listing is held until `at + min(refresh_interval, server ttl)`.
+//! - A listing is held until `at + min(refresh_interval, max(server ttl, min_ttl))`: a server's
+//!   `ttlMs` shorter than `min_ttl` (0 included) counts as `min_ttl`, so however many requests
+//!   come, a server is listed again at most once per `min_ttl` for its TTL.
+//! - A turn waits only for what it needs ([`ServerSchedule::turn_waits`]): a server never
+//!   listed, or one that announced a change no finished listing answers. A listing that merely
+//!   expired is served as held and revalidated in the background (stale-while-revalidate); a
+//!   failed server is retried in the background when its backoff allows. A server a turn
+//!   waited for in vain ([`ServerSchedule::waited_in_vain`]) is not waited for again until a
+//!   listing of it completes (or fails).
 //! - A server marked stale is due until it is listed again; marking it stale again before then
 //!   costs nothing more, so repeated `refresh_tools` calls cost one listing per server.
 //! - A server's `list_changed` marks it stale at once. A listing answers only for the changes
@@ -130,7 +138,14 @@ pub struct ScheduleConfig {
     /// Consecutive failures (without a stable period between them) after which the server is
     /// parked in a crash loop. Default 5. `0` turns crash-loop parking off.
     pub crash_loop_after: u32,
+    /// The shortest a listing is held whatever the server's own `ttlMs` says (a shorter one, 0
+    /// included, counts as this): a server is revalidated at most once per `min_ttl` for its
+    /// TTL. Default 5 s. The refresh interval still caps the hold.
+    pub min_ttl: Duration,
 }
+
+/// The default [`ScheduleConfig::min_ttl`].
+pub const DEFAULT_MIN_TTL: Duration = Duration::from_secs(5);
 
 impl Default for ScheduleConfig {
     fn default() -> Self {
@@ -139,6 +154,7 @@ impl Default for ScheduleConfig {
             backoff: BackoffConfig::default(),
             stable_period: Duration::from_secs(60),
             crash_loop_after: 5,
+            min_ttl: DEFAULT_MIN_TTL,
         }
     }
 }
@@ -249,6 +265,8 @@ pub struct ListingTicket(u64);
 struct Marks {
     marked: u64,
     covered: u64,
+    /// A turn waited for a listing and gave up: no turn waits again until one finishes.
+    waited_in_vain: bool,
 }
 
 impl Marks {
@@ -262,6 +280,7 @@ impl Marks {
 
     fn answered(&mut self, ticket: ListingTicket) {
         self.covered = self.covered.max(ticket.0);
+        self.waited_in_vain = false;
     }
 
     fn covers(&self, ticket: ListingTicket) -> bool {
@@ -326,6 +345,49 @@ impl ServerSchedule {
         }
     }
 
+    /// Whether a turn that needs this server waits for its listing: never listed, or a change
+    /// announced (a `list_changed`, `refresh_tools`) that no finished listing answers — and no
+    /// turn waited for it in vain since its last listing. An expired listing is served as held
+    /// while it is revalidated in the background, and a failed server is retried in the
+    /// background: no turn waits for either.
+    pub fn turn_waits(&self) -> bool {
+        !self.tools.waited_in_vain
+            && matches!(
+                self.state,
+                ListingState::NeverListed | ListingState::Stale { .. }
+            )
+    }
+
+    /// Whether a turn that needs this server waits for its prompts and resources: a change of
+    /// them was announced that no finished offerings listing answers (and no turn waited for
+    /// them in vain since their last listing).
+    pub fn turn_waits_for_offerings(&self) -> bool {
+        !self.offerings.waited_in_vain && self.offerings.unanswered()
+    }
+
+    /// A turn waited for this server's tools listing and gave up: until a listing of it
+    /// completes ([`ServerSchedule::listed_with`]) or fails ([`ServerSchedule::failed`]), no
+    /// turn waits for it again.
+    pub fn waited_in_vain(&mut self) {
+        self.tools.waited_in_vain = true;
+    }
+
+    /// As [`ServerSchedule::waited_in_vain`], for the prompts and resources: no turn waits for
+    /// them again until an offerings listing finishes ([`ServerSchedule::offerings_listed`]).
+    pub fn offerings_waited_in_vain(&mut self) {
+        self.offerings.waited_in_vain = true;
+    }
+
+    /// Whether a turn gave up waiting for this server's tools since its last listing.
+    pub fn was_waited_in_vain(&self) -> bool {
+        self.tools.waited_in_vain
+    }
+
+    /// Sets this server's own [`ScheduleConfig::min_ttl`] (a per-server setting).
+    pub fn set_min_ttl(&mut self, min_ttl: Duration) {
+        self.config.min_ttl = min_ttl;
+    }
+
     /// When the server becomes due: the expiry of its listing or its next try after a failure.
     /// `None` for a server never listed or stale, which is due whenever asked. The instant may
     /// already have passed; [`ServerSchedule::needs_listing`] is the answer for a given `now`.
@@ -340,7 +402,8 @@ impl ServerSchedule {
     }
 
     /// A listing that answers every change announced so far was taken at `now`. It is held for
-    /// the refresh interval, or for `ttl` (the server's own `ttlMs`) when that is shorter.
+    /// the refresh interval, or for `ttl` (the server's own `ttlMs`, at least `min_ttl`) when
+    /// that is shorter.
     pub fn listed(&mut self, now: Instant, ttl: Option<Duration>) {
         self.listed_with(self.listing_ticket(), now, ttl);
     }
@@ -362,7 +425,9 @@ impl ServerSchedule {
             }
         } else {
             let hold = match ttl {
-                Some(ttl) => ttl.min(self.config.refresh_interval),
+                Some(ttl) => ttl
+                    .max(self.config.min_ttl)
+                    .min(self.config.refresh_interval),
                 None => self.config.refresh_interval,
             };
             ListingState::Listed {
@@ -381,6 +446,9 @@ impl ServerSchedule {
     /// the next try waits out the backoff; at `crash_loop_after` failures the server is parked.
     pub fn failed(&mut self, now: Instant, error: impl Into<String>) {
         self.settle(now);
+        // The listing a turn gave up on is over: a turn may wait for the next one.
+        self.tools.waited_in_vain = false;
+        self.offerings.waited_in_vain = false;
         self.healthy_since = None;
         self.failures = self.failures.saturating_add(1);
         let error = error.into();
@@ -1212,5 +1280,94 @@ mod tests {
         assert_eq!(effective_ttl(zero, false), zero);
         assert_eq!(effective_ttl(minute, true), minute);
         assert_eq!(effective_ttl(None, true), None);
+    }
+
+    #[test]
+    fn a_ttl_shorter_than_min_ttl_counts_as_min_ttl_and_the_interval_still_caps() {
+        let t0 = Instant::now();
+        let mut s = server(ScheduleConfig::default());
+        // A ttlMs of 0 from a server that announces nothing: held for min_ttl, not re-listed
+        // at every turn.
+        s.listed(t0, Some(Duration::ZERO));
+        assert_eq!(s.next_listing(), Some(t0 + DEFAULT_MIN_TTL));
+        assert!(!s.needs_listing(t0 + DEFAULT_MIN_TTL - ms(1)));
+        assert!(s.needs_listing(t0 + DEFAULT_MIN_TTL));
+        s.listed(t0, Some(ms(1)));
+        assert_eq!(s.next_listing(), Some(t0 + DEFAULT_MIN_TTL));
+        s.listed(t0, Some(Duration::from_secs(30)));
+        assert_eq!(s.next_listing(), Some(t0 + Duration::from_secs(30)));
+        // A server's own min_ttl; the refresh interval still caps every hold.
+        s.set_min_ttl(Duration::from_secs(20));
+        s.listed(t0, Some(Duration::ZERO));
+        assert_eq!(s.next_listing(), Some(t0 + Duration::from_secs(20)));
+        let mut short = server(ScheduleConfig {
+            refresh_interval: ms(100),
+            ..ScheduleConfig::default()
+        });
+        short.listed(t0, Some(Duration::ZERO));
+        assert_eq!(short.next_listing(), Some(t0 + ms(100)));
+    }
+
+    #[test]
+    fn a_turn_waits_only_for_a_server_never_listed_or_with_an_announced_change() {
+        let t0 = Instant::now();
+        let mut s = server(no_jitter());
+        assert!(s.turn_waits(), "never listed");
+        s.listed(t0, Some(Duration::ZERO));
+        assert!(!s.turn_waits(), "listed and held");
+        let expired = t0 + DEFAULT_MIN_TTL;
+        assert!(s.needs_listing(expired), "due for a revalidation");
+        assert!(
+            !s.turn_waits(),
+            "an expired hold is served while it is revalidated"
+        );
+        s.mark_stale();
+        assert!(s.turn_waits(), "an announced change");
+        s.failed(expired, "boom");
+        assert!(
+            !s.turn_waits(),
+            "a failed server is retried in the background"
+        );
+        assert!(s.needs_listing(expired + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_server_waited_for_in_vain_is_not_waited_for_until_its_listing_ends() {
+        let t0 = Instant::now();
+        let mut s = server(no_jitter());
+        let ticket = s.listing_ticket();
+        s.waited_in_vain();
+        assert!(s.was_waited_in_vain());
+        assert!(!s.turn_waits(), "never listed, but a turn gave up on it");
+        s.mark_stale();
+        assert!(
+            !s.turn_waits(),
+            "a new change does not make a turn wait again"
+        );
+        s.listed_with(ticket, t0, None);
+        assert!(
+            matches!(s.state(), ListingState::Stale { .. }),
+            "the change came during the listing"
+        );
+        assert!(
+            s.turn_waits(),
+            "the listing ended: the next turn may wait again"
+        );
+        s.waited_in_vain();
+        s.failed(t0, "timed out");
+        assert!(!s.was_waited_in_vain(), "a failed listing ended it too");
+
+        s.mark_offerings_stale();
+        assert!(s.turn_waits_for_offerings());
+        let offerings = s.offerings_ticket();
+        s.offerings_waited_in_vain();
+        assert!(!s.turn_waits_for_offerings());
+        s.mark_offerings_stale();
+        assert!(!s.turn_waits_for_offerings());
+        s.offerings_listed(offerings);
+        assert!(
+            s.turn_waits_for_offerings(),
+            "listed, and a change came meanwhile"
+        );
     }
 }

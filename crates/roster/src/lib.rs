@@ -37,4 +37,5 @@ pub use roster::{
     CallError, HIT_DESCRIPTION_CHARS, RestartError, Roster, RosterOptions, StartError, ToolEntry,
     ToolHit, Turn,
 };
+pub use servers::Needs;
 pub use session::Session;

@@ -374,6 +374,8 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         // Pins outlive the process: a redefined tool is caught after a restart too.
         pins_dir: Some(config.gateway.state_dir.clone()),
         pins_store: store.clone(),
+        // Serving starts at once; a request waits for what it needs of servers still starting.
+        wait_for_servers: false,
     };
     let roster = Roster::start_with(config.clone(), options).await?;
     skills.follow(&roster);

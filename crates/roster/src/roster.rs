@@ -31,8 +31,9 @@ use serde_json::{Map, Value};
 
 use crate::Session;
 use crate::config::{Config, ConfigChanges, TaskSupport};
+use crate::servers::listing::Relisting;
 use crate::servers::pinning::Pinning;
-use crate::servers::runtime::{ReconcileHook, Relisting, Runtime};
+use crate::servers::runtime::{ReconcileHook, Runtime};
 use crate::servers::watches::ResourceWatches;
 use crate::servers::{
     Answer, CallOptions, LogLevel, LogSink, NotificationSink, Notifications, OfferingsGeneration,
@@ -144,6 +145,11 @@ pub struct RosterOptions {
     pub pins_dir: Option<std::path::PathBuf>,
     /// The store replicas share (`[store]`): pins live there instead of in `pins_dir`.
     pub pins_store: Option<crate::store::postgres::Pg>,
+    /// Whether [`Roster::start_with`] waits (at most `[gateway] startup_wait`) for the servers'
+    /// first connection attempts. Default `true`. `roster serve` does not: it answers at once,
+    /// and a request's turn waits for what it needs of servers still starting (a list, at
+    /// most `turn_wait` and once per server; a call, only for its own server).
+    pub wait_for_servers: bool,
 }
 
 impl Default for RosterOptions {
@@ -153,6 +159,7 @@ impl Default for RosterOptions {
             on_reconcile: None,
             pins_dir: None,
             pins_store: None,
+            wait_for_servers: true,
         }
     }
 }
@@ -245,7 +252,7 @@ impl Roster {
         let lifetime = Arc::new(Lifetime(rt.clone()));
         crate::metrics::watch_runtime(&rt);
         rt.launch()?;
-        if !startup_wait.is_zero() {
+        if options.wait_for_servers && !startup_wait.is_zero() {
             rt.wait_first_attempts(startup_wait).await;
             // The first listings' parsing is over.
             crate::memory::release_freed();
@@ -792,6 +799,11 @@ impl Roster {
         Session::open(self.rt.clone())
     }
 
+    /// A gateway client's session: it sees deltas from its client's first `tools/list` on.
+    pub(crate) fn open_client_session(&self) -> Arc<Session> {
+        Session::open_for_client(self.rt.clone())
+    }
+
     /// This roster's Prometheus metrics (see [`crate::metrics`]).
     pub fn metrics(&self) -> &crate::metrics::Metrics {
         &self.rt.metrics
@@ -818,6 +830,17 @@ impl Roster {
             ))
         };
         crate::servers::status::servers_json(&self.status(), transport, std::time::Instant::now())
+    }
+
+    /// The servers still starting: enabled, their first connection attempt (connecting and
+    /// the first listing) not over yet.
+    pub fn starting(&self) -> Vec<String> {
+        self.rt
+            .slots()
+            .into_iter()
+            .filter(|slot| !*slot.first_attempt.borrow())
+            .map(|slot| slot.name.clone())
+            .collect()
     }
 
     /// Lists one server now, whatever its schedule says.

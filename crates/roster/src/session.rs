@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 use crate::Turn;
 use crate::servers::LogLevel;
+use crate::servers::Needs;
 use crate::servers::runtime::Runtime;
 
 /// One client session: its own delta queue, drained at its turns. It works while the
@@ -43,6 +44,11 @@ struct Queued {
     /// Whether the deltas now queued have had their notice (the turn that drains them ends
     /// the batch).
     noticed: bool,
+    /// Whether deltas count for this session: from its opening for the library's sessions,
+    /// from its client's first `tools/list` for a gateway client's ([`Session::listed`]). A
+    /// client that never listed the tools has no list a change could correct: no notice, no
+    /// note (servers still starting when it connected join silently before that list).
+    counting: bool,
 }
 
 impl Queued {
@@ -66,9 +72,22 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// A new session of `rt`; it sees the deltas queued from now on.
     pub(crate) fn open(rt: Arc<Runtime>) -> Arc<Session> {
+        Self::open_counting(rt, true)
+    }
+
+    /// A new session of a gateway's client: it sees the deltas queued from its client's first
+    /// `tools/list` on ([`Session::listed`]).
+    pub(crate) fn open_for_client(rt: Arc<Runtime>) -> Arc<Session> {
+        Self::open_counting(rt, false)
+    }
+
+    fn open_counting(rt: Arc<Runtime>, counting: bool) -> Arc<Session> {
         let session = Arc::new(Session {
             rt,
-            queued: Mutex::new(Queued::default()),
+            queued: Mutex::new(Queued {
+                counting,
+                ..Queued::default()
+            }),
             generation: watch::channel(0).0,
             log_level: Mutex::new(None),
         });
@@ -80,16 +99,35 @@ impl Session {
         lock(&self.queued)
     }
 
-    /// Queues a delta for this session's next turn.
+    /// Queues a delta for this session's next turn (a client session that never listed the
+    /// tools drops it).
     pub(crate) fn queue(&self, delta: Delta) {
-        self.queued().deltas.push(delta);
+        {
+            let mut queued = self.queued();
+            if !queued.counting {
+                return;
+            }
+            queued.deltas.push(delta);
+        }
         self.generation.send_modify(|g| *g += 1);
     }
 
-    /// Starts a turn: lists the servers that are stale or due, then drains this session's
-    /// deltas.
+    /// The session's client listed the tools: changes count from now on.
+    pub(crate) fn listed(&self) {
+        self.queued().counting = true;
+    }
+
+    /// Starts a turn for what a list shows: waits (at most `turn_wait`) for the servers that
+    /// announced a change or were never listed, starts the other due listings in the
+    /// background, then drains this session's deltas.
     pub async fn begin_turn(&self) -> Turn {
-        self.rt.list_due().await;
+        self.begin_turn_for(Needs::Lists).await
+    }
+
+    /// [`Session::begin_turn`] for a request that needs only what `needs` names (a call needs
+    /// its own server).
+    pub async fn begin_turn_for(&self, needs: Needs<'_>) -> Turn {
+        self.rt.list_due(needs).await;
         self.drain()
     }
 
@@ -98,10 +136,10 @@ impl Session {
         self.queued().drain()
     }
 
-    /// [`Session::begin_turn`] for a client whose note waits here for its next tool result
+    /// [`Session::begin_turn_for`] for a client whose note waits here for its next tool result
     /// (see [`Session::take_note`]).
-    pub(crate) async fn begin_turn_keeping_note(&self) {
-        self.rt.list_due().await;
+    pub(crate) async fn begin_turn_keeping_note(&self, needs: Needs<'_>) {
+        self.rt.list_due(needs).await;
         let mut queued = self.queued();
         if let Some(delta) = queued.drain().delta {
             queued.unnoted.push(delta);
@@ -316,13 +354,13 @@ mod tests {
         let session = Session::open(runtime());
         for name in ["a__x", "a__y", "a__z"] {
             session.queue(added(name));
-            session.begin_turn_keeping_note().await;
+            session.begin_turn_keeping_note(Needs::Lists).await;
         }
         session.queue(Delta {
             removed: named(&["a__z"]),
             ..Delta::default()
         });
-        session.begin_turn_keeping_note().await;
+        session.begin_turn_keeping_note(Needs::Lists).await;
         let note = session
             .take_note(SchemaSource::ToolsList)
             .expect("a note for the turns' changes");

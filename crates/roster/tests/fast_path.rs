@@ -386,112 +386,10 @@ fn result_text(line: &str, id: u64) -> String {
     result.get().to_owned()
 }
 
-/// The `_meta` every 2026-07-28 request carries.
-fn modern_meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-    })
-}
-
-/// A client of roster's `/mcp` that reads each answer as it was written: in an initialize-era
-/// session, or (`modern`) as stateless 2026-07-28 requests. Every answer must come as JSON.
-struct RawHttp {
-    http: reqwest::Client,
-    url: String,
-    token: String,
-    modern: bool,
-    session: Option<String>,
-}
-
-impl RawHttp {
-    async fn open(url: &str, token: &str, modern: bool) -> RawHttp {
-        let mut client = RawHttp {
-            http: reqwest::Client::new(),
-            url: url.to_owned(),
-            token: token.to_owned(),
-            modern,
-            session: None,
-        };
-        if !modern {
-            let opened = client
-                .post(
-                    "initialize",
-                    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                           "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                      "clientInfo": {"name": "raw-http", "version": "1"}}}),
-                )
-                .await;
-            assert_eq!(opened.status(), 200);
-            let id = common::session_id(&opened);
-            client.session = Some(id);
-            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-            let ack = client.post("notifications/initialized", initialized).await;
-            assert_eq!(ack.status(), 202);
-        }
-        client
-    }
-
-    async fn post(&self, method: &str, body: Value) -> reqwest::Response {
-        let tool = body["params"]["name"].as_str().map(str::to_owned);
-        self.post_text(method, tool.as_deref(), body.to_string())
-            .await
-    }
-
-    /// POSTs `body` as it is written; `tool` names a call's tool.
-    async fn post_text(&self, method: &str, tool: Option<&str>, body: String) -> reqwest::Response {
-        let mut request = self
-            .http
-            .post(&self.url)
-            .bearer_auth(&self.token)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(body);
-        if let Some(session) = &self.session {
-            request = request
-                .header("mcp-session-id", session)
-                .header("mcp-protocol-version", "2025-11-25");
-        }
-        if self.modern {
-            request = request
-                .header("mcp-protocol-version", "2026-07-28")
-                .header("mcp-method", method);
-            // SEP-2243: a call names its tool in a header too.
-            if let Some(name) = tool {
-                request = request.header("mcp-name", name);
-            }
-        }
-        request
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("POST {method}: {e}"))
-    }
-
-    /// The answer to request `id` of `method`, as it was written.
-    async fn request(&self, id: u64, method: &str, mut params: Value) -> String {
-        if self.modern {
-            params["_meta"] = modern_meta();
-        }
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let answer = self.post(method, body).await;
-        let status = answer.status();
-        let kind = answer.headers().get("content-type").cloned();
-        let text = answer.text().await.expect("an answer");
-        assert_eq!(status, 200, "{method}: {text}");
-        assert_eq!(
-            kind.as_ref().and_then(|v| v.to_str().ok()),
-            Some("application/json"),
-            "{method} is answered as JSON"
-        );
-        text
-    }
-}
-
 /// Every page of `tools/list` over HTTP with `token`, each answered as JSON: in an
 /// initialize-era session, or (`modern`) as stateless 2026-07-28 requests.
 async fn http_pages(url: &str, token: &str, modern: bool) -> Vec<Value> {
-    let client = RawHttp::open(url, token, modern).await;
+    let client = common::RawHttp::open(url, token, modern).await;
     let mut pages = Vec::new();
     let mut cursor = None;
     for id in 2.. {
@@ -595,7 +493,7 @@ async fn shared_tools_pages_are_the_typed_pages_in_each_era_and_follow_changes()
     legacy.initialize().await;
     let legacy_pages = raw_pages(&mut legacy, 2, &json!({})).await;
     let mut modern = RawStdio::start(&configs[2]);
-    let modern_pages = raw_pages(&mut modern, 1, &modern_meta()).await;
+    let modern_pages = raw_pages(&mut modern, 1, &common::modern_meta()).await;
     // An initialize-era HTTP session: the front writes the lane's text.
     let session_pages = http_pages(&http.url, "b", false).await;
     assert_eq!(
@@ -759,8 +657,8 @@ async fn tool_results_reach_clients_as_the_server_wrote_them_in_each_era() {
         roster.initialize().await;
         over_http.push(roster);
     }
-    let session = RawHttp::open(&http.url, "t", false).await;
-    let stateless = RawHttp::open(&http.url, "t", true).await;
+    let session = common::RawHttp::open(&http.url, "t", false).await;
+    let stateless = common::RawHttp::open(&http.url, "t", true).await;
     for (id, ((tool, arguments), own)) in (20..).zip(result_tools().into_iter().zip(&own)) {
         // An initialize-era client gets the server's very bytes, over stdio and over HTTP.
         let text = legacy.call_text(id, tool, &arguments, &json!({})).await;
@@ -776,7 +674,9 @@ async fn tool_results_reach_clients_as_the_server_wrote_them_in_each_era() {
         let answer = session.request(id, "tools/call", params.clone()).await;
         assert_eq!(&result_text(&answer, id), own, "{tool} in an HTTP session");
         // A 2026-07-28 client is told the result is complete as well.
-        let text = modern.call_text(id, tool, &arguments, &modern_meta()).await;
+        let text = modern
+            .call_text(id, tool, &arguments, &common::modern_meta())
+            .await;
         let sent: Value = serde_json::from_str(&text).expect("json");
         assert_eq!(sent, completed(own), "{tool} over stdio, 2026-07-28");
         let answer = stateless.request(id, "tools/call", params).await;
@@ -825,11 +725,11 @@ async fn a_call_s_arguments_reach_the_server_as_the_client_wrote_them() {
     legacy.send_text(&call(7, &json!({}))).await;
     expected(&echoed(&legacy.answer_line().await));
     let mut modern = RawStdio::start(&configs[1]);
-    modern.send_text(&call(8, &modern_meta())).await;
+    modern.send_text(&call(8, &common::modern_meta())).await;
     expected(&echoed(&modern.answer_line().await));
     // In an HTTP session.
     let http = common::start_roster_http(&configs[2]);
-    let session = RawHttp::open(&http.url, "t", false).await;
+    let session = common::RawHttp::open(&http.url, "t", false).await;
     let answer = session
         .post_text("tools/call", Some("echo_arguments"), call(9, &json!({})))
         .await;

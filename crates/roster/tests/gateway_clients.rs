@@ -76,10 +76,11 @@ fn start_http_with_admin() -> common::Gateway {
     )
 }
 
-/// `/healthz` as the admin token (`admin`) sees it: the servers' state too.
+/// `/healthz` as the admin token (`admin`) sees it once every server has started: the servers'
+/// state too.
 fn admin_health(gateway: &common::Gateway) -> Value {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    runtime.block_on(gateway.health("admin"))
+    runtime.block_on(gateway.started("admin"))
 }
 
 fn names(report: &Value, key: &str) -> Vec<String> {
@@ -292,8 +293,9 @@ fn call_tools(url: &str, calls: Value) -> Value {
 
 #[test]
 fn a_server_that_stops_answering_gives_a_tool_error_naming_it_and_why() {
-    // The turn answers from what is known after 200ms; the call itself gives up after 2s.
-    let gateway = start_http_with("turn_wait = \"200ms\"", "call_timeout = \"2s\"", &[]);
+    // A call waits for no listing of a server that announced nothing; the call itself gives up
+    // after 2s.
+    let gateway = start_http_with("", "call_timeout = \"2s\"", &[]);
     let first = call_tools(&gateway.url, serde_json::json!([["dynamic__pid", {}]]));
     let pid = first["results"][0]["structuredContent"]["result"]
         .as_u64()

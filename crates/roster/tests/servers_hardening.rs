@@ -462,20 +462,26 @@ async fn list_changed_over_the_rate_is_coalesced_not_lost() {
     .expect("starts");
     let heard = || recorder.of("dyn", "notifications/tools/list_changed").len();
     // A storm empties the bucket: one list_changed passes, the other 99 are held as one and
-    // handed on before the call's answer (the bucket would take a second to refill): by the
-    // answer both were heard, so a listing the answer leads to answers the whole storm.
+    // handed on before the next answer of the server (the bucket would take a second to
+    // refill): the call's, or before it the answer to the listing the first one started (the
+    // debounce's leading edge), which may hold back some of the storm a second time. By the
+    // call's answer all were heard, so a listing the answer leads to answers the whole storm.
     roster
         .call("dyn__storm", args(json!({"count": 100})))
         .await
         .expect("storm answers");
-    assert_eq!(heard(), 2, "the passed list_changed and the coalesced rest");
+    let storm = heard();
+    assert!(
+        (2..=3).contains(&storm),
+        "the passed list_changed and the coalesced rest: {storm}"
+    );
     // The bucket is still refilling: this tool's list_changed is held too (or passes, if a
     // second went by), and is heard before add_tool's answer either way.
     roster
         .call("dyn__add_tool", args(json!({"name": "after_storm"})))
         .await
         .expect("add_tool answers");
-    assert_eq!(heard(), 3);
+    assert!(heard() > storm);
     // No turn is taken here: the debounced re-list lists the server.
     eventually("the tool added after the storm is listed", || {
         roster
@@ -488,9 +494,10 @@ async fn list_changed_over_the_rate_is_coalesced_not_lost() {
     roster.shutdown();
 }
 
-/// A storm over the burst, then a turn (the bench's storm figure): the turn's listing answers
-/// the whole storm. The list_changed the rate held back used to come when the bucket
-/// refilled — after the turn's listing — and cost a second one. `transport`: `stdio`, or the
+/// A storm over the burst, then a turn (the bench's storm figure): the storm costs at most two
+/// listings, the leading edge's and the turn's (which answers the rest of the storm). The
+/// list_changed the rate held back used to come when the bucket refilled — after the turn's
+/// listing — and cost one more. `transport`: `stdio`, or the
 /// fixture serving `sse` / `streamable-http` (whose calls roster POSTs itself). Over
 /// streamable HTTP the storm goes on the call's own stream: on the session's stream nothing
 /// orders it with the answer.
@@ -536,29 +543,31 @@ async fn storm_then_turn(transport: &str) {
         21
     );
     roster.begin_turn().await;
-    assert_eq!(common::listing_count(&roster, "dyn").await, before + 1);
+    let listed = common::listing_count(&roster, "dyn").await - before;
+    assert!((1..=2).contains(&listed), "{listed} listings by the turn");
     // Nothing more can come from the storm: once its trailing edge has passed, the server has
-    // been listed once.
+    // been listed twice at most.
     eventually("no trailing edge is pending", || {
         roster.status().iter().all(|s| !s.refresh_pending)
     })
     .await;
-    assert_eq!(common::listing_count(&roster, "dyn").await, before + 1);
+    let listed = common::listing_count(&roster, "dyn").await - before;
+    assert!((1..=2).contains(&listed), "{listed} listings for one storm");
     roster.shutdown();
 }
 
 #[tokio::test]
-async fn a_storm_over_the_burst_then_a_turn_costs_one_listing_over_stdio() {
+async fn a_storm_over_the_burst_then_a_turn_costs_at_most_two_listings_over_stdio() {
     storm_then_turn("stdio").await;
 }
 
 #[tokio::test]
-async fn a_storm_over_the_burst_then_a_turn_costs_one_listing_over_sse() {
+async fn a_storm_over_the_burst_then_a_turn_costs_at_most_two_listings_over_sse() {
     storm_then_turn("sse").await;
 }
 
 #[tokio::test]
-async fn a_storm_over_the_burst_then_a_turn_costs_one_listing_over_streamable_http() {
+async fn a_storm_over_the_burst_then_a_turn_costs_at_most_two_listings_over_streamable_http() {
     storm_then_turn("streamable-http").await;
 }
 

@@ -98,22 +98,25 @@ async fn storm(protocol: &str) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The whole burst was read before the call's answer; once no trailing edge is pending,
-    // none can come without a new list_changed.
+    // none can come without a new list_changed. The quiet server's first list_changed was
+    // listed at once (the leading edge), the rest of the storm in one trailing listing at most.
     eventually("no trailing edge is pending", || {
         !roster.status()[0].refresh_pending
     })
     .await;
-    assert_eq!(refresh_count(&roster, "dyn"), 1);
-    assert_eq!(listing_count(&roster, "dyn").await, before + 1);
+    let fired = refresh_count(&roster, "dyn");
+    assert!((1..=2).contains(&fired), "{fired} re-lists for one storm");
+    let listed = listing_count(&roster, "dyn").await - before;
+    assert!((1..=2).contains(&listed), "{listed} listings for one storm");
 }
 
 #[tokio::test]
-async fn storm_of_list_changed_costs_one_listing_legacy() {
+async fn storm_of_list_changed_costs_at_most_two_listings_legacy() {
     storm("legacy").await;
 }
 
 #[tokio::test]
-async fn storm_of_list_changed_costs_one_listing_modern() {
+async fn storm_of_list_changed_costs_at_most_two_listings_modern() {
     storm("auto").await;
 }
 
@@ -296,7 +299,7 @@ async fn session_sees_removal_when_a_server_dies() {
 }
 
 #[tokio::test]
-async fn failed_first_listing_is_retried_next_turn() {
+async fn failed_first_listing_is_retried_in_the_background_once_its_backoff_allows() {
     common::init_tracing();
     let roster = Roster::start(test_config(
         &dynamic_server_toml("flaky", "legacy", &["--fail-first-listing"]),
@@ -314,10 +317,15 @@ async fn failed_first_listing_is_retried_next_turn() {
         "{status:?}"
     );
     assert!(roster.tools().is_empty());
-    // Past the (20 ms) backoff; the 1 h interval does not apply to a failed server.
+    // Past the (20 ms) backoff (the 1 h interval does not apply to a failed server), a turn
+    // retries it in the background, without waiting; the next turn has its tools.
     tokio::time::sleep(Duration::from_millis(200)).await;
+    roster.begin_turn().await;
+    eventually("the retried listing brings the tools", || {
+        has_tool(&roster, "flaky__echo")
+    })
+    .await;
     let turn = roster.begin_turn().await;
-    assert!(has_tool(&roster, "flaky__echo"), "{turn:?}");
     assert!(
         turn.delta
             .expect("delta")

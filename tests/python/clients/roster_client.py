@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 import traceback
 import sys
 
@@ -62,17 +63,21 @@ async def on_the_wire(call, error_type) -> dict:
     return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-async def run_steps(steps: list, list_tools, call_tool, error_type) -> list:
+async def run_steps(steps: list, list_tools, call_tool, error_type, seconds: list | None = None) -> list:
     """Runs `["list"]` (the tool names of `tools/list`) and `["call", NAME, ARGUMENTS]` (the
-    answer as `on_the_wire` gives it) steps with the session's `list_tools` and `call_tool`."""
+    answer as `on_the_wire` gives it) steps with the session's `list_tools` and `call_tool`.
+    With `seconds`, each step's wall time is appended to it (how long roster held it)."""
     seen: list = []
     for step in steps:
+        started = time.monotonic()
         if step[0] == "list":
             tools = await list_tools()
             seen.append([t.name for t in tools.tools])
-            continue
-        _, name, arguments = step
-        seen.append(await on_the_wire(call_tool(name, arguments), error_type))
+        else:
+            _, name, arguments = step
+            seen.append(await on_the_wire(call_tool(name, arguments), error_type))
+        if seconds is not None:
+            seconds.append(time.monotonic() - started)
     return seen
 
 

@@ -7,7 +7,8 @@ Usage: turns.py --mode legacy|auto (--url URL [--token T] | --stdio ROSTER CONFI
 `--steps` is a JSON list of `["list"]` (the tool names of `tools/list`) and
 `["call", NAME, ARGUMENTS]` (the result as the wire carries it, or its JSON-RPC error as
 `{"error": {"code", "message"}}`). The list cache is off, so every `["list"]` reaches roster.
-The output is one JSON object: `protocol_version` and `steps`, one entry per step.
+The output is one JSON object: `protocol_version`, `steps` (one entry per step) and `seconds`
+(each step's wall time).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ async def main() -> dict:
     async with Client(roster_client.server(args), mode=args.mode, cache=None) as client:
         out["protocol_version"] = client.protocol_version
         steps = json.loads(args.steps)
-        out["steps"] = await roster_client.run_steps(steps, client.list_tools, client.call_tool, MCPError)
+        out["seconds"] = []
+        out["steps"] = await roster_client.run_steps(steps, client.list_tools, client.call_tool, MCPError, out["seconds"])
     return out
 
 

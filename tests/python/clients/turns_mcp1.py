@@ -34,7 +34,8 @@ async def main() -> dict:
         init = await session.initialize()
         out["protocol_version"] = init.protocolVersion
         steps = json.loads(args.steps)
-        out["steps"] = await roster_client.run_steps(steps, session.list_tools, session.call_tool, McpError)
+        out["seconds"] = []
+        out["steps"] = await roster_client.run_steps(steps, session.list_tools, session.call_tool, McpError, out["seconds"])
     return out
 
 

@@ -4,6 +4,7 @@ the SDK never would. Each flag turns on one fault; without flags it is a plain s
 
   --flood SECONDS       after the handshake, write notifications/message in a tight loop for
                         SECONDS (0 = until killed); the count written goes to --report
+  --hang-listing        answer initialize (and calls), never answer tools/list: a hung listing
   --garbage-first       before answering initialize, write a response and an error with ids
                         nobody sent, a stray request-less result and a non-JSON line
   --grandchild PIDFILE  start `sleep 1000` (same process group) and write its pid to PIDFILE
@@ -79,6 +80,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--flood", type=float)
     parser.add_argument("--garbage-first", action="store_true")
+    parser.add_argument("--hang-listing", action="store_true")
     parser.add_argument("--grandchild")
     parser.add_argument("--grandchild-ignores-term", action="store_true")
     parser.add_argument("--ignore-eof", action="store_true")
@@ -153,6 +155,8 @@ def main():
                 threading.Thread(
                     target=flood, args=(args.flood, args.report, args.pings), daemon=True
                 ).start()
+        elif method == "tools/list" and args.hang_listing:
+            continue  # never answered: the listing hangs until roster gives up on it
         elif method == "tools/list":
             write({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
         elif method == "tools/call" and message["params"].get("name") == "flood":

@@ -12,6 +12,8 @@
 //! naming = "always"            # always | conditional | never
 //! separator = "__"
 //! refresh_interval = "1h"      # a listing is held this long (or the server's shorter ttlMs)
+//! min_ttl = "5s"               # ... but at least this long: a server is revalidated at most once
+//!                              #   per min_ttl however short its ttlMs (0 included)
 //! debounce = "500ms"           # list_changed trailing edge; negative is an error
 //! dynamic_tools = true         # ROSTER_DYNAMIC_TOOLS=0 turns re-listing on list_changed off
 //! subscriptions = ["eng"]      # default subscriptions of stdio clients
@@ -79,7 +81,7 @@
 //! tasks.required = ["build_*"]  # run only as tasks (a client without tasks gets -32021)
 //! tasks.forbidden = ["quick_*"] # never run as tasks; other tools as the server says
 //!                               #   (execution.taskSupport), else as tasks when slow
-//! # call_timeout, connect_timeout, list_timeout, ping_interval, pin, new_tools override
+//! # call_timeout, connect_timeout, list_timeout, ping_interval, min_ttl, pin, new_tools override
 //! # [gateway] per server
 //!
 //! [servers.web]                # an HTTP server
@@ -284,6 +286,8 @@ pub struct ServerConfig {
     pub list_timeout: Duration,
     /// How often a legacy-era connection is pinged; `None` turns pings off.
     pub ping_interval: Option<Duration>,
+    /// The shortest a listing of this server is held, whatever its `ttlMs` (from `[gateway]`).
+    pub min_ttl: Duration,
     /// Which protocol lifecycle to use (`protocol = "auto" | "legacy" | "modern"`).
     pub era: Era,
     /// What this server may cost roster (from `[gateway]`).
@@ -491,6 +495,9 @@ pub struct GatewayConfig {
     /// How long a turn waits for its listings; slower ones finish in the background and their
     /// deltas reach the next turn.
     pub turn_wait: Duration,
+    /// The shortest a listing is held whatever the server's `ttlMs` says: a server is
+    /// revalidated at most once per `min_ttl` (per server too: `[servers.NAME] min_ttl`).
+    pub min_ttl: Duration,
     /// Default ping interval for legacy-era connections; `None` = off.
     pub ping_interval: Option<Duration>,
     /// First restart / re-list delay after a failure.
@@ -579,6 +586,7 @@ impl GatewayConfig {
             },
             stable_period: self.stable_period,
             crash_loop_after: self.crash_loop_after,
+            min_ttl: self.min_ttl,
         }
     }
 
@@ -607,6 +615,7 @@ impl GatewayConfig {
             connect_timeout: Duration::from_secs(30),
             list_timeout: Duration::from_secs(30),
             turn_wait: Duration::from_secs(10),
+            min_ttl: roster_core::schedule::DEFAULT_MIN_TTL,
             ping_interval: Some(Duration::from_secs(30)),
             backoff_initial: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
@@ -722,6 +731,7 @@ impl ServerConfig {
             connect_timeout: Duration::from_secs(30),
             list_timeout: Duration::from_secs(30),
             ping_interval: Some(Duration::from_secs(30)),
+            min_ttl: roster_core::schedule::DEFAULT_MIN_TTL,
             era: Era::Auto,
             limits: ServerLimits::default(),
             pin: PinPolicy::default(),

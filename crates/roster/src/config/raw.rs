@@ -69,6 +69,7 @@ pub(super) struct RawServer {
     pub(super) connect_timeout: Option<RawDuration>,
     pub(super) list_timeout: Option<RawDuration>,
     pub(super) ping_interval: Option<RawDuration>,
+    pub(super) min_ttl: Option<RawDuration>,
     pub(super) protocol: Option<Era>,
     pub(super) pin: Option<PinPolicy>,
     pub(super) new_tools: Option<NewTools>,
@@ -149,6 +150,7 @@ struct RawGateway {
     connect_timeout: Option<RawDuration>,
     list_timeout: Option<RawDuration>,
     turn_wait: Option<RawDuration>,
+    min_ttl: Option<RawDuration>,
     ping_interval: Option<RawDuration>,
     backoff_initial: Option<RawDuration>,
     backoff_max: Option<RawDuration>,
@@ -536,6 +538,7 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
         &mut g.list_timeout,
     )?;
     dur("gateway.turn_wait", &raw.turn_wait, &mut g.turn_wait)?;
+    dur("gateway.min_ttl", &raw.min_ttl, &mut g.min_ttl)?;
     for (key, value) in [
         ("gateway.call_timeout", g.call_timeout),
         ("gateway.connect_timeout", g.connect_timeout),
@@ -808,6 +811,10 @@ pub(super) fn build_server_keyed(
         }
         None => gateway.ping_interval,
     };
+    let min_ttl = match &raw.min_ttl {
+        Some(d) => ctx.duration(&format!("{key}.min_ttl"), d)?,
+        None => gateway.min_ttl,
+    };
     let oauth = build_oauth(ctx, gateway, key, &transport, raw.auth, raw.oauth)?;
     let skills = match raw.skills {
         None => SkillSync::all(),
@@ -832,6 +839,7 @@ pub(super) fn build_server_keyed(
         connect_timeout,
         list_timeout,
         ping_interval,
+        min_ttl,
         era: raw.protocol.unwrap_or_default(),
         limits: gateway.server_limits.clone(),
         pin: raw.pin.unwrap_or(gateway.pin),

@@ -103,7 +103,7 @@ impl GatewayHandler {
 
     fn own_session(&self) -> &Arc<Session> {
         self.own
-            .get_or_init(|| self.gateway.roster().open_session())
+            .get_or_init(|| self.gateway.roster().open_client_session())
     }
 
     /// Who sent this request: the identity the HTTP auth layer attached, else the default.
@@ -288,8 +288,10 @@ impl ServerHandler for GatewayHandler {
             .take()
             .unwrap_or_else(ResourcesCapability::default);
         resources.list_changed = Some(true);
-        // Declared only while some server can take a watch (`resources.subscribe`).
-        if self.gateway.roster().takes_resource_watches() {
+        // Declared only while some server can take a watch (`resources.subscribe`), or may:
+        // one still starting has not said yet (roster answers before its servers are up).
+        let roster = self.gateway.roster();
+        if roster.takes_resource_watches() || !roster.starting().is_empty() {
             resources.subscribe = Some(true);
         }
         capabilities.resources = Some(resources);

@@ -790,7 +790,7 @@ impl Gateway {
                 sessions.remove(&oldest);
             }
         }
-        let session = self.roster.open_session();
+        let session = self.roster.open_client_session();
         sessions.insert(key, (session.clone(), now));
         session
     }

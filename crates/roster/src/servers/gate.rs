@@ -12,6 +12,11 @@
 //!   first: the server is stale either way); any other notification is dropped.
 //! - Drops are counted, and one `notifications/roster/dropped` entry per [`REPORT_PERIOD`] says
 //!   how many (in the inbox, like any notification of that server, and in the log).
+//! - A chatty server pays for its own chatter: past its rate, roster still reads it (its answers
+//!   come among the notifications) but drops at most [`drop_pace`] of them a second, and stops
+//!   reading it in between ([`NotificationGate::pause_after_drop`]). A server writing in a tight
+//!   loop then blocks on its own full pipe or stream instead of costing roster a core; its own
+//!   answers wait behind what it wrote (a call of it slows down), nobody else's do.
 //!
 //! A server's requests (`ping`, `sampling/createMessage`, …) count against the same bucket:
 //! each costs a handler task and an answer to write, and a server asking more than its rate
@@ -41,6 +46,21 @@ pub const REPORT_PERIOD: Duration = Duration::from_secs(1);
 /// The method of roster's own report of dropped notifications (recorded in the inbox under
 /// the server's channel).
 pub const DROPPED: &str = "notifications/roster/dropped";
+
+/// How many notifications over its rate a server's reader drops a second at most before it
+/// pauses: ten times the rate, at least [`MIN_DROP_PACE`]. Fast enough that an answer behind a
+/// pipe full of notifications (64 KiB, some 400 of them) waits a fraction of a second; slow
+/// enough that dropping costs roster about 1% of a core.
+pub fn drop_pace(rate: NotificationRate) -> u32 {
+    rate.per_second.saturating_mul(10).max(MIN_DROP_PACE)
+}
+
+/// The least [`drop_pace`].
+pub const MIN_DROP_PACE: u32 = 2_000;
+
+/// A paused reader reads again once this many drops' worth of time has passed: one timer per
+/// slice, not one per notification.
+const DROP_SLICE: u32 = 64;
 
 /// The notifications that are coalesced instead of dropped.
 const COALESCED: [&str; 3] = [
@@ -81,6 +101,11 @@ pub(crate) struct NotificationGate {
     holding: Holding,
     dropped: u64,
     first_drop: Option<Instant>,
+    /// Drops allowed before the reader pauses ([`drop_pace`] a second, a slice at once).
+    drop_tokens: f64,
+    drops_refilled: Instant,
+    /// Until when the reader leaves this server's messages where they are.
+    paused_until: Option<Instant>,
     notifications: Arc<Notifications>,
 }
 
@@ -117,8 +142,41 @@ impl NotificationGate {
             holding: Holding::default(),
             dropped: 0,
             first_drop: None,
+            drop_tokens: f64::from(DROP_SLICE),
+            drops_refilled: Instant::now(),
+            paused_until: None,
             notifications,
         }
+    }
+
+    /// Resolves when the reader may read this server again: at once, unless drops past
+    /// [`drop_pace`] paused it ([`NotificationGate::pause_after_drop`]).
+    pub(crate) fn paused(&self) -> impl Future<Output = ()> + Send + use<> {
+        let until = self.paused_until;
+        async move {
+            if let Some(at) = until {
+                tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+            }
+        }
+    }
+
+    /// After a drop at `now`: when the reader may read this server again, if it must pause
+    /// first (past [`drop_pace`] drops a second). Pausing leaves the rest in the server's pipe
+    /// or stream, where it waits at no cost to roster.
+    fn pause_after_drop(&mut self, now: Instant) -> Option<Instant> {
+        let pace = f64::from(drop_pace(self.rate));
+        let elapsed = now
+            .saturating_duration_since(self.drops_refilled)
+            .as_secs_f64();
+        self.drops_refilled = now;
+        self.drop_tokens = (self.drop_tokens + elapsed * pace).min(f64::from(DROP_SLICE));
+        self.drop_tokens -= 1.0;
+        if self.drop_tokens >= 0.0 {
+            return None;
+        }
+        // Sleep until a whole slice is back (the debt included).
+        let missing = f64::from(DROP_SLICE) - self.drop_tokens;
+        Some(now + Duration::from_secs_f64(missing / pace))
     }
 
     fn refill(&mut self, now: Instant) {
@@ -150,6 +208,7 @@ impl NotificationGate {
         }
         self.dropped += 1;
         self.first_drop.get_or_insert(now);
+        self.paused_until = self.pause_after_drop(now);
         Admit::Dropped
     }
 
@@ -356,12 +415,18 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
                 Some(held) => held,
                 None => {
                     let sleep = self.gate.until_wake();
+                    let paused = self.gate.paused();
+                    let (inner, injected) = (&mut self.inner, &mut self.injected);
                     // rmcp's transport hands out whole messages from a channel, as does the
                     // channel of roster's own streams: dropping either receive for another
-                    // loses nothing.
+                    // loses nothing. A flood paced past its rate waits in the stream (roster's
+                    // own streams, which answer its own calls, are never paused).
                     tokio::select! {
-                        message = self.inner.receive() => Injected::Message(Box::new(message?)),
-                        injected = next_injected(&mut self.injected) => injected,
+                        message = async {
+                            paused.await;
+                            inner.receive().await
+                        } => Injected::Message(Box::new(message?)),
+                        injected = next_injected(injected) => injected,
                         () = sleep => continue,
                     }
                 }

@@ -51,6 +51,7 @@ mod error;
 mod event;
 pub mod gate;
 pub(crate) mod http_direct;
+pub(crate) mod listing;
 mod notifications;
 pub(crate) mod offerings;
 pub(crate) mod pinning;
@@ -63,6 +64,7 @@ pub(crate) mod sse;
 pub(crate) mod status;
 pub(crate) mod stdio;
 mod supervisor;
+mod turn;
 pub(crate) mod watches;
 pub(crate) mod wire;
 
@@ -76,6 +78,7 @@ pub use event::{
     ListKind, PROGRESS, PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RESOURCES_UPDATED,
     ServerEvent, TOOLS_LIST_CHANGED,
 };
+pub use listing::RelistError;
 pub use notifications::{
     Confirmer, ListenerId, LogFallback, NotificationListener, Notifications, ProgressListener,
 };
@@ -83,12 +86,13 @@ pub use offerings::{PromptEntry, RouteError};
 pub use refresh::{RefreshHook, RefreshHookError, Relist};
 pub use relay::{CallerRelay, InputRequiredOnly, LogLevel};
 pub use runtime::{
-    Change, OfferingsGeneration, RECENT_CHANGES, ReconcileHook, RelistError, ServerLog, SkillsHook,
+    Change, OfferingsGeneration, RECENT_CHANGES, ReconcileHook, ServerLog, SkillsHook,
 };
 pub use sink::{ConfirmFuture, LogSink, NotificationSink};
 pub use skills::SyncedSkill;
 pub use sse::{SseError, SseGuard};
 pub use status::{ServerState, ServerStatus};
 pub use stdio::{ChildExit, ChildGuard, SpawnError};
+pub use turn::Needs;
 pub use watches::{ResourceUpdate, ResourceWatch};
 pub use wire::WireError;

@@ -7,7 +7,9 @@
 //!
 //! For servers the runtime records the notification as staleness in the schedule first (the
 //! next turn lists the server and answers fresh); the hook's re-list there takes only what is
-//! still stale at the trailing edge, so it is the background re-list for when no turn comes.
+//! still stale when it fires, so it is the background re-list for when no turn comes. Servers'
+//! hooks fire on the leading edge too ([`RefreshHook::leading`]): a quiet server's first
+//! `list_changed` is listed at once, and its delta announced as soon as it is known.
 //! The skill refresh uses the hook as it is.
 
 use crate::sync::lock;
@@ -84,6 +86,15 @@ impl RefreshHook {
     /// A hook with a window given as a [`Duration`].
     pub fn with_window(window: Duration, relist: Relist) -> Result<Self, RefreshHookError> {
         Self::start(Debouncer::new(window), relist)
+    }
+
+    /// A hook that re-lists a quiet server at once (the leading edge) and coalesces what
+    /// follows within `window` into one trailing re-list: a lone change is announced as soon
+    /// as it is listed, and a storm costs at most two listings.
+    pub fn leading(window: Duration, relist: Relist) -> Result<Self, RefreshHookError> {
+        let mut debouncer = Debouncer::new(window);
+        debouncer.set_leading(true);
+        Self::start(debouncer, relist)
     }
 
     /// How much longer than the window a storm that never subsides may postpone its re-list:

@@ -15,19 +15,20 @@
 
 use crate::sync::{lock, read, write};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use roster_core::schedule::effective_ttl;
-use roster_core::{Delta, Listing, ListingState, ListingTicket, Schedule, ToolRegistry};
+use roster_core::{Delta, ListingState, Schedule, ToolRegistry};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::Connection;
 use super::event::{ListKind, ServerEvent};
+use super::listing::Relisting;
 use super::notifications::Notifications;
-use super::offerings::{Changed, Offerings, ServerOfferings};
-use super::pinning::{DRIFT_CHANNEL, DRIFT_METHOD, Pinning};
+use super::offerings::{Offerings, ServerOfferings};
+use super::pinning::Pinning;
 
 /// The inbox channel a server waiting for an OAuth login is recorded on.
 pub const NEEDS_LOGIN_CHANNEL: &str = "auth";
@@ -70,11 +71,13 @@ pub(crate) struct Slot {
     pub(crate) notifications: Arc<Notifications>,
     pub(super) connection: Mutex<Option<Arc<Connection>>>,
     pub(super) live: Mutex<Live>,
-    listing: tokio::sync::Mutex<()>,
-    offerings_listing: tokio::sync::Mutex<()>,
+    pub(super) listing: tokio::sync::Mutex<()>,
+    pub(super) offerings_listing: tokio::sync::Mutex<()>,
     /// The offerings whose `list_changed` came since the last offerings listing began: the
     /// next one lists only those. Taken and marked under the `state` lock, with the ticket.
-    stale_offerings: Mutex<BTreeSet<ListKind>>,
+    pub(super) stale_offerings: Mutex<BTreeSet<ListKind>>,
+    /// A background listing of this server runs (a turn's revalidation): turns start no other.
+    pub(super) revalidating: AtomicBool,
     refresh: Mutex<Option<RefreshHook>>,
     pub(crate) first_attempt: watch::Sender<bool>,
     /// Cancelled when this server is stopped: at shutdown (a child of roster's token), or
@@ -104,6 +107,7 @@ impl Slot {
             listing: tokio::sync::Mutex::new(()),
             offerings_listing: tokio::sync::Mutex::new(()),
             stale_offerings: Mutex::new(BTreeSet::new()),
+            revalidating: AtomicBool::new(false),
             refresh: Mutex::new(None),
             first_attempt,
             stop: shutdown.child_token(),
@@ -121,45 +125,6 @@ impl Slot {
     pub(crate) fn refresh_hook(&self) -> Option<RefreshHook> {
         lock(&self.refresh).clone()
     }
-}
-
-/// When [`Runtime::relist`] and [`Runtime::list_offerings`] list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Relisting {
-    /// Always (a fresh connection, [`crate::Roster::relist`]).
-    Always,
-    /// Only if the schedule says the server is due and no listing that answers what the turn
-    /// knew at its start finished since (a turn: concurrent turns share one listing).
-    IfDue {
-        /// When the turn started.
-        turn_started: Instant,
-        /// The server's tools changes the turn knew of at its start.
-        tools: ListingTicket,
-        /// The server's offerings changes the turn knew of at its start.
-        offerings: ListingTicket,
-    },
-    /// Only if a `list_changed` is still unanswered (the debounce's trailing edge: a turn may
-    /// have listed the server already).
-    IfStale,
-}
-
-/// Why a re-list did not happen.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum RelistError {
-    /// The server has no live connection (it is starting, restarting or disabled).
-    #[error("server `{0}` is not connected")]
-    NotConnected(String),
-    /// `tools/list` failed; the server is retried at the next turn its backoff allows.
-    #[error("listing server `{server}` failed: {error}")]
-    Failed {
-        /// The server.
-        server: String,
-        /// What failed.
-        error: String,
-    },
-    /// No server of that name is configured.
-    #[error("no server named `{0}` is configured")]
-    Unknown(String),
 }
 
 /// How often the client-visible prompts and resources have changed; a watcher compares.
@@ -187,12 +152,12 @@ pub(crate) struct Runtime {
     /// Resources subscribed at the servers for client sessions.
     pub(crate) resource_watches: ResourceWatches,
     sessions: Mutex<Vec<Weak<crate::Session>>>,
-    sink: Arc<dyn NotificationSink>,
+    pub(super) sink: Arc<dyn NotificationSink>,
     reconcile_hook: RwLock<Option<ReconcileHook>>,
     /// Called with a server's skills each time they change (the skill catalog).
-    skills_hook: RwLock<Option<SkillsHook>>,
+    pub(super) skills_hook: RwLock<Option<SkillsHook>>,
     /// Held while the skills hook runs (see [`Runtime::set_offerings`]).
-    skills_handover: Mutex<()>,
+    pub(super) skills_handover: Mutex<()>,
     /// Pins, reviews and the tools withheld now.
     pub(crate) pinning: Pinning,
     /// The configuration that runs: what a reload compares a new one with.
@@ -252,7 +217,12 @@ impl Runtime {
             .collect();
         let registry = ToolRegistry::new(enabled.clone(), gateway.naming_config());
         let offerings = Offerings::new(enabled.clone(), gateway.naming_config());
-        let schedule = Schedule::new(enabled, gateway.schedule_config());
+        let mut schedule = Schedule::new(enabled, gateway.schedule_config());
+        for (name, config) in servers {
+            if let Some(server) = schedule.server_mut(name) {
+                server.set_min_ttl(config.min_ttl);
+            }
+        }
         let shutdown = CancellationToken::new();
         let slots = servers
             .iter()
@@ -361,7 +331,7 @@ impl Runtime {
         if dynamic {
             let weak_rt = Arc::downgrade(self);
             let weak_slot = Arc::downgrade(slot);
-            let hook = RefreshHook::with_window(
+            let hook = RefreshHook::leading(
                 self.gateway.debounce,
                 Arc::new(move || {
                     let (rt, slot) = (weak_rt.upgrade(), weak_slot.upgrade());
@@ -416,7 +386,12 @@ impl Runtime {
     ) -> Result<(), super::refresh::RefreshHookError> {
         let slot = Slot::new(name, config, &self.shutdown);
         if config.enabled {
-            self.state().schedule.add_server(name);
+            let mut state = self.state();
+            state.schedule.add_server(name);
+            if let Some(server) = state.schedule.server_mut(name) {
+                server.set_min_ttl(config.min_ttl);
+            }
+            drop(state);
             lock(&self.offerings).add_server(name);
         }
         write(&self.slots).insert(name.to_owned(), slot.clone());
@@ -498,7 +473,7 @@ impl Runtime {
 
     /// A `list_changed` from `server`: that list of it is stale from now on. Takes only short
     /// locks; safe on a connection's reader.
-    fn mark_stale(&self, server: &str, list: ListKind) {
+    pub(super) fn mark_stale(&self, server: &str, list: ListKind) {
         let mut state = self.state();
         let Some(schedule) = state.schedule.server_mut(server) else {
             return;
@@ -553,445 +528,6 @@ impl Runtime {
         let hook = read(&self.reconcile_hook).clone();
         if let Some(hook) = hook {
             hook(server, delta);
-        }
-    }
-
-    /// Lists the prompts, resources and resource templates a server advertises and publishes
-    /// what changed: after a `list_changed`, only the lists it named (resources and templates
-    /// go together); on a new connection, or stale for no named list, all of them. A kind
-    /// whose listing fails keeps what it had. One at a time per server; `when` as for
-    /// [`Runtime::relist`].
-    pub(crate) async fn list_offerings(&self, slot: &Slot, when: Relisting) {
-        let _one_at_a_time = slot.offerings_listing.lock().await;
-        let (ticket, lists) = {
-            let state = self.state();
-            let Some(schedule) = state.schedule.server(&slot.name) else {
-                return;
-            };
-            let skip = match when {
-                Relisting::Always => false,
-                Relisting::IfDue { offerings, .. } => schedule.offerings_answer(offerings),
-                Relisting::IfStale => !schedule.offerings_stale(),
-            };
-            if skip {
-                return;
-            }
-            let named = std::mem::take(&mut *lock(&slot.stale_offerings));
-            (schedule.offerings_ticket(), offerings_to_list(when, named))
-        };
-        let Some(connection) = slot.connection() else {
-            return;
-        };
-        let mut offerings = lock(&self.offerings)
-            .by_server(&slot.name)
-            .cloned()
-            .unwrap_or_default();
-        let kinds: [(ListKind, &str, &str, &str, &mut Vec<serde_json::Value>); 3] = [
-            (
-                ListKind::Prompts,
-                "prompts",
-                "prompts/list",
-                "prompts",
-                &mut offerings.prompts,
-            ),
-            (
-                ListKind::Resources,
-                "resources",
-                "resources/list",
-                "resources",
-                &mut offerings.resources,
-            ),
-            (
-                ListKind::Resources,
-                "resources",
-                "resources/templates/list",
-                "resourceTemplates",
-                &mut offerings.templates,
-            ),
-        ];
-        let mut resources_listed = false;
-        for (list, capability, method, field, items) in kinds {
-            if !lists.contains(&list) {
-                continue;
-            }
-            if !connection.advertises(capability) {
-                items.clear();
-                continue;
-            }
-            match connection.list_all(method, field).await {
-                Ok(listed) => {
-                    resources_listed |= method == "resources/list";
-                    *items = listed;
-                }
-                Err(error) => tracing::warn!(server = %slot.name, method, %error, "listing failed"),
-            }
-        }
-        if lists.contains(&ListKind::Resources) {
-            self.list_skills(slot, &connection, &mut offerings, resources_listed)
-                .await;
-        }
-        // As for tools: a listing that finished as the server died brings nothing back.
-        let current = || {
-            slot.connection()
-                .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed())
-        };
-        if !current() {
-            return;
-        }
-        self.set_offerings_if(&slot.name, offerings, current);
-        if let Some(schedule) = self.state().schedule.server_mut(&slot.name) {
-            schedule.offerings_listed(ticket);
-        }
-    }
-
-    /// A server's skills, listed with its resources: by `skills/list` when it declares the
-    /// extension, else from the `skill://` resources it just listed (`resources_listed`; when
-    /// that listing failed the skills stay as they were). roster serves the `skill://` scheme
-    /// itself, so a server's own `skill://` resources never pass through as they are.
-    async fn list_skills(
-        &self,
-        slot: &Slot,
-        connection: &Connection,
-        offerings: &mut ServerOfferings,
-        resources_listed: bool,
-    ) {
-        let sync = &slot.config.skills;
-        let by_extension = connection.declares_skills();
-        if !sync.enabled || !(by_extension || connection.advertises("resources")) {
-            offerings.skills.clear();
-        } else if by_extension || resources_listed {
-            match super::skills::list_skills(
-                connection,
-                sync,
-                by_extension,
-                &offerings.resources,
-                &offerings.skills,
-            )
-            .await
-            {
-                Ok(skills) => offerings.skills = skills,
-                Err(error) => {
-                    tracing::warn!(server = %slot.name, %error, "listing skills failed")
-                }
-            }
-        }
-        offerings.resources.retain(|r| {
-            !r.get("uri")
-                .and_then(serde_json::Value::as_str)
-                .is_some_and(|uri| uri.starts_with("skill://"))
-        });
-    }
-
-    /// Replaces one server's offerings and tells whoever follows them: clients (a
-    /// `list_changed` per kind that changed) and, when its skills changed, the skill catalog.
-    pub(crate) fn set_offerings(&self, server: &str, offerings: ServerOfferings) {
-        self.set_offerings_if(server, offerings, || true);
-    }
-
-    /// [`Runtime::set_offerings`] if `still` holds when the offerings are taken (checked under
-    /// their lock: a listing that finished as its connection died sets nothing).
-    fn set_offerings_if(
-        &self,
-        server: &str,
-        offerings: ServerOfferings,
-        still: impl FnOnce() -> bool,
-    ) {
-        let changed = {
-            let mut all = lock(&self.offerings);
-            if !still() {
-                return;
-            }
-            all.set(server, offerings)
-        };
-        if changed.skills
-            && let Some(hook) = read(&self.skills_hook).clone()
-        {
-            // One at a time, each with the skills as they are then: whichever runs last
-            // hands over the latest.
-            let _one_at_a_time = lock(&self.skills_handover);
-            let latest = lock(&self.offerings)
-                .by_server(server)
-                .map(|o| o.skills.clone())
-                .unwrap_or_default();
-            hook(server, &latest);
-        }
-        self.publish_offerings(changed);
-    }
-
-    pub(crate) fn publish_offerings(&self, changed: Changed) {
-        // A server's skills are `skill://` resources to clients.
-        let resources = changed.resources || changed.skills;
-        if changed.prompts || resources {
-            self.offerings_changed.send_modify(|g| {
-                g.prompts += u64::from(changed.prompts);
-                g.resources += u64::from(resources);
-            });
-        }
-    }
-
-    /// Takes one server's listing and reconciles it. One listing per server at a time.
-    pub(crate) async fn relist(&self, slot: &Slot, when: Relisting) -> Result<Delta, RelistError> {
-        let _one_at_a_time = slot.listing.lock().await;
-        let ticket = {
-            let state = self.state();
-            // Only enabled servers are scheduled; a disabled one is never connected.
-            let Some(schedule) = state.schedule.server(&slot.name) else {
-                return Err(RelistError::NotConnected(slot.name.clone()));
-            };
-            let skip = match when {
-                Relisting::Always => false,
-                Relisting::IfDue {
-                    turn_started,
-                    tools,
-                    ..
-                } => {
-                    // A listing that finished while this turn waited for the lock is this
-                    // turn's listing too (even when a ttlMs of 0 makes the server due again at
-                    // once), provided it started after every change the turn knew of.
-                    let fresh = schedule.answers(tools)
-                        && schedule.last_listed().is_some_and(|at| at >= turn_started);
-                    fresh || !schedule.needs_listing(Instant::now())
-                }
-                Relisting::IfStale => !matches!(schedule.state(), ListingState::Stale { .. }),
-            };
-            if skip {
-                return Ok(Delta::default());
-            }
-            // Taken before the request goes out: a list_changed read after this is not
-            // answered by this listing, and leaves the server stale.
-            schedule.listing_ticket()
-        };
-        let Some(connection) = slot.connection() else {
-            return Err(RelistError::NotConnected(slot.name.clone()));
-        };
-        let started = self.metrics.started();
-        let listed = connection.list_tools().await;
-        self.metrics.listing(&slot.name, started, listed.is_ok());
-        match listed {
-            Ok(listing) => {
-                // Fingerprints are computed here, outside the lock; the copies the reconcile
-                // does not keep are freed after the lock is released.
-                let permitted: Vec<_> = listing
-                    .tools
-                    .into_iter()
-                    .filter(|t| slot.config.tools.permits(&t.name))
-                    .collect();
-                // Pins before the registry: a withheld definition never reaches it.
-                let gated = self.pinning.gate(&slot.name, &slot.config, permitted);
-                let tools: Listing = gated.tools.into_iter().collect();
-                let (delta, superseded) = {
-                    let mut state = self.state();
-                    // Checked under the state lock: the death path takes the connection before
-                    // it removes the server's tools under this lock, so a listing that
-                    // completed as the server died can never bring a dead server's tools back.
-                    let current = slot
-                        .connection()
-                        .is_some_and(|c| Arc::ptr_eq(&c, &connection) && !c.is_closed());
-                    if !current {
-                        return Err(RelistError::NotConnected(slot.name.clone()));
-                    }
-                    if let Some(schedule) = state.schedule.server_mut(&slot.name) {
-                        let announces = connection.negotiated().advertises_list_changed;
-                        let ttl = effective_ttl(listing.ttl, announces);
-                        schedule.listed_with(ticket, Instant::now(), ttl);
-                    }
-                    let withheld =
-                        self.pinning
-                            .set_withheld(&slot.name, &gated.withheld, &state.registry);
-                    let (mut delta, superseded) =
-                        state.registry.reconcile_listing(&slot.name, tools);
-                    super::pinning::explain(
-                        &mut delta,
-                        &slot.name,
-                        &gated.flagged,
-                        &withheld,
-                        &state.registry,
-                    );
-                    (delta, superseded)
-                };
-                drop(superseded);
-                for params in gated.entries {
-                    self.sink.record(DRIFT_CHANNEL, DRIFT_METHOD, params, false);
-                }
-                self.publish(&slot.name, &delta);
-                crate::memory::release_freed_soon();
-                Ok(delta)
-            }
-            Err(super::RequestError::Unauthorized) if slot.config.oauth.is_some() => {
-                // Taken without a token (some servers let `initialize` through), refused now.
-                let error = self.refused_for_a_login(slot, &connection, "listing");
-                Err(RelistError::Failed {
-                    server: slot.name.clone(),
-                    error,
-                })
-            }
-            Err(error) => {
-                let closed = matches!(error, super::RequestError::Closed) || connection.is_closed();
-                let error = error.to_string();
-                if closed {
-                    // The server died under the listing: the supervisor records that crash
-                    // once; counting it here too would reach crash-loop twice as fast.
-                    tracing::info!(server = %slot.name, %error, "listing ended with the connection");
-                    return Err(RelistError::NotConnected(slot.name.clone()));
-                }
-                tracing::warn!(server = %slot.name, %error, "listing failed");
-                self.record_failure(slot, &error);
-                // The connection itself is fine; keep showing it as connected.
-                if slot.connection().is_some_and(|c| !c.is_closed()) {
-                    slot.set_state(ServerState::Connected);
-                }
-                Err(RelistError::Failed {
-                    server: slot.name.clone(),
-                    error,
-                })
-            }
-        }
-    }
-
-    /// Lists again, at the next turn or now in the background, the servers whose pins a
-    /// person decided on in another process (`roster tools approve`/`reject`).
-    pub(crate) fn follow_pin_decisions(self: &Arc<Self>) {
-        for server in self.pinning.decisions() {
-            let Some(slot) = self.slot(&server) else {
-                continue;
-            };
-            self.mark_stale(&server, ListKind::Tools);
-            let rt = self.clone();
-            tokio::spawn(async move {
-                let _ = rt.relist(&slot, Relisting::IfStale).await;
-            });
-        }
-    }
-
-    /// `connection` of an `auth = "oauth"` server had a request refused for want of a token
-    /// (401, and no refresh helped: the token was revoked, or the server let the handshake
-    /// through without one): the server waits for a login, as when the handshake is refused.
-    /// The connection ends; the supervisor sees that and waits for the login. Returns the
-    /// error, naming the login to run.
-    pub(crate) fn refused_for_a_login(
-        &self,
-        slot: &Slot,
-        connection: &Connection,
-        what: &str,
-    ) -> String {
-        let error = super::ConnectError::NeedsLogin {
-            server: slot.name.clone(),
-            challenge: None,
-        }
-        .to_string();
-        tracing::warn!(server = %slot.name, %error, "{what} refused; waiting for a login");
-        self.record_needs_login(slot, &error);
-        connection.close();
-        error
-    }
-
-    /// `slot` waits for a person's `roster auth login`: shown as `needs-login` and, once per
-    /// wait, told in the inbox (on the [`NEEDS_LOGIN_CHANNEL`]); every refusal counts in
-    /// `logins_asked`.
-    pub(super) fn record_needs_login(&self, slot: &Slot, error: &str) {
-        let mut live = lock(&slot.live);
-        live.last_error = Some(error.to_owned());
-        live.logins_asked += 1;
-        if live.state == ServerState::NeedsLogin {
-            return;
-        }
-        live.state = ServerState::NeedsLogin;
-        drop(live);
-        self.sink.record(
-            NEEDS_LOGIN_CHANNEL,
-            NEEDS_LOGIN_METHOD,
-            serde_json::json!({
-                "server": slot.name,
-                "message": error,
-                "login": format!("roster auth login {}", slot.name),
-            }),
-            false,
-        );
-    }
-
-    pub(super) fn record_failure(&self, slot: &Slot, error: &str) {
-        let crash_loop = {
-            let mut state = self.state();
-            match state.schedule.server_mut(&slot.name) {
-                Some(schedule) => {
-                    schedule.failed(Instant::now(), error);
-                    matches!(schedule.state(), ListingState::CrashLoop { .. })
-                }
-                None => false,
-            }
-        };
-        let mut live = lock(&slot.live);
-        live.last_error = Some(error.to_owned());
-        live.state = if crash_loop {
-            ServerState::CrashLoop
-        } else {
-            ServerState::Disconnected
-        };
-    }
-
-    /// Re-lists every connected server that is due (stale, expired, failed and past its
-    /// backoff) or whose prompts or resources are stale, concurrently, waiting at most
-    /// `turn_wait`: a slower listing goes on in the background and its delta reaches the
-    /// session at a later turn.
-    pub(crate) async fn list_due(self: &Arc<Self>) {
-        self.follow_pin_decisions();
-        let turn_started = Instant::now();
-        let due: Vec<(Arc<Slot>, bool, Relisting)> = {
-            let mut state = self.state();
-            // A listing past its TTL is listed whole: prompts, resources and skills too.
-            let expired: Vec<String> = state
-                .schedule
-                .iter()
-                .filter(|(_, s)| {
-                    matches!(s.state(), ListingState::Listed { .. })
-                        && s.needs_listing(turn_started)
-                })
-                .map(|(name, _)| name.to_owned())
-                .collect();
-            for name in expired {
-                if let Some(schedule) = state.schedule.server_mut(&name) {
-                    schedule.mark_offerings_stale();
-                }
-            }
-            state
-                .schedule
-                .iter()
-                .filter_map(|(name, schedule)| {
-                    let tools = schedule.needs_listing(turn_started);
-                    if !tools && !schedule.offerings_stale() {
-                        return None;
-                    }
-                    let when = Relisting::IfDue {
-                        turn_started,
-                        tools: schedule.listing_ticket(),
-                        offerings: schedule.offerings_ticket(),
-                    };
-                    Some((self.slot(name)?, tools, when))
-                })
-                .collect()
-        };
-        let listings: Vec<_> = due
-            .into_iter()
-            .filter(|(slot, ..)| slot.connection().is_some())
-            .map(|(slot, tools, when)| {
-                let rt = self.clone();
-                tokio::spawn(crate::telemetry::carried(async move {
-                    if tools {
-                        let _ = rt.relist(&slot, when).await;
-                    }
-                    rt.list_offerings(&slot, when).await;
-                }))
-            })
-            .collect();
-        if listings.is_empty() {
-            return;
-        }
-        let all = futures::future::join_all(listings);
-        if tokio::time::timeout(self.gateway.turn_wait, all)
-            .await
-            .is_err()
-        {
-            tracing::info!("a listing outlasted the turn wait; it finishes in the background");
         }
     }
 
@@ -1057,65 +593,5 @@ impl Runtime {
             let _ = exit.wait_for(|e| matches!(e, ChildExit::Exited(_))).await;
         });
         let _ = tokio::time::timeout(limit, futures::future::join_all(gone)).await;
-    }
-}
-
-/// The offerings lists a listing takes: those a `list_changed` named since the last one, or
-/// all of them for a new connection (or when stale for no named list).
-fn offerings_to_list(when: Relisting, named: BTreeSet<ListKind>) -> BTreeSet<ListKind> {
-    if when == Relisting::Always || named.is_empty() {
-        BTreeSet::from([ListKind::Prompts, ListKind::Resources])
-    } else {
-        named
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Config;
-    use crate::servers::LogSink;
-
-    #[test]
-    fn a_list_changed_names_only_its_own_list() {
-        let mut config = Config::with_servers(Default::default());
-        config
-            .servers
-            .insert("s".into(), ServerConfig::stdio("true", Vec::new()));
-        let rt = Runtime::new(
-            config.gateway,
-            &config.servers,
-            &["s".to_owned()],
-            Arc::new(LogSink),
-            None,
-            Pinning::in_memory(),
-        );
-        let slot = rt.slot("s").expect("slot");
-        rt.mark_stale("s", ListKind::Tools);
-        assert!(lock(&slot.stale_offerings).is_empty());
-        assert!(
-            !rt.state()
-                .schedule
-                .server("s")
-                .expect("s")
-                .offerings_stale()
-        );
-        rt.mark_stale("s", ListKind::Prompts);
-        assert!(
-            rt.state()
-                .schedule
-                .server("s")
-                .expect("s")
-                .offerings_stale()
-        );
-        let named = std::mem::take(&mut *lock(&slot.stale_offerings));
-        assert_eq!(named, BTreeSet::from([ListKind::Prompts]));
-        assert_eq!(
-            offerings_to_list(Relisting::IfStale, named.clone()),
-            BTreeSet::from([ListKind::Prompts])
-        );
-        let all = BTreeSet::from([ListKind::Prompts, ListKind::Resources]);
-        assert_eq!(offerings_to_list(Relisting::Always, named), all);
-        assert_eq!(offerings_to_list(Relisting::IfStale, BTreeSet::new()), all);
     }
 }

@@ -13,7 +13,8 @@ use std::time::Duration;
 use roster_core::ListingState;
 
 use super::connection::Connection;
-use super::runtime::{Relisting, Runtime, Slot};
+use super::listing::Relisting;
+use super::runtime::{Runtime, Slot};
 use super::status::ServerState;
 
 pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {

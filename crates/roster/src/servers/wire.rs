@@ -528,8 +528,14 @@ impl WireTransport {
                 Some(received) => received,
                 None => {
                     let sleep = self.gate.until_wake();
+                    let paused = self.gate.paused();
+                    let incoming = &mut self.incoming;
+                    // A flood paced past its rate waits in the pipe or stream, unread.
                     tokio::select! {
-                        received = self.incoming.next() => received?,
+                        received = async {
+                            paused.await;
+                            incoming.next().await
+                        } => received?,
                         () = sleep => continue,
                     }
                 }

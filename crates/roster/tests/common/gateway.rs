@@ -89,6 +89,23 @@ impl Gateway {
             .await
             .expect("healthz is JSON")
     }
+
+    /// Waits until no server is starting any more (`/healthz` as the admin token `token` sees
+    /// it): `roster serve` answers before its servers are up.
+    pub async fn started(&self, token: &str) -> serde_json::Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let health = self.health(token).await;
+            if health["starting"].as_array().is_some_and(Vec::is_empty) {
+                return health;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "servers still starting after 60 s: {health}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
 }
 
 /// The Python SDK client's report for `calls` (`[tool, arguments]` pairs) made at `target`

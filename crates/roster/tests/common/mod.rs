@@ -11,6 +11,7 @@
 mod gateway;
 pub mod infra;
 pub mod oauth;
+mod raw_http;
 
 // Each test binary compiles this module and uses only some of it.
 #[allow(unused_imports)]
@@ -18,6 +19,8 @@ pub use gateway::{
     Gateway, call_tools, example_config, post_initialize, roster_stdout, serve_command, session_id,
     session_steps,
 };
+#[allow(unused_imports)]
+pub use raw_http::{RawHttp, modern_meta};
 
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -17,7 +17,7 @@ use super::{GatewayHandler, input_round, not_a_call, read_answer};
 use crate::gateway::caller::{self, Step};
 use crate::gateway::forward::route_error;
 use crate::gateway::{ClientIdentity, Gateway, Outcome, watches};
-use crate::servers::{InputRound, RouteError, relay};
+use crate::servers::{InputRound, Needs, RouteError, relay};
 
 impl GatewayHandler {
     pub(super) async fn prompts_page(
@@ -25,7 +25,9 @@ impl GatewayHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.session(&context).begin_turn_keeping_note().await;
+        self.session(&context)
+            .begin_turn_keeping_note(Needs::Lists)
+            .await;
         let who = self.identity(&context);
         let mut prompts = self.gateway.prompts();
         prompts.retain(|p| who.may_use_prompt(&p.name));
@@ -59,7 +61,9 @@ impl GatewayHandler {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.session(&context).begin_turn_keeping_note().await;
+        self.session(&context)
+            .begin_turn_keeping_note(Needs::Lists)
+            .await;
         let params = serde_json::to_value(&request)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let who = self.identity(&context);
@@ -86,7 +90,9 @@ impl GatewayHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.session(&context).begin_turn_keeping_note().await;
+        self.session(&context)
+            .begin_turn_keeping_note(Needs::Lists)
+            .await;
         let who = self.identity(&context);
         let mut resources = self
             .gateway
@@ -108,7 +114,9 @@ impl GatewayHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.session(&context).begin_turn_keeping_note().await;
+        self.session(&context)
+            .begin_turn_keeping_note(Needs::Lists)
+            .await;
         let who = self.identity(&context);
         let mut templates = self.gateway.resource_templates();
         templates.retain(|t| who.may_use_resource(&t.uri_template));
@@ -281,7 +289,7 @@ impl GatewayHandler {
         input: Option<InputRound>,
     ) -> Result<Result<serde_json::Value, InputRequiredResult>, ErrorData> {
         let session = self.session(context);
-        session.begin_turn_keeping_note().await;
+        session.begin_turn_keeping_note(Needs::Lists).await;
         let target = format!("{method} {name}");
         let gateway = self.gateway.clone();
         let work = move |relay| -> futures::future::BoxFuture<'static, Outcome> {

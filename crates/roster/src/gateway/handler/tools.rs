@@ -16,6 +16,7 @@ use crate::gateway::caller::{self, Step};
 use crate::gateway::lane::{answer_slot, arguments_text};
 use crate::gateway::tasks::{Dispatch, TaskCall};
 use crate::gateway::{ClientIdentity, Outcome, ToolAnswer, native};
+use crate::servers::Needs;
 use crate::servers::answer::RawResult;
 use crate::servers::{InputRequiredOnly, InputRound, ToolArguments};
 
@@ -68,8 +69,10 @@ impl GatewayHandler {
     /// goes (the list says what any note drained so far would).
     async fn begin_listing(&self, context: &RequestContext<RoleServer>) {
         let session = self.session(context);
-        session.begin_turn_keeping_note().await;
+        session.begin_turn_keeping_note(Needs::Lists).await;
         let _ = session.take_note(SchemaSource::ToolsList);
+        // What changes from here on is news to this client.
+        session.listed();
     }
 
     pub(super) async fn tools_page(
@@ -161,7 +164,7 @@ impl GatewayHandler {
         } else if searching {
             // A search answers the tools as they are: stale servers are re-listed first, so a
             // tool a server just added is found.
-            session.begin_turn_keeping_note().await;
+            session.begin_turn_keeping_note(Needs::Lists).await;
         }
         let arguments = request.arguments.unwrap_or_default();
         // A tool this client may not use is answered exactly as one that does not exist.
@@ -176,7 +179,7 @@ impl GatewayHandler {
         }
         if native::SKILL_TOOLS.contains(&request.name.as_ref()) {
             // The catalog as it is: a server whose skills changed is listed first.
-            session.begin_turn_keeping_note().await;
+            session.begin_turn_keeping_note(Needs::Lists).await;
             if request.name == "get_skill"
                 && let Some(id) = arguments.get("id").and_then(|id| id.as_str())
             {
@@ -192,7 +195,10 @@ impl GatewayHandler {
             self.carry_note(&session, &who, &mut result);
             return Ok(result.into());
         }
-        session.begin_turn_keeping_note().await;
+        // A call waits only for its own server's announced change (or first listing).
+        session
+            .begin_turn_keeping_note(Needs::Call(&request.name))
+            .await;
         // From here on the call goes by its exposed name, also when it came by a server's own
         // name (an MCP App's call).
         let name = match self.gateway.roster().route_call(&request.name) {

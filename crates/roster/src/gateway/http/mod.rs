@@ -296,6 +296,7 @@ async fn healthz(State(health): State<Arc<Health>>, headers: HeaderMap) -> Respo
         axum::Json(serde_json::json!({
             "status": word,
             "sessions": health.sessions.count(),
+            "starting": health.gateway.roster().starting(),
             "servers": servers,
         })),
     )
