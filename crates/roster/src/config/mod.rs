@@ -14,7 +14,7 @@
 //! refresh_interval = "1h"      # a listing is held this long (or the server's shorter ttlMs)
 //! min_ttl = "5s"               # ... but at least this long: a server is revalidated at most once
 //!                              #   per min_ttl however short its ttlMs (0 included)
-//! debounce = "500ms"           # list_changed trailing edge; negative is an error
+//! debounce = "500ms"           # list_changed: at once, then one trailing edge; negative is an error
 //! dynamic_tools = true         # ROSTER_DYNAMIC_TOOLS=0 turns re-listing on list_changed off
 //! subscriptions = ["eng"]      # default subscriptions of stdio clients
 //! state_dir = "state"          # $ROSTER_STATE_DIR wins; default $XDG_STATE_HOME/roster
@@ -22,13 +22,13 @@
 //! call_timeout = "60s"         # per tools/call; notifications/cancelled on expiry
 //! connect_timeout = "30s"      # spawn/open + handshake
 //! list_timeout = "30s"         # per tools/list page
-//! turn_wait = "10s"            # a turn waits this long for its listings
+//! turn_wait = "10s"            # a request waits this long for the listings it needs
 //! ping_interval = "30s"        # legacy-era health ping; "0s" = off
 //! backoff_initial = "1s"       # restart / re-list backoff after a failure
 //! backoff_max = "5m"           # also the retry period of a crash loop
 //! stable_period = "60s"        # up this long = failures forgotten
 //! crash_loop_after = 5         # failures without a stable period → crash-loop
-//! startup_wait = "10s"         # Roster::start waits this long for first connections
+//! startup_wait = "10s"         # Roster::start waits this long for first connections (serve: not)
 //! listen = "127.0.0.1:8931"    # the gateway's serving keys, kept here for it:
 //! delta_notes = true           #   listen, delta_notes, allowed_hosts, allowed_origins,
 //! page_size = 1000             #   page_size (items per list page at most) and page_bytes

@@ -75,6 +75,11 @@ impl Answer {
 }
 
 impl RawResult {
+    /// The result's JSON text, as the server wrote it.
+    pub(crate) fn into_text(self) -> Bytes {
+        self.text
+    }
+
     /// The result `text`, JSON already read once (by the transport); its top-level members
     /// are read here, in one more pass that also checks the shape of a tool result.
     pub(crate) fn new(text: Bytes) -> Self {

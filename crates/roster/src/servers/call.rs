@@ -315,6 +315,29 @@ impl Connection {
         )))
     }
 
+    /// One request of roster's own (no caller to relay to, no span of its own: the caller's
+    /// covers it), answered within `timeout`: past rmcp where roster writes requests itself,
+    /// so the answer comes as the server wrote it ([`Answer::Raw`]), through rmcp otherwise.
+    pub(super) async fn own_request(
+        &self,
+        method: &str,
+        mut params: Value,
+        timeout: Duration,
+    ) -> Result<Answer, RequestError> {
+        let in_flight = self.shared.in_flight.enter(None);
+        let options = CallOptions {
+            timeout: Some(timeout),
+            ..CallOptions::default()
+        };
+        if crate::telemetry::on() {
+            let mut request = json!({"method": method, "params": params});
+            crate::telemetry::inject_current(&mut request);
+            params = request["params"].take();
+        }
+        self.round(method, &mut params, None, &options, &in_flight)
+            .await
+    }
+
     /// Where roster writes a caller's request itself now: on its own transports always, to a
     /// streamable HTTP server once rmcp's transport sent a request after the handshake (its
     /// session and headers are known); through rmcp's service otherwise.

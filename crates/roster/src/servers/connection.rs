@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use rmcp::model::{ClientRequest, ProtocolVersion, ServerResult, SubscriptionFilter};
+use rmcp::model::{ClientRequest, ProtocolVersion, SubscriptionFilter};
 use rmcp::service::{RequestHandle, RunningService};
 use rmcp::{ClientLifecycleMode, RoleClient};
 use roster_core::Tool;
@@ -34,6 +34,7 @@ use super::http_direct::HttpDirect;
 use super::notifications::{ListenerId, Notifications};
 use super::relay::{InFlight, LogLevel};
 use super::stdio::ChildGuard;
+use super::tools_page::ToolsPage;
 use super::wire::{Direct, RawResults};
 use crate::config::{Era, ServerConfig, ServerLimits, TransportConfig};
 
@@ -46,7 +47,8 @@ pub struct ToolListing {
     pub ttl: Option<Duration>,
     /// How many pages it took.
     pub pages: usize,
-    /// The pages' tools as JSON, in bytes (bounded by `max_listing_bytes`).
+    /// The pages' results as JSON, in bytes (bounded by `max_listing_bytes`, each page checked
+    /// before it is parsed where roster reads the wire itself).
     pub bytes: usize,
     /// The server listed more than `max_tools`: only the first `max_tools` are here.
     pub cut: bool,
@@ -529,51 +531,31 @@ impl Connection {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let request = json!({"method": "tools/list", "params": params});
-            let handle = self.send(request, self.list_timeout).await?;
-            let id = handle.id.clone();
-            let answer = handle.await_response().await;
-            let raw = self.raw.take(&id);
-            let typed = match answer? {
-                ServerResult::ListToolsResult(result) => result,
-                other => {
-                    return Err(RequestError::Unexpected(format!(
-                        "tools/list answered with {}",
-                        serde_json::to_value(&other).unwrap_or_default()
-                    )));
-                }
-            };
-            listing.bytes += raw
-                .as_ref()
-                .and_then(|r| r.get("tools"))
-                .map_or_else(|| json_size(&typed.tools), json_size);
-            if listing.bytes > self.limits.max_listing_bytes {
-                return Err(RequestError::ListingTooLarge {
-                    limit: self.limits.max_listing_bytes,
-                    pages: listing.pages + 1,
-                });
-            }
+            let answer = self
+                .own_request("tools/list", params, self.list_timeout)
+                .await?;
             // One past what is kept, so a cut is seen; the rest of the page is never built.
             let room = (self.limits.max_tools + 1).saturating_sub(listing.tools.len());
-            let page_tools = match raw.as_ref().and_then(|r| r.get("tools")) {
-                Some(raw_tools) => parse_tools(raw_tools, room)?,
-                None => typed
-                    .tools
-                    .iter()
-                    .take(room)
-                    .map(|t| {
-                        serde_json::to_value(t)
-                            .and_then(serde_json::from_value::<Tool>)
-                            .map_err(|e| RequestError::Unexpected(e.to_string()))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
+            let page = match answer {
+                // As the server wrote it: its size is known before anything is parsed.
+                Answer::Raw(raw) => {
+                    let text = raw.into_text();
+                    listing.bytes += text.len();
+                    self.within_listing_bytes(&listing)?;
+                    ToolsPage::read(&text, room)?
+                }
+                Answer::Value(value) => {
+                    listing.bytes += json_size(&value);
+                    self.within_listing_bytes(&listing)?;
+                    ToolsPage::of_value(value, room)?
+                }
             };
-            listing.tools.extend(page_tools);
+            listing.tools.extend(page.tools);
             listing.pages += 1;
             if listing.tools.len() >= self.limits.max_tools {
                 // Cut rather than refused: the first tools stay usable, and the bound is said.
                 if listing.tools.len() > self.limits.max_tools
-                    || typed.next_cursor.as_ref().is_some_and(|c| !c.is_empty())
+                    || page.next_cursor.as_ref().is_some_and(|c| !c.is_empty())
                 {
                     tracing::warn!(
                         server = %self.server,
@@ -586,11 +568,11 @@ impl Connection {
                 listing.tools.truncate(self.limits.max_tools);
                 return Ok(listing);
             }
-            if let Some(ttl) = typed.ttl_ms {
+            if let Some(ttl) = page.ttl_ms {
                 let ttl = Duration::from_millis(ttl);
                 listing.ttl = Some(listing.ttl.map_or(ttl, |t: Duration| t.min(ttl)));
             }
-            match typed.next_cursor {
+            match page.next_cursor {
                 Some(next) if !next.is_empty() => {
                     if !seen_cursors.insert(next.clone()) || listing.pages >= MAX_PAGES {
                         return Err(RequestError::Unexpected(format!(
@@ -603,6 +585,17 @@ impl Connection {
                 _ => return Ok(listing),
             }
         }
+    }
+
+    /// Whether the pages read so far stay within `max_listing_bytes`.
+    fn within_listing_bytes(&self, listing: &ToolListing) -> Result<(), RequestError> {
+        if listing.bytes > self.limits.max_listing_bytes {
+            return Err(RequestError::ListingTooLarge {
+                limit: self.limits.max_listing_bytes,
+                pages: listing.pages + 1,
+            });
+        }
+        Ok(())
     }
 
     /// Sends one request (`{"method", "params"}`) that must be answered within `timeout`
@@ -757,28 +750,4 @@ pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
 
 pub(super) fn client_request(value: Value) -> Result<ClientRequest, RequestError> {
     serde_json::from_value(value).map_err(|e| RequestError::Unexpected(e.to_string()))
-}
-
-fn parse_tools(raw: &Value, at_most: usize) -> Result<Vec<Tool>, RequestError> {
-    let Some(items) = raw.as_array() else {
-        return Err(RequestError::Unexpected(
-            "tools/list result has no `tools` array".to_owned(),
-        ));
-    };
-    let mut tools = Vec::with_capacity(items.len().min(at_most));
-    for item in items {
-        if tools.len() >= at_most {
-            break;
-        }
-        match serde_json::from_value::<Tool>(item.clone()) {
-            Ok(tool) => tools.push(tool.compacted()),
-            // One malformed entry should not hide the server's other tools.
-            Err(error) => tracing::warn!(
-                %error,
-                tool = %super::wire::log_line(&item.to_string(), 300),
-                "skipped a malformed tool"
-            ),
-        }
-    }
-    Ok(tools)
 }

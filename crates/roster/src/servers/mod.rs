@@ -64,6 +64,7 @@ pub(crate) mod sse;
 pub(crate) mod status;
 pub(crate) mod stdio;
 mod supervisor;
+mod tools_page;
 mod turn;
 pub(crate) mod watches;
 pub(crate) mod wire;
