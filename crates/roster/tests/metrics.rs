@@ -268,3 +268,37 @@ async fn tool_labels_are_added_only_when_asked_and_metrics_can_be_off() {
     assert_eq!(status, 404);
     assert!(body.contains("[gateway] metrics = false"), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_labels_stay_bounded_however_many_tools_are_called() {
+    let port = common::free_port();
+    let script = common::python_fixture("misbehaving.py");
+    let roster = Gateway::start(
+        |dir| {
+            format!(
+                "[gateway]\nstate_dir = {state:?}\nmetrics_tool_labels = true\n\
+                 metrics_listen = \"127.0.0.1:{port}\"\n\n\
+                 [servers.many]\ncommand = {python:?}\nargs = [{script:?}, \"--tools\", \"1500\"]\n",
+                state = dir.join("state"),
+                python = common::python(),
+            )
+        },
+        &[],
+    );
+    let client = common::RawHttp::open(&roster.url, "none", false).await;
+    for i in 1..1500u64 {
+        let params = json!({"name": format!("many__filler_{i}"), "arguments": {}});
+        client.request(10 + i, "tools/call", params).await;
+    }
+    let (status, page) = get(&format!("http://127.0.0.1:{port}/metrics"), None).await;
+    assert_eq!(status, 200);
+    let tools: std::collections::HashSet<&str> = page
+        .lines()
+        .filter(|l| l.starts_with("roster_tool_call_duration_seconds_count{"))
+        .filter_map(|l| l.split("tool=\"").nth(1)?.split('"').next())
+        .collect();
+    // The first hundred names called, and `other` for the 1,399 after them.
+    assert_eq!(tools.len(), 101, "{tools:?}");
+    assert!(tools.contains("other"), "{tools:?}");
+    assert!(page.len() < 400_000, "the page is {} bytes", page.len());
+}

@@ -365,6 +365,31 @@ fn a_server_that_ignores_stdin_eof_is_gone_after_kill_9_of_roster() {
     wait_gone("the server", server);
 }
 
+#[test]
+fn a_servers_grandchild_is_gone_after_kill_9_of_roster() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server_pid, grandchild_pid) = (dir.path().join("server"), dir.path().join("grandchild"));
+    let mut roster = roster_with(
+        dir.path(),
+        &[
+            "--ignore-eof",
+            "--pidfile",
+            &server_pid.to_string_lossy(),
+            "--grandchild",
+            &grandchild_pid.to_string_lossy(),
+            // Not even SIGTERM would reach it: only the group's SIGKILL does.
+            "--grandchild-ignores-term",
+        ],
+    );
+    let server = read_pid(&server_pid);
+    let grandchild = read_pid(&grandchild_pid);
+    assert!(!process_gone(grandchild), "the grandchild runs");
+    signal(roster.child.0.id(), "-KILL");
+    wait_exit(&mut roster.child.0);
+    wait_gone("the server", server);
+    wait_gone("the server's grandchild", grandchild);
+}
+
 #[tokio::test]
 async fn secrets_in_a_server_url_never_reach_status_or_errors() {
     common::init_tracing();

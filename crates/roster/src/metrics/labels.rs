@@ -55,9 +55,10 @@ pub(crate) const SERVER_NOTIFICATION_METHODS: &[&str] = &[
 pub(crate) const OTHER: &str = "other";
 
 /// The most distinct tool names the call metrics carry with `metrics_tool_labels = true`; calls
-/// of tools beyond them are labelled [`OTHER`]. Servers that keep adding tools of new names
-/// would otherwise grow the series for ever.
-pub(crate) const MAX_TOOL_LABELS: usize = 1000;
+/// of tools beyond them are labelled [`OTHER`]. Each name is a latency histogram of its own
+/// (some 2 KB of the page per outcome): a thousand made the page 2.3 MB, and servers that keep
+/// adding tools of new names would grow it for ever.
+pub(crate) const MAX_TOOL_LABELS: usize = 100;
 
 /// `method` when it is one of `known`, else [`OTHER`].
 pub(crate) fn bounded_method(method: &str, known: &[&'static str]) -> &'static str {

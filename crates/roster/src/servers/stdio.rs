@@ -5,7 +5,8 @@
 //! replaced): SIGTERM to its process group at once, SIGKILL after `kill_grace`. The child leads
 //! its own process group, and the group is killed when the child ends either way, so the
 //! grandchildren of a wrapper such as `npx` do not outlive it; on Linux the child also dies with
-//! roster (a parent-death signal), even on `kill -9`. Its stderr goes to the log, one line per
+//! roster (a parent-death signal), even on `kill -9`, and so does its group: a watch of the
+//! group ([`GroupWatch`]) kills it when roster is gone, however it went. Its stderr goes to the log, one line per
 //! event, under the server's name, cut at `max_log_line` with control characters escaped.
 
 use std::collections::BTreeMap;
@@ -261,6 +262,73 @@ fn die_with_roster(cmd: &mut Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_roster(_cmd: &mut Command) {}
 
+/// Ends a server's process group when roster dies, however it dies. The parent-death signal
+/// reaches only the child roster started; what that child started in its group (`npx`'s node,
+/// a shell script's programs) would run on after a `kill -9` of roster. A small `sh`, in a
+/// group of its own, waits for a line on a pipe whose other end only roster holds (close on
+/// exec: no other child inherits it). When roster dies the pipe ends without one, and the
+/// shell kills the group; when roster ends the server itself, it writes the line first
+/// ([`GroupWatch::release`]) and the shell leaves quietly.
+#[cfg(unix)]
+struct GroupWatch {
+    release: std::fs::File,
+    _shell: tokio::process::Child,
+}
+
+#[cfg(unix)]
+impl GroupWatch {
+    /// Watches the group `pgid`; `None` (after a warning) when no shell could be started.
+    fn start(server: &str, pgid: u32) -> Option<GroupWatch> {
+        let mut shell = Command::new("/bin/sh");
+        shell
+            // `kill -9 -PGID`: the one spelling every POSIX shell takes (dash has no `--` here).
+            .args(["-c", r#"read -r line || kill -9 "-$1""#])
+            .arg("roster-group-watch")
+            .arg(pgid.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let started = shell.spawn().and_then(|mut shell| {
+            let pipe = shell
+                .stdin
+                .take()
+                .ok_or_else(|| std::io::Error::other("no pipe to the watch"))?
+                .into_owned_fd()?;
+            Ok(GroupWatch {
+                release: std::fs::File::from(pipe),
+                _shell: shell,
+            })
+        });
+        match started {
+            Ok(watch) => Some(watch),
+            Err(error) => {
+                tracing::warn!(server, %error, "cannot watch the server's process group: a `kill -9` of roster would leave what the server started running");
+                None
+            }
+        }
+    }
+
+    /// roster ended the group itself: the watch leaves without killing anything (and is reaped
+    /// by tokio once it has).
+    fn release(mut self) {
+        use std::io::Write;
+        let _ = self.release.write_all(b"\n");
+    }
+}
+
+#[cfg(not(unix))]
+struct GroupWatch;
+
+#[cfg(not(unix))]
+impl GroupWatch {
+    fn start(_server: &str, _pgid: u32) -> Option<GroupWatch> {
+        None
+    }
+
+    fn release(self) {}
+}
+
 /// What to start, and the bounds it runs under.
 pub(crate) struct Spawn<'a> {
     pub(crate) server: Arc<str>,
@@ -349,6 +417,7 @@ pub(crate) fn spawn(
     let (exit_tx, exit_rx) = watch::channel(ChildExit::Running);
     let name = server.clone();
     let grace = limits.kill_grace;
+    let group_watch = pid.and_then(|pid| GroupWatch::start(&server, pid));
     tokio::spawn(async move {
         let status = tokio::select! {
             status = child.wait() => {
@@ -374,6 +443,10 @@ pub(crate) fn spawn(
                 }
             }
         };
+        // The group is ended: nothing is left for the watch to do.
+        if let Some(watch) = group_watch {
+            watch.release();
+        }
         let text = match status {
             Ok(status) => status.to_string(),
             Err(error) => format!("unknown ({error})"),
