@@ -835,11 +835,10 @@ impl Roster {
     /// The servers still starting: enabled, their first connection attempt (connecting and
     /// the first listing) not over yet.
     pub fn starting(&self) -> Vec<String> {
-        self.rt
-            .slots()
+        self.status()
             .into_iter()
-            .filter(|slot| !*slot.first_attempt.borrow())
-            .map(|slot| slot.name.clone())
+            .filter(|s| s.starting)
+            .map(|s| s.name)
             .collect()
     }
 

@@ -44,11 +44,12 @@ struct Queued {
     /// Whether the deltas now queued have had their notice (the turn that drains them ends
     /// the batch).
     noticed: bool,
-    /// Whether deltas count for this session: from its opening for the library's sessions,
-    /// from its client's first `tools/list` for a gateway client's ([`Session::listed`]). A
-    /// client that never listed the tools has no list a change could correct: no notice, no
-    /// note (servers still starting when it connected join silently before that list).
-    counting: bool,
+    /// Whether this session's client has listed the tools (always, for the library's
+    /// sessions; from its first `tools/list` for a gateway client's, see [`Session::listed`]).
+    /// Until it has, a server joining (its first listing, roster answering before its servers
+    /// are up) is no news to it: nothing it holds is corrected, and a host that connects and
+    /// lists at once would otherwise get a `list_changed` and a note for its own first list.
+    listed: bool,
 }
 
 impl Queued {
@@ -72,20 +73,20 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// A new session of `rt`; it sees the deltas queued from now on.
     pub(crate) fn open(rt: Arc<Runtime>) -> Arc<Session> {
-        Self::open_counting(rt, true)
+        Self::open_listed(rt, true)
     }
 
-    /// A new session of a gateway's client: it sees the deltas queued from its client's first
-    /// `tools/list` on ([`Session::listed`]).
+    /// A new session of a gateway's client: servers joining are news to it once its client
+    /// listed the tools ([`Session::listed`]).
     pub(crate) fn open_for_client(rt: Arc<Runtime>) -> Arc<Session> {
-        Self::open_counting(rt, false)
+        Self::open_listed(rt, false)
     }
 
-    fn open_counting(rt: Arc<Runtime>, counting: bool) -> Arc<Session> {
+    fn open_listed(rt: Arc<Runtime>, listed: bool) -> Arc<Session> {
         let session = Arc::new(Session {
             rt,
             queued: Mutex::new(Queued {
-                counting,
+                listed,
                 ..Queued::default()
             }),
             generation: watch::channel(0).0,
@@ -99,12 +100,12 @@ impl Session {
         lock(&self.queued)
     }
 
-    /// Queues a delta for this session's next turn (a client session that never listed the
-    /// tools drops it).
-    pub(crate) fn queue(&self, delta: Delta) {
+    /// Queues a delta for this session's next turn: a `join` (a server's first listing) only
+    /// once the session's client listed the tools.
+    pub(crate) fn queue(&self, delta: Delta, join: bool) {
         {
             let mut queued = self.queued();
-            if !queued.counting {
+            if join && !queued.listed {
                 return;
             }
             queued.deltas.push(delta);
@@ -112,9 +113,9 @@ impl Session {
         self.generation.send_modify(|g| *g += 1);
     }
 
-    /// The session's client listed the tools: changes count from now on.
+    /// The session's client listed the tools: a server joining is news from now on.
     pub(crate) fn listed(&self) {
-        self.queued().counting = true;
+        self.queued().listed = true;
     }
 
     /// Starts a turn for what a list shows: waits (at most `turn_wait`) for the servers that
@@ -288,20 +289,20 @@ mod tests {
     fn one_notice_per_batch_until_a_turn_drains_it() {
         let session = Session::open(runtime());
         let mut notices = session.notices();
-        session.queue(added("a__x"));
+        session.queue(added("a__x"), false);
         assert_eq!(
             notices.next().now_or_never(),
             Some(true),
             "the first change"
         );
-        session.queue(added("a__y"));
+        session.queue(added("a__y"), false);
         assert!(
             notices.next().now_or_never().is_none(),
             "the batch had its notice"
         );
         let turn = session.drain();
         assert!(turn.note.is_some_and(|n| n.contains("a__y")));
-        session.queue(added("a__z"));
+        session.queue(added("a__z"), false);
         assert_eq!(notices.next().now_or_never(), Some(true), "a new batch");
         drop(session);
         assert_eq!(
@@ -314,11 +315,11 @@ mod tests {
     #[test]
     fn a_stream_opened_after_a_change_waits_for_the_next_batch() {
         let session = Session::open(runtime());
-        session.queue(added("a__x"));
+        session.queue(added("a__x"), false);
         let mut late = session.notices();
         assert!(late.next().now_or_never().is_none());
         session.drain();
-        session.queue(added("a__y"));
+        session.queue(added("a__y"), false);
         assert_eq!(late.next().now_or_never(), Some(true));
     }
 
@@ -326,22 +327,31 @@ mod tests {
     fn changed_fires_only_for_a_non_empty_merged_delta() {
         let session = Session::open(runtime());
         assert!(session.changed().now_or_never().is_none(), "nothing queued");
-        session.queue(Delta {
-            added: named(&["a__x"]),
-            ..Delta::default()
-        });
-        session.queue(Delta {
-            removed: named(&["a__x"]),
-            ..Delta::default()
-        });
+        session.queue(
+            Delta {
+                added: named(&["a__x"]),
+                ..Delta::default()
+            },
+            false,
+        );
+        session.queue(
+            Delta {
+                removed: named(&["a__x"]),
+                ..Delta::default()
+            },
+            false,
+        );
         assert!(
             session.changed().now_or_never().is_none(),
             "a burst that cancels out is no change"
         );
-        session.queue(Delta {
-            added: named(&["a__y"]),
-            ..Delta::default()
-        });
+        session.queue(
+            Delta {
+                added: named(&["a__y"]),
+                ..Delta::default()
+            },
+            false,
+        );
         assert!(session.changed().now_or_never().is_some(), "a real change");
         assert!(
             session.changed().now_or_never().is_none(),
@@ -349,17 +359,42 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_server_joining_is_news_to_a_client_session_only_once_it_listed_the_tools() {
+        let session = Session::open_for_client(runtime());
+        session.queue(added("a__joined"), true);
+        assert!(!session.has_pending(), "nothing its client holds changed");
+        session.queue(added("a__changed"), false);
+        assert!(session.has_pending(), "a change of a server is news");
+        session.drain();
+        session.listed();
+        session.queue(added("b__joined"), true);
+        assert!(
+            session.has_pending(),
+            "listed: a server joining changes its list"
+        );
+        let library = Session::open(runtime());
+        library.queue(added("a__joined"), true);
+        assert!(
+            library.has_pending(),
+            "the library's sessions hear every join"
+        );
+    }
+
     #[tokio::test]
     async fn the_note_carries_every_turn_since_the_last_tool_result_merged() {
         let session = Session::open(runtime());
         for name in ["a__x", "a__y", "a__z"] {
-            session.queue(added(name));
+            session.queue(added(name), false);
             session.begin_turn_keeping_note(Needs::Lists).await;
         }
-        session.queue(Delta {
-            removed: named(&["a__z"]),
-            ..Delta::default()
-        });
+        session.queue(
+            Delta {
+                removed: named(&["a__z"]),
+                ..Delta::default()
+            },
+            false,
+        );
         session.begin_turn_keeping_note(Needs::Lists).await;
         let note = session
             .take_note(SchemaSource::ToolsList)

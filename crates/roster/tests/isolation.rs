@@ -38,9 +38,10 @@ fn misbehaving(name: &str, flags: &[&str]) -> String {
     )
 }
 
-/// Serves `servers` with the admin token `admin` and `gateway` lines.
+/// Serves `servers` with the admin token `admin` and `gateway` lines, at once (whatever the
+/// servers do).
 fn serve(gateway: &str, servers: &str) -> common::Gateway {
-    common::Gateway::start(
+    common::Gateway::start_at_once(
         |dir: &Path| {
             format!(
                 "[gateway]\nstate_dir = {state:?}\nadmin_token_env = \"ROSTER_TEST_ADMIN\"\n\

@@ -627,3 +627,37 @@ async fn a_flood_of_server_requests_is_dropped_over_the_rate_too() {
     assert_eq!(text_of(&result), "pong");
     roster.shutdown();
 }
+
+#[test]
+fn notifications_written_in_one_burst_are_recorded_in_the_servers_order() {
+    const BURST: u64 = 2000;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = common::python_fixture("misbehaving.py");
+    let config = dir.path().join("roster.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nstate_dir = {state:?}\nnotification_rate = 100000\n\
+             notification_burst = 100000\n\n\
+             [servers.burst]\ncommand = {python:?}\nargs = [{script:?}, \"--burst\", \"{BURST}\"]\n",
+            state = dir.path().join("state"),
+            python = common::python(),
+        ),
+    )
+    .expect("write config");
+    let _roster = common::start_roster_http(&config);
+    let audit = dir.path().join("state/audit.jsonl");
+    let mut order = Vec::new();
+    common::wait_until("the whole burst is recorded", || {
+        order = std::fs::read_to_string(&audit)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|e| e["channel"] == "burst" && e["method"] == "notifications/message")
+            .filter_map(|e| e["params"]["data"].as_u64())
+            .collect();
+        order.len() as u64 == BURST
+    });
+    let inversions = order.windows(2).filter(|w| w[0] > w[1]).count();
+    assert_eq!(inversions, 0, "recorded out of order: {:?}", &order[..40]);
+}

@@ -4,6 +4,7 @@ the SDK never would. Each flag turns on one fault; without flags it is a plain s
 
   --flood SECONDS       after the handshake, write notifications/message in a tight loop for
                         SECONDS (0 = until killed); the count written goes to --report
+  --burst N             after the handshake, write N notifications/message (data 1..N) in one write
   --hang-listing        answer initialize (and calls), never answer tools/list: a hung listing
   --garbage-first       before answering initialize, write a response and an error with ids
                         nobody sent, a stray request-less result and a non-JSON line
@@ -81,6 +82,7 @@ def main():
     parser.add_argument("--flood", type=float)
     parser.add_argument("--garbage-first", action="store_true")
     parser.add_argument("--hang-listing", action="store_true")
+    parser.add_argument("--burst", type=int)
     parser.add_argument("--grandchild")
     parser.add_argument("--grandchild-ignores-term", action="store_true")
     parser.add_argument("--ignore-eof", action="store_true")
@@ -151,6 +153,19 @@ def main():
         elif method is None:
             continue  # an answer (to a ping of the ping flood): nothing to do
         elif method == "notifications/initialized":
+            if args.burst:
+                burst = "".join(
+                    json.dumps(
+                        {"jsonrpc": "2.0", "method": "notifications/message",
+                         "params": {"level": "info", "logger": "burst", "data": i}},
+                        separators=(",", ":"),
+                    )
+                    + "\n"
+                    for i in range(1, args.burst + 1)
+                )
+                with out_lock:
+                    sys.stdout.write(burst)
+                    sys.stdout.flush()
             if args.flood is not None:
                 threading.Thread(
                     target=flood, args=(args.flood, args.report, args.pings), daemon=True

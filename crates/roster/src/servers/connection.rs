@@ -158,13 +158,20 @@ impl Connection {
             per_second: config.limits.notification_rate,
             burst: config.limits.notification_burst,
         };
-        let gate = NotificationGate::new(name.clone(), rate, notifications.clone());
+        let mut gate = NotificationGate::new(name.clone(), rate, notifications.clone());
         let shared = Arc::new(ClientShared {
             server: name.clone(),
             notifications: notifications.clone(),
             in_flight: InFlight::default(),
             awaited_handled: watch::channel(0).0,
         });
+        // Handled on the reader, in the server's order (rmcp would run a task for each).
+        let handler = Arc::downgrade(&shared);
+        gate.deliver_to(Arc::new(move |event| {
+            if let Some(shared) = handler.upgrade() {
+                shared.handle(event);
+            }
+        }));
         let client = ClientSide {
             shared: shared.clone(),
         };

@@ -18,6 +18,12 @@
 //!   loop then blocks on its own full pipe or stream instead of costing roster a core; its own
 //!   answers wait behind what it wrote (a call of it slows down), nobody else's do.
 //!
+//! What passes of the notifications roster itself acts on (log messages, progress, the
+//! `list_changed`s, resource updates) is handled right there, on the reader, in the order the
+//! server wrote it ([`NotificationGate::deliver`]): rmcp runs a task per notification, and a
+//! burst handled that way reached the inbox out of order. The others (a cancellation of a
+//! request of the server's, what the protocol's lifecycle uses) still go to rmcp.
+//!
 //! A server's requests (`ping`, `sampling/createMessage`, …) count against the same bucket:
 //! each costs a handler task and an answer to write, and a server asking more than its rate
 //! is flooding; one over the rate is dropped unanswered and counted. Responses are never
@@ -34,7 +40,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 
-use super::event::ListKind;
+use super::event::{ListKind, ServerEvent};
 use super::http_direct::Injected;
 use super::notifications::Notifications;
 use super::wire::RawResults;
@@ -78,6 +84,20 @@ pub struct NotificationRate {
     pub burst: u32,
 }
 
+/// Where the notifications that pass a gate are handled (the connection's client side).
+pub(crate) type Deliver = Arc<dyn Fn(&ServerEvent) + Send + Sync>;
+
+/// The notifications handled where they are read ([`NotificationGate::deliver`]): those
+/// roster acts on, whose order people and callers see.
+const DELIVERED: [&str; 6] = [
+    super::relay::LOG_MESSAGE,
+    super::event::PROGRESS,
+    super::event::RESOURCES_UPDATED,
+    ListKind::ALL[0].method(),
+    ListKind::ALL[1].method(),
+    ListKind::ALL[2].method(),
+];
+
 /// What the gate says of one notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Admit {
@@ -106,6 +126,8 @@ pub(crate) struct NotificationGate {
     drops_refilled: Instant,
     /// Until when the reader leaves this server's messages where they are.
     paused_until: Option<Instant>,
+    /// Where what passes is handled, in order (`None`: rmcp's handler does, as for tests).
+    deliver: Option<Deliver>,
     notifications: Arc<Notifications>,
 }
 
@@ -145,7 +167,26 @@ impl NotificationGate {
             drop_tokens: f64::from(DROP_SLICE),
             drops_refilled: Instant::now(),
             paused_until: None,
+            deliver: None,
             notifications,
+        }
+    }
+
+    /// Handles what passes this gate with `deliver`, on the reader, in the server's order.
+    pub(crate) fn deliver_to(&mut self, deliver: Deliver) {
+        self.deliver = Some(deliver);
+    }
+
+    /// Whether a notification of `method` that passed is handled here, where it was read
+    /// ([`NotificationGate::deliver`]), rather than by rmcp.
+    pub(crate) fn delivers(&self, method: &str) -> bool {
+        self.deliver.is_some() && DELIVERED.contains(&method)
+    }
+
+    /// Handles a notification that passed, where it was read.
+    pub(crate) fn deliver(&self, event: &ServerEvent) {
+        if let Some(deliver) = &self.deliver {
+            deliver(event);
         }
     }
 
@@ -407,9 +448,15 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
             // Every message counts against the task's budget, so a server that writes faster
             // than roster reads is read in slices and the worker's other tasks get their turn.
             tokio::task::coop::consume_budget().await;
-            if let Some(notification) = self.gate.tick(Instant::now()).and_then(list_changed) {
+            if let Some(method) = self.gate.tick(Instant::now()) {
                 self.raw.count_awaited();
-                return Some(JsonRpcMessage::notification(notification));
+                if self.gate.delivers(method) {
+                    self.gate.deliver(&ServerEvent::new(method, Value::Null));
+                    continue;
+                }
+                if let Some(notification) = list_changed(method) {
+                    return Some(JsonRpcMessage::notification(notification));
+                }
             }
             let next = match self.held.take() {
                 Some(held) => held,
@@ -440,12 +487,17 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
                     JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)
                 ),
             };
-            if answers
-                && let Some(notification) = self.gate.release_before_answer().and_then(list_changed)
-            {
+            if answers && let Some(method) = self.gate.release_before_answer() {
                 self.held = Some(next);
                 self.raw.count_awaited();
-                return Some(JsonRpcMessage::notification(notification));
+                if self.gate.delivers(method) {
+                    self.gate.deliver(&ServerEvent::new(method, Value::Null));
+                    continue;
+                }
+                if let Some(notification) = list_changed(method) {
+                    return Some(JsonRpcMessage::notification(notification));
+                }
+                continue;
             }
             let message = match next {
                 Injected::Message(message) => *message,
@@ -464,10 +516,17 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
             {
                 continue;
             }
-            if let JsonRpcMessage::Notification(n) = &message
-                && awaited_by_results(&n.notification)
-            {
-                self.raw.count_awaited();
+            if let JsonRpcMessage::Notification(n) = &message {
+                if awaited_by_results(&n.notification) {
+                    self.raw.count_awaited();
+                }
+                if self.gate.deliver.is_some()
+                    && let Some(event) = ServerEvent::from_notification(&n.notification)
+                    && self.gate.delivers(event.method())
+                {
+                    self.gate.deliver(&event);
+                    continue;
+                }
             }
             return Some(message);
         }

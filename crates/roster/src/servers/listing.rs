@@ -295,7 +295,7 @@ impl Runtime {
                 // Pins before the registry: a withheld definition never reaches it.
                 let gated = self.pinning.gate(&slot.name, &slot.config, permitted);
                 let tools: Listing = gated.tools.into_iter().collect();
-                let (delta, superseded) = {
+                let (delta, superseded, join) = {
                     let mut state = self.state();
                     // Checked under the state lock: the death path takes the connection before
                     // it removes the server's tools under this lock, so a listing that
@@ -306,6 +306,11 @@ impl Runtime {
                     if !current {
                         return Err(RelistError::NotConnected(slot.name.clone()));
                     }
+                    // The server joins: no listing of it was ever taken.
+                    let join = state
+                        .schedule
+                        .server(&slot.name)
+                        .is_some_and(|s| s.last_listed().is_none());
                     if let Some(schedule) = state.schedule.server_mut(&slot.name) {
                         let announces = connection.negotiated().advertises_list_changed;
                         let ttl = effective_ttl(listing.ttl, announces);
@@ -323,13 +328,13 @@ impl Runtime {
                         &withheld,
                         &state.registry,
                     );
-                    (delta, superseded)
+                    (delta, superseded, join)
                 };
                 drop(superseded);
                 for params in gated.entries {
                     self.sink.record(DRIFT_CHANNEL, DRIFT_METHOD, params, false);
                 }
-                self.publish(&slot.name, &delta);
+                self.publish_as(&slot.name, &delta, join);
                 crate::memory::release_freed_soon();
                 Ok(Some(delta))
             }

@@ -496,6 +496,12 @@ impl Runtime {
     }
 
     pub(super) fn publish(&self, server: &str, delta: &Delta) {
+        self.publish_as(server, delta, false);
+    }
+
+    /// [`Runtime::publish`]; `join`: the delta of the server's first listing (see
+    /// [`crate::Session::queue`]).
+    pub(super) fn publish_as(&self, server: &str, delta: &Delta, join: bool) {
         if delta.is_empty() {
             return;
         }
@@ -520,7 +526,7 @@ impl Runtime {
         );
         lock(&self.sessions).retain(|weak| match weak.upgrade() {
             Some(session) => {
-                session.queue(delta.clone());
+                session.queue(delta.clone(), join);
                 true
             }
             None => false,
@@ -551,6 +557,7 @@ impl Runtime {
                 ServerStatus {
                     name: slot.name.clone(),
                     state: server_state,
+                    starting: slot.config.enabled && !*slot.first_attempt.borrow(),
                     listing,
                     tools: counts.get(slot.name.as_str()).copied().unwrap_or(0),
                     skills: skills.get(&slot.name).copied().unwrap_or(0),

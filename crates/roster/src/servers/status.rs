@@ -54,6 +54,9 @@ pub struct ServerStatus {
     pub name: String,
     /// Connection state.
     pub state: ServerState,
+    /// Its first connection attempt (connecting, then the first listing) is not over yet:
+    /// `roster serve` answers before its servers are up, and they join when ready.
+    pub starting: bool,
     /// Listing state from the schedule (`None` for a disabled server).
     pub listing: Option<ListingState>,
     /// Tools of this server in the registry.
@@ -124,6 +127,7 @@ fn server_json(s: &ServerStatus, transport: Option<&str>, now: Instant) -> Value
         "name": s.name,
         "transport": transport,
         "connection": s.state.as_str(),
+        "starting": s.starting,
         "listing": listing,
         "tools": s.tools,
         "skills": s.skills,

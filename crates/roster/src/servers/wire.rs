@@ -34,7 +34,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::bytes::Bytes;
 
-use super::event::AWAITED_BY_RESULTS;
+use super::event::{AWAITED_BY_RESULTS, ServerEvent};
 use super::gate::{Admit, NotificationGate};
 
 /// Methods whose raw result a connection wants to read itself.
@@ -522,6 +522,10 @@ impl WireTransport {
             // than roster reads is read in slices and the worker's other tasks get their turn.
             tokio::task::coop::consume_budget().await;
             if let Some(method) = self.gate.tick(Instant::now()) {
+                if self.gate.delivers(method) {
+                    self.gate.deliver(&ServerEvent::new(method, Value::Null));
+                    continue;
+                }
                 return Some(json!({"jsonrpc": "2.0", "method": method}));
             }
             let received = match self.held.take() {
@@ -544,6 +548,10 @@ impl WireTransport {
                 && let Some(method) = self.gate.release_before_answer()
             {
                 self.held = Some(received);
+                if self.gate.delivers(method) {
+                    self.gate.deliver(&ServerEvent::new(method, Value::Null));
+                    continue;
+                }
                 return Some(json!({"jsonrpc": "2.0", "method": method}));
             }
             let value = match received {
@@ -567,9 +575,19 @@ impl WireTransport {
                 );
                 continue;
             }
-            let Some(value) = self.direct.answer(Received::Message(value)) else {
+            let Some(mut value) = self.direct.answer(Received::Message(value)) else {
                 continue;
             };
+            // A notification is handled here, in the order the server wrote it.
+            if value.get("id").is_none()
+                && let Some(method) = value.get("method").and_then(Value::as_str)
+                && self.gate.delivers(method)
+            {
+                let method = method.to_owned();
+                let params = value.get_mut("params").map_or(Value::Null, Value::take);
+                self.gate.deliver(&ServerEvent::new(&method, params));
+                continue;
+            }
             return Some(value);
         }
     }

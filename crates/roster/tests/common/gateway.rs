@@ -39,8 +39,23 @@ impl Gateway {
         Self::serve(dir, &path, env)
     }
 
-    /// Serves `config`, a file the caller wrote (in `dir`, which the gateway keeps).
+    /// Serves `config`, a file the caller wrote (in `dir`, which the gateway keeps), once its
+    /// servers have started ([`super::wait_started`]).
     pub fn serve(dir: tempfile::TempDir, config: &Path, env: &[(&str, &str)]) -> Self {
+        let gateway = Self::serve_at_once(dir, config, env);
+        super::wait_started(config);
+        gateway
+    }
+
+    /// [`Gateway::start`] without waiting for the servers to start.
+    pub fn start_at_once(config: impl FnOnce(&Path) -> String, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("roster.toml");
+        std::fs::write(&path, config(dir.path())).expect("write config");
+        Self::serve_at_once(dir, &path, env)
+    }
+
+    fn serve_at_once(dir: tempfile::TempDir, config: &Path, env: &[(&str, &str)]) -> Self {
         let mut command = serve_command(config);
         command.envs(env.iter().copied());
         let (child, url) = serve_http(command);

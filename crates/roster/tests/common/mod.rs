@@ -255,7 +255,8 @@ pub struct HttpRoster {
     pub url: String,
 }
 
-/// Starts `roster --config CONFIG serve --http 127.0.0.1:0` and waits for the URL it prints.
+/// Starts `roster --config CONFIG serve --http 127.0.0.1:0`, waits for the URL it prints and
+/// then for its servers to start (see [`wait_started`]).
 pub fn start_roster_http(config: &std::path::Path) -> HttpRoster {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_roster"));
     command
@@ -263,9 +264,43 @@ pub fn start_roster_http(config: &std::path::Path) -> HttpRoster {
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"]);
     let (child, url) = serve_http(command);
-    HttpRoster {
+    let roster = HttpRoster {
         child: KillOnDrop(child),
         url,
+    };
+    wait_started(config);
+    roster
+}
+
+/// Waits (at most 60 s) until no server of the gateway serving `config` is starting, as its
+/// admin socket tells `roster status --json`: `roster serve` answers before its servers are up,
+/// and the tests that are not about that begin once they are, as users' later requests do. A
+/// gateway whose admin socket does not answer within 5 s (another holds the state dir) is not
+/// waited for.
+pub fn wait_started(config: &std::path::Path) {
+    let started_at = Instant::now();
+    let deadline = started_at + Duration::from_secs(60);
+    loop {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+            .arg("--config")
+            .arg(config)
+            .args(["status", "--json"])
+            .env_remove("ROSTER_STATE_DIR")
+            .output()
+            .expect("run roster status");
+        let rows: Option<Vec<serde_json::Value>> = serde_json::from_slice(&output.stdout).ok();
+        let started = rows.is_some_and(|rows| {
+            rows.iter()
+                .all(|row| row["starting"] == serde_json::Value::Bool(false))
+        });
+        let unreachable = !output.status.success();
+        if started
+            || Instant::now() > deadline
+            || (unreachable && started_at.elapsed() > Duration::from_secs(5))
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
