@@ -44,7 +44,9 @@ pub struct Cell {
     pub timed_out: bool,
     /// The first `tools/list`, ms.
     pub list_ms: Option<f64>,
-    /// Latency of every successful call (no warm-up: all are timed).
+    /// The slowest of the few untimed warm-up calls, ms.
+    pub warmup_max_ms: Option<f64>,
+    /// Latency of the timed calls that succeeded.
     pub latency_us: Option<Percentiles>,
 }
 
@@ -110,13 +112,19 @@ impl Row {
     }
 }
 
-/// The last line of a client's stderr that says something, cut short.
+/// What a client's stderr says went wrong: its first line naming an error, or else its last
+/// line that says anything; cut short.
 fn last_words(text: &str) -> String {
-    let line = text
+    let lines: Vec<&str> = text
         .lines()
-        .rev()
         .map(str::trim)
-        .find(|l| !l.is_empty())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let line = lines
+        .iter()
+        .find(|l| l.contains("Error") || l.contains("error:"))
+        .or(lines.last())
+        .copied()
         .unwrap_or("no output");
     line.chars().take(160).collect()
 }
@@ -124,6 +132,7 @@ fn last_words(text: &str) -> String {
 fn cell_from_json(client: &str, value: Value) -> Result<Cell, String> {
     if value.get("client").is_some_and(|c| !c.is_null()) {
         let list_ms = value.get("list_ms").and_then(Value::as_f64);
+        let warmup_max_ms = value.get("warmup_max_ms").and_then(Value::as_f64);
         let r = ClientCallsReport::from_json(value).map_err(|e| e.to_string())?;
         Ok(Cell {
             client: client.to_owned(),
@@ -132,6 +141,7 @@ fn cell_from_json(client: &str, value: Value) -> Result<Cell, String> {
             first_error: r.first_error,
             timed_out: r.timed_out,
             list_ms,
+            warmup_max_ms,
             latency_us: r.latency_us,
         })
     } else {
@@ -143,6 +153,7 @@ fn cell_from_json(client: &str, value: Value) -> Result<Cell, String> {
             first_error: r.first_error,
             timed_out: r.timed_out,
             list_ms: r.list_ms,
+            warmup_max_ms: r.warmup_max_ms,
             latency_us: r.latency_us,
         })
     }
@@ -238,7 +249,9 @@ fn ratios(rows: &[Row], row: &Row, cell: &Cell) -> (Option<f64>, Option<f64>) {
         .filter(|c| c.errors == 0)
         .and_then(|c| c.latency_us);
     match (cell.latency_us, base) {
-        (Some(p), Some(b)) if b.p50 > 0.0 && b.p99 > 0.0 => (Some(p.p50 / b.p50), Some(p.p99 / b.p99)),
+        (Some(p), Some(b)) if b.p50 > 0.0 && b.p99 > 0.0 => {
+            (Some(p.p50 / b.p50), Some(p.p99 / b.p99))
+        }
         _ => (None, None),
     }
 }
@@ -278,7 +291,10 @@ pub fn markdown(md: &mut String, rows: &[Row], wall_s: Option<f64>) {
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(md, "\n## Isolation: a healthy server beside misbehaving ones\n");
+    let _ = writeln!(
+        md,
+        "\n## Isolation: a healthy server beside misbehaving ones\n"
+    );
     let _ = writeln!(
         md,
         "Calls of `echo` on the bench's echo server (over stdio, named `e`) through each target, \
@@ -289,8 +305,8 @@ pub fn markdown(md: &mut String, rows: &[Row], wall_s: Option<f64>) {
          (`misbehaving.py --flood 0`: `notifications/message` in a tight loop from the \
          handshake on). Each row starts the target afresh; once it answers HTTP, loadgen, the \
          TypeScript SDK client and the Python SDK 2.x client each open one session, list once \
-         and make sequential calls, every one timed (no warm-up), each client's whole run bounded \
-         in time. Ratios are to the same target's and client's row with nothing beside it, in \
+         and make sequential calls (a few untimed warm-up calls first, then the timed ones), each \
+         client's whole run bounded in time. Ratios are to the same target's and client's row with nothing beside it, in \
          the same run. supergateway serves one stdio server per process, so only its row with \
          nothing beside it exists. mcp-proxy (Python) serves each server at its own path \
          (`/servers/NAME/mcp`) of one process; the others serve every server's tools at one \
@@ -401,19 +417,19 @@ pub fn markdown(md: &mut String, rows: &[Row], wall_s: Option<f64>) {
     let _ = writeln!(
         md,
         "\nEvery client's run in full. \"first list\" is the client's first `tools/list` through \
-         the target (what waits for a server that was never listed); \"max\" is the slowest \
-         call.\n"
+         the target (what waits for a server that was never listed); \"warm-up max\" the \
+         slowest untimed call before the timed ones; \"max\" the slowest timed call.\n"
     );
     let _ = writeln!(
         md,
-        "| target | beside the echo server | client | calls | first list ms | p50 µs | p99 µs | max µs | × none (p50) | × none (p99) | errors |\n\
-         | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+        "| target | beside the echo server | client | calls | first list ms | warm-up max ms | p50 µs | p99 µs | max µs | × none (p50) | × none (p99) | errors |\n\
+         | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
     );
     for row in rows {
         if row.cells.is_empty() {
             let _ = writeln!(
                 md,
-                "| {} | {} | — | — | — | — | — | — | — | — | {} |",
+                "| {} | {} | — | — | — | — | — | — | — | — | — | {} |",
                 row.target,
                 row.beside(),
                 if row.note.is_empty() {
@@ -433,13 +449,14 @@ pub fn markdown(md: &mut String, rows: &[Row], wall_s: Option<f64>) {
             };
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {errors} |",
+                "| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {errors} |",
                 row.target,
                 row.beside(),
                 client_name(&cell.client),
                 cell.ok,
                 if cell.timed_out { " (limit hit)" } else { "" },
                 fmt_opt(cell.list_ms, |v| format!("{v:.1}")),
+                fmt_opt(cell.warmup_max_ms, |v| format!("{v:.1}")),
                 fmt_opt(p, |p| fmt_us(p.p50)),
                 fmt_opt(p, |p| fmt_us(p.p99)),
                 fmt_opt(p, |p| fmt_us(p.max)),
@@ -553,9 +570,7 @@ pub fn targets(rows: &[Row], target: &str) -> Vec<(String, String, Option<bool>)
                 )
             })
             .collect();
-        let met = hang
-            .iter()
-            .all(|r| r.ready_ms.is_some_and(|v| v <= 1000.0));
+        let met = hang.iter().all(|r| r.ready_ms.is_some_and(|v| v <= 1000.0));
         out.push((
             format!("{target}: a hung listing beside it: answers HTTP within 1 s of start"),
             ready.join(", "),
@@ -576,6 +591,7 @@ pub fn targets(rows: &[Row], target: &str) -> Vec<(String, String, Option<bool>)
                     .map(|p| p.max / 1000.0)
                     .into_iter()
                     .chain(c.list_ms)
+                    .chain(c.warmup_max_ms)
                     .fold(0.0, f64::max);
                 slowest = Some(slowest.map_or(worst, |s: f64| s.max(worst)));
             }
@@ -618,6 +634,7 @@ mod tests {
             first_error: (errors > 0).then(|| "a call unanswered at the total limit".into()),
             timed_out: errors > 0,
             list_ms: Some(2.0),
+            warmup_max_ms: None,
             latency_us: (ok > 0).then_some(Percentiles {
                 n: ok,
                 p50,
@@ -673,7 +690,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| roster | 1 × `ttlMs: 0`, silent | TypeScript SDK | 200 | 2.0 | 1000 | 2000 | 3000 | 1.25× | 1.25× | 0 |"),
+            md.contains("| roster | 1 × `ttlMs: 0`, silent | TypeScript SDK | 200 | 2.0 | — | 1000 | 2000 | 3000 | 1.25× | 1.25× | 0 |"),
             "{md}"
         );
         let t = targets(&rows, "roster");
@@ -707,7 +724,7 @@ mod tests {
         .expect("err");
         std::fs::write(
             row_dir.join("ts.json"),
-            r#"{"kind": "calls", "client": "typescript-sdk 1.32.2", "transport": "http", "ok": 2, "errors": 1, "first_error": "a call unanswered at the total limit", "timed_out": true, "list_ms": 10012.5, "latencies_ns": [10000000000, 9000000000]}"#,
+            r#"{"kind": "calls", "client": "typescript-sdk 1.32.2", "transport": "http", "ok": 2, "errors": 1, "first_error": "a call unanswered at the total limit", "timed_out": true, "list_ms": 10012.5, "warmup_max_ms": 4.5, "latencies_ns": [10000000000, 9000000000]}"#,
         )
         .expect("ts");
         let rows = read(&dir).expect("rows");
@@ -720,7 +737,10 @@ mod tests {
             r.cells[0].first_error.as_deref(),
             Some("no result: Error: tools/list unanswered at the total limit")
         );
-        assert_eq!(r.cells[1].list_ms, Some(10012.5));
+        assert_eq!(
+            (r.cells[1].list_ms, r.cells[1].warmup_max_ms),
+            (Some(10012.5), Some(4.5))
+        );
         assert_eq!(r.cells[1].latency_us.map(|p| p.max), Some(10_000_000.0));
         assert!(read(&dir.join("absent")).expect("none").is_empty());
     }

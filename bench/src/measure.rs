@@ -118,11 +118,16 @@ pub struct CallsReport {
     /// The same CPU time as a share of one core over the timed phase, %.
     #[serde(default)]
     pub server_cpu_pct: Option<f64>,
+    /// The slowest untimed warm-up call, ms (`None` without warm-up).
+    #[serde(default)]
+    pub warmup_max_ms: Option<f64>,
 }
 
 #[derive(Default)]
 struct WorkerResult {
     latencies: Vec<u64>,
+    /// The slowest untimed warm-up call.
+    warmup_max: Duration,
     errors: usize,
     first_error: Option<String>,
     timed_out: bool,
@@ -198,6 +203,8 @@ impl CallsReport {
             list_ms: None,
             server_cpu_us_per_call: None,
             server_cpu_pct: None,
+            warmup_max_ms: (total.warmup_max > Duration::ZERO)
+                .then_some(total.warmup_max.as_secs_f64() * 1000.0),
         }
     }
 }
@@ -216,6 +223,7 @@ async fn join_workers(
         match tokio::time::timeout(grace, worker).await {
             Ok(Ok(r)) => {
                 total.latencies.extend(r.latencies);
+                total.warmup_max = total.warmup_max.max(r.warmup_max);
                 total.errors += r.errors;
                 total.timed_out |= r.timed_out;
                 if total.first_error.is_none() {
@@ -289,16 +297,20 @@ pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
         let request = config.request(&tool, i);
         workers.push(tokio::spawn(async move {
             let past_hard = || hard.is_some_and(|h| Instant::now() >= h);
+            let mut warmup_max = Duration::ZERO;
             for _ in 0..warmup {
                 if past_hard() {
                     break;
                 }
+                let started = Instant::now();
                 let _ = bounded(hard, "a warm-up call", peer.call_tool(request.clone())).await;
+                warmup_max = warmup_max.max(started.elapsed());
             }
             barrier.wait().await;
             let deadline = deadline.get().copied().unwrap_or_else(Instant::now);
             let mut out = WorkerResult {
                 latencies: Vec::with_capacity(calls),
+                warmup_max,
                 ..WorkerResult::default()
             };
             for _ in 0..calls {

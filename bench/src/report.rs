@@ -346,6 +346,30 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
         }
     }
 
+    calls_section(&mut md, run, plot);
+    client_calls_section(&mut md, run);
+    propagation_section(&mut md, run);
+    storm_section(&mut md, run);
+    crate::isolation::markdown(&mut md, &run.isolation, meta.isolation_wall_s);
+    scale_section(&mut md, run);
+
+    if !run.skipped.is_empty() {
+        let _ = writeln!(md, "\n## Not measured in this run\n");
+        for (label, reason) in &run.skipped {
+            let _ = writeln!(md, "- **{label}**: {reason}");
+        }
+    }
+    for (title, body) in extra {
+        let _ = writeln!(md, "\n## {title}\n\n{}", body.trim());
+    }
+    md
+}
+
+/// The `tools/call` table of loadgen, its added-latency lines and the plot (nothing when the run has none).
+fn calls_section(md: &mut String, run: &Run, plot: Option<&str>) {
+    if run.calls.is_empty() {
+        return;
+    }
     let _ = writeln!(md, "\n## `tools/call` of `echo`\n");
     let _ = writeln!(
         md,
@@ -431,9 +455,13 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
     if let Some(plot) = plot {
         let _ = writeln!(md, "\n![tools/call latency percentiles per target]({plot})");
     }
+}
 
-    client_calls_section(&mut md, run);
-
+/// The `list_changed` propagation table (nothing when the run has none).
+fn propagation_section(md: &mut String, run: &Run) {
+    if run.propagate.is_empty() {
+        return;
+    }
     let _ = writeln!(md, "\n## `list_changed` propagation\n");
     let _ = writeln!(
         md,
@@ -472,7 +500,13 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
             ms(r.visible_us.map(|p| p.max)),
         );
     }
+}
 
+/// The storm table (nothing when the run has none).
+fn storm_section(md: &mut String, run: &Run) {
+    if run.storm.is_empty() {
+        return;
+    }
     let _ = writeln!(md, "\n## Storm of notifications\n");
     let _ = writeln!(
         md,
@@ -492,9 +526,13 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
             r.sent, r.listings_caused, r.client_notices, r.settled_after_ms
         );
     }
+}
 
-    crate::isolation::markdown(&mut md, &run.isolation, meta.isolation_wall_s);
-
+/// The scale table (nothing when the run has none).
+fn scale_section(md: &mut String, run: &Run) {
+    if run.scale.is_empty() {
+        return;
+    }
     let _ = writeln!(md, "\n## Scale\n");
     let _ = writeln!(
         md,
@@ -535,17 +573,6 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
             },
         );
     }
-
-    if !run.skipped.is_empty() {
-        let _ = writeln!(md, "\n## Not measured in this run\n");
-        for (label, reason) in &run.skipped {
-            let _ = writeln!(md, "- **{label}**: {reason}");
-        }
-    }
-    for (title, body) in extra {
-        let _ = writeln!(md, "\n## {title}\n\n{}", body.trim());
-    }
-    md
 }
 
 /// A `tools/call` run of any client, as the by-client table shows it.
@@ -972,6 +999,7 @@ mod tests {
             list_ms: None,
             server_cpu_us_per_call: None,
             server_cpu_pct: None,
+            warmup_max_ms: None,
         }
     }
 

@@ -77,11 +77,16 @@ async function main() {
     report.list_ms = Number(process.hrtime.bigint() - listedFrom) / 1e6;
     report.tool = tool.name;
     const request = { name: tool.name, arguments: { [tool.arg]: "hello from session 0" } };
+    let warmupMaxNs = 0n;
     for (let i = 0; i < warmup && !pastHard(); i++) {
+      const t0 = process.hrtime.bigint();
       await bounded(client.callTool(request), "a warm-up call").catch((e) => {
         if (e instanceof Unanswered) throw e;
       });
+      const took = process.hrtime.bigint() - t0;
+      if (took > warmupMaxNs) warmupMaxNs = took;
     }
+    if (warmup > 0) report.warmup_max_ms = Number(warmupMaxNs) / 1e6;
     started = process.hrtime.bigint();
     const deadline = started + BigInt(timeLimitMs) * 1_000_000n;
     for (let i = 0; i < calls; i++) {
