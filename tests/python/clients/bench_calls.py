@@ -63,6 +63,13 @@ async def bounded(awaitable, what: str):
         raise Unanswered(f"{what} unanswered at the total limit")
 
 
+def leaves(e: BaseException) -> list[BaseException]:
+    """The exceptions inside `e`, exception groups (the SDK's task groups) unwrapped."""
+    if isinstance(e, BaseExceptionGroup):
+        return [leaf for inner in e.exceptions for leaf in leaves(inner)]
+    return [e]
+
+
 def resolve_echo(tools) -> tuple[str, str]:
     """The echo tool under its exposed name (`echo` direct; behind a gateway, the shortest name
     that ends in a separator and `echo`: `SERVER__echo`, `SERVER/echo`, as loadgen resolves it)
@@ -204,9 +211,12 @@ async def main() -> dict:
     with anyio.move_on_after(left() + (1 if HARD_AT is not None else 0)) as scope:
         try:
             await (run_v1(report) if MAJOR < 2 else run_v2(report))
-        except Unanswered as e:
+        except BaseException as e:  # noqa: BLE001 - the SDK's task groups wrap what we raise
+            unanswered = next((x for x in leaves(e) if isinstance(x, Unanswered)), None)
+            if unanswered is None:
+                raise
             report["errors"] += 1
-            report["first_error"] = report["first_error"] or str(e)
+            report["first_error"] = report["first_error"] or str(unanswered)
             report["timed_out"] = True
     if scope.cancelled_caught and "list_ms" not in report and not report["errors"]:
         # The 2.x Client connects on entering its context, outside `bounded`.
@@ -219,7 +229,8 @@ async def main() -> dict:
 try:
     text = json.dumps(anyio.run(main))
 except Exception as e:  # noqa: BLE001 - bench/run records the reason as "not measured"
-    print(f"bench_calls.py: {type(e).__name__}: {e}", file=sys.stderr)
+    reasons = "; ".join(f"{type(x).__name__}: {x}" for x in leaves(e))
+    print(f"bench_calls.py: {reasons}", file=sys.stderr)
     sys.exit(1)
 if args.out:
     with open(args.out, "w") as f:
