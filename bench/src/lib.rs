@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod echo;
+pub mod isolation;
 pub mod measure;
 pub mod raw;
 pub mod report;

@@ -39,6 +39,13 @@ pub struct CallsConfig {
     pub tool: String,
     /// Its arguments; `None` is `echo`'s `{"text": "hello from session N"}`.
     pub arguments: Option<JsonObject>,
+    /// A process whose CPU time (utime + stime) is read over the timed phase: the server or
+    /// gateway behind an HTTP target. A stdio target's spawned child is read without it.
+    pub cpu_pid: Option<u32>,
+    /// The whole run — connecting, the first listing, warm-up and timed calls — ends at this
+    /// limit; a call still unanswered then counts as an error. `None`: only `time_limit`
+    /// bounds the timed phase.
+    pub total_limit: Option<Duration>,
 }
 
 impl CallsConfig {
@@ -58,6 +65,8 @@ impl CallsConfig {
             time_limit,
             tool: "echo".to_owned(),
             arguments: None,
+            cpu_pid: None,
+            total_limit: None,
         }
     }
 
@@ -99,11 +108,26 @@ pub struct CallsReport {
     pub calls_per_s: f64,
     /// Latency of successful calls.
     pub latency_us: Option<Percentiles>,
+    /// How long the first `tools/list` (every page) took, ms.
+    #[serde(default)]
+    pub list_ms: Option<f64>,
+    /// CPU time of the measured process (`cpu_pid`, or a stdio target's child) per successful
+    /// timed call, µs: utime + stime from `/proc/PID/stat` over the timed phase.
+    #[serde(default)]
+    pub server_cpu_us_per_call: Option<f64>,
+    /// The same CPU time as a share of one core over the timed phase, %.
+    #[serde(default)]
+    pub server_cpu_pct: Option<f64>,
+    /// The slowest untimed warm-up call, ms (`None` without warm-up).
+    #[serde(default)]
+    pub warmup_max_ms: Option<f64>,
 }
 
 #[derive(Default)]
 struct WorkerResult {
     latencies: Vec<u64>,
+    /// The slowest untimed warm-up call.
+    warmup_max: Duration,
     errors: usize,
     first_error: Option<String>,
     timed_out: bool,
@@ -113,23 +137,33 @@ struct WorkerResult {
 struct Pool {
     sessions: Vec<Session>,
     peers: Vec<Peer<RoleClient>>,
+    /// A stdio target's child.
+    pid: Option<u32>,
 }
 
 impl Pool {
     /// HTTP: `n` sessions. Stdio: one child shared by `n` workers — the shape a gateway has
     /// behind it, so direct and gateway runs load one echo server process alike.
     async fn open(target: &Target, n: usize) -> anyhow::Result<Self> {
-        let sessions = match target {
-            Target::Stdio(_) => vec![connect(target, Watcher::default()).await?],
-            Target::Http(_) | Target::Sse(_) => {
-                futures::future::try_join_all((0..n).map(|_| connect(target, Watcher::default())))
-                    .await?
+        let (sessions, pid) = match target {
+            Target::Stdio(_) => {
+                let (session, pid) = connect_with_pid(target).await?;
+                (vec![session], pid)
             }
+            Target::Http(_) | Target::Sse(_) => (
+                futures::future::try_join_all((0..n).map(|_| connect(target, Watcher::default())))
+                    .await?,
+                None,
+            ),
         };
         let peers = (0..n)
             .map(|i| sessions[i % sessions.len()].peer().clone())
             .collect();
-        Ok(Self { sessions, peers })
+        Ok(Self {
+            sessions,
+            peers,
+            pid,
+        })
     }
 
     async fn close(self) {
@@ -139,7 +173,6 @@ impl Pool {
     }
 }
 
-/// Sessions × calls of `echo(text)` (or `config.tool`), all sessions connected and warmed
 impl CallsReport {
     /// The report of `total`, the workers' results over `elapsed` seconds.
     fn of(
@@ -167,6 +200,11 @@ impl CallsReport {
                 0.0
             },
             latency_us: Percentiles::from_nanos(total.latencies),
+            list_ms: None,
+            server_cpu_us_per_call: None,
+            server_cpu_pct: None,
+            warmup_max_ms: (total.warmup_max > Duration::ZERO)
+                .then_some(total.warmup_max.as_secs_f64() * 1000.0),
         }
     }
 }
@@ -185,6 +223,7 @@ async fn join_workers(
         match tokio::time::timeout(grace, worker).await {
             Ok(Ok(r)) => {
                 total.latencies.extend(r.latencies);
+                total.warmup_max = total.warmup_max.max(r.warmup_max);
                 total.errors += r.errors;
                 total.timed_out |= r.timed_out;
                 if total.first_error.is_none() {
@@ -201,12 +240,52 @@ async fn join_workers(
     total
 }
 
+/// utime + stime of `pid` in clock ticks, from `/proc/PID/stat` (the whole process: every
+/// thread, those that ended included).
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces; count after it.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 14 and 15 of the file; `rest` starts at field 3.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Clock ticks per second of `/proc/PID/stat` (Linux's USER_HZ, 100 on every architecture
+/// roster builds for).
+pub const TICKS_PER_S: f64 = 100.0;
+
+/// Runs `work`, giving up at `hard` (when set) with an error naming `what`.
+async fn bounded<T, E>(
+    hard: Option<Instant>,
+    what: &str,
+    work: impl std::future::Future<Output = Result<T, E>>,
+) -> anyhow::Result<T>
+where
+    anyhow::Error: From<E>,
+{
+    match hard {
+        Some(at) => match tokio::time::timeout_at(at.into(), work).await {
+            Ok(outcome) => Ok(outcome?),
+            Err(_) => anyhow::bail!("{what} unanswered at the total limit"),
+        },
+        None => Ok(work.await?),
+    }
+}
+
+/// Sessions × calls of `echo(text)` (or `config.tool`), all sessions connected and warmed
 /// before timing starts.
 pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
     let n = config.sessions.max(1);
-    let pool = Pool::open(&config.target, n).await?;
-    let tools = pool.peers[0].list_all_tools().await?;
+    let hard = config.total_limit.map(|l| Instant::now() + l);
+    let pool = bounded(hard, "the connection", Pool::open(&config.target, n)).await?;
+    let listed_from = Instant::now();
+    let tools = bounded(hard, "tools/list", pool.peers[0].list_all_tools()).await?;
+    let list_ms = listed_from.elapsed().as_secs_f64() * 1000.0;
     let tool = resolve_tool(&tools, &config.tool)?;
+    let cpu_pid = config.cpu_pid.or(pool.pid);
     let barrier = Arc::new(Barrier::new(n + 1));
     let deadline = Arc::new(OnceLock::<Instant>::new());
     let mut workers = Vec::new();
@@ -217,22 +296,30 @@ pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
         let (calls, warmup) = (config.calls, config.warmup);
         let request = config.request(&tool, i);
         workers.push(tokio::spawn(async move {
+            let past_hard = || hard.is_some_and(|h| Instant::now() >= h);
+            let mut warmup_max = Duration::ZERO;
             for _ in 0..warmup {
-                let _ = peer.call_tool(request.clone()).await;
+                if past_hard() {
+                    break;
+                }
+                let started = Instant::now();
+                let _ = bounded(hard, "a warm-up call", peer.call_tool(request.clone())).await;
+                warmup_max = warmup_max.max(started.elapsed());
             }
             barrier.wait().await;
             let deadline = deadline.get().copied().unwrap_or_else(Instant::now);
             let mut out = WorkerResult {
                 latencies: Vec::with_capacity(calls),
+                warmup_max,
                 ..WorkerResult::default()
             };
             for _ in 0..calls {
-                if Instant::now() >= deadline {
+                if Instant::now() >= deadline || past_hard() {
                     out.timed_out = true;
                     break;
                 }
                 let started = Instant::now();
-                let outcome = peer.call_tool(request.clone()).await;
+                let outcome = bounded(hard, "a call", peer.call_tool(request.clone())).await;
                 let took = started.elapsed();
                 match outcome {
                     Ok(result) if result.is_error != Some(true) => out.latencies.push(nanos(took)),
@@ -243,7 +330,9 @@ pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
                     }
                     Err(e) => {
                         out.errors += 1;
-                        out.first_error.get_or_insert_with(|| e.to_string());
+                        out.first_error.get_or_insert_with(|| {
+                            format!("{e} (after {:.0} ms)", took.as_secs_f64() * 1000.0)
+                        });
                     }
                 }
             }
@@ -251,21 +340,35 @@ pub async fn calls(config: CallsConfig) -> anyhow::Result<CallsReport> {
         }));
     }
     // Set before the barrier lets anyone through, so every worker reads the same deadline;
-    // the warm-up is outside it.
-    let _ = deadline.set(Instant::now() + config.time_limit);
+    // the warm-up is outside it (but inside the total limit).
+    let timed_end = Instant::now() + config.time_limit;
+    let _ = deadline.set(hard.map_or(timed_end, |h| h.min(timed_end)));
     barrier.wait().await;
     let started = Instant::now();
+    let cpu_before = cpu_pid.and_then(cpu_ticks);
     let total = join_workers(workers, started, config.time_limit).await;
     let elapsed = started.elapsed().as_secs_f64();
+    let cpu_after = cpu_pid.and_then(cpu_ticks);
     pool.close().await;
-    Ok(CallsReport::of(
+    let mut report = CallsReport::of(
         config.target.transport(),
         n,
         config.calls,
         tool,
         total,
         elapsed,
-    ))
+    );
+    report.list_ms = Some(list_ms);
+    if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
+        let cpu_s = after.saturating_sub(before) as f64 / TICKS_PER_S;
+        if report.ok > 0 {
+            report.server_cpu_us_per_call = Some(cpu_s * 1e6 / report.ok as f64);
+        }
+        if elapsed > 0.0 {
+            report.server_cpu_pct = Some(cpu_s / elapsed * 100.0);
+        }
+    }
+    Ok(report)
 }
 
 /// What `churn` measures: sessions opened, used for one call and closed, over and over.

@@ -99,6 +99,8 @@ pub struct Run {
     pub storm: Vec<(String, StormReport)>,
     /// Scale runs.
     pub scale: Vec<(String, ScaleReport)>,
+    /// The isolation table's rows (issue 39), from the run's `isolation/` folder.
+    pub isolation: Vec<crate::isolation::Row>,
     /// Targets or steps that did not run, and why.
     pub skipped: Vec<(String, String)>,
 }
@@ -121,6 +123,9 @@ pub struct Meta {
     /// The run's wall time, seconds.
     #[serde(default)]
     pub wall_s: Option<f64>,
+    /// The isolation table's share of it, seconds.
+    #[serde(default)]
+    pub isolation_wall_s: Option<f64>,
     /// The machine's load around the run (other work shares the cores).
     #[serde(default)]
     pub load: String,
@@ -155,7 +160,7 @@ pub enum ReportError {
 
 impl Run {
     /// Reads every `*.json` in `dir` that `loadgen` wrote (a `kind` field), plus
-    /// `skipped.tsv` (label TAB reason per line).
+    /// `skipped.tsv` (label TAB reason per line) and the isolation rows under `isolation/`.
     pub fn read(dir: &Path) -> Result<Self, ReportError> {
         let read_err = |path: &Path, source| ReportError::Read {
             path: path.display().to_string(),
@@ -167,7 +172,10 @@ impl Run {
             .map(|e| e.path())
             .collect();
         names.sort();
-        let mut run = Self::default();
+        let mut run = Self {
+            isolation: crate::isolation::read(&dir.join("isolation"))?,
+            ..Self::default()
+        };
         for path in names {
             if path.file_name().is_some_and(|n| n == "skipped.tsv") {
                 let text = std::fs::read_to_string(&path).map_err(|e| read_err(&path, e))?;
@@ -322,6 +330,46 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
         }
     }
 
+    let issue39 = issue39_targets(run);
+    if !issue39.is_empty() {
+        let _ = writeln!(md, "\n## Targets of issue 39 (the Rust peer, isolation)\n");
+        let _ = writeln!(
+            md,
+            "The fast-path targets as ratios to the `mcp-proxy` crate (`mcp-proxy-rs`, \
+             `mcp-proxy-rs-remote`) measured in the same run, 1 session of loadgen; \
+             \"added p50\" is the target's p50 minus `direct-http`'s (both fronts speak \
+             streamable HTTP). The isolation targets read the isolation table below.\n"
+        );
+        let _ = writeln!(md, "| target | this run |\n| --- | --- |");
+        for (name, value, ok) in &issue39 {
+            let _ = writeln!(md, "| {name} | {value} ({}) |", check(*ok));
+        }
+    }
+
+    calls_section(&mut md, run, plot);
+    client_calls_section(&mut md, run);
+    propagation_section(&mut md, run);
+    storm_section(&mut md, run);
+    crate::isolation::markdown(&mut md, &run.isolation, meta.isolation_wall_s);
+    scale_section(&mut md, run);
+
+    if !run.skipped.is_empty() {
+        let _ = writeln!(md, "\n## Not measured in this run\n");
+        for (label, reason) in &run.skipped {
+            let _ = writeln!(md, "- **{label}**: {reason}");
+        }
+    }
+    for (title, body) in extra {
+        let _ = writeln!(md, "\n## {title}\n\n{}", body.trim());
+    }
+    md
+}
+
+/// The `tools/call` table of loadgen, its added-latency lines and the plot (nothing when the run has none).
+fn calls_section(md: &mut String, run: &Run, plot: Option<&str>) {
+    if run.calls.is_empty() {
+        return;
+    }
     let _ = writeln!(md, "\n## `tools/call` of `echo`\n");
     let _ = writeln!(
         md,
@@ -329,12 +377,14 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
          with 16 sessions, 16 workers share the one stdio connection, as sessions share the one \
          server behind a gateway). `direct-http` is the echo server serving streamable HTTP \
          itself on the stack roster's front uses. \"+p50\" is the latency the path adds to \
-         `direct` at the median.\n"
+         `direct` at the median. \"CPU µs/call\" is the CPU time (utime + stime, from `/proc`) \
+         of the process the client talks to — the gateway itself, not the echo server behind \
+         it; for `direct` and `direct-http`, the echo server — over the timed calls, per call.\n"
     );
     let _ = writeln!(
         md,
-        "| target | sessions | calls | calls/s | × direct | p50 µs | +p50 µs | p90 µs | p99 µs | max µs | errors |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| target | sessions | calls | calls/s | × direct | p50 µs | +p50 µs | p90 µs | p99 µs | max µs | CPU µs/call | errors |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     for (label, r) in &run.calls {
         let direct = run.direct_calls(r.sessions);
@@ -350,9 +400,13 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
             .map(|d| ratio(r.calls_per_s, d.calls_per_s))
             .unwrap_or_else(|| "—".to_owned());
         let errors = errors_cell(r.errors, r.first_error.as_deref());
+        let cpu = r
+            .server_cpu_us_per_call
+            .map(fmt_f)
+            .unwrap_or_else(|| "—".to_owned());
         let _ = writeln!(
             md,
-            "| {label} | {} | {} | {} | {times} | {p50} | {added} | {p90} | {p99} | {max} | {errors}{} |",
+            "| {label} | {} | {} | {} | {times} | {p50} | {added} | {p90} | {p99} | {max} | {cpu} | {errors}{} |",
             r.sessions,
             r.ok,
             fmt_f(r.calls_per_s),
@@ -401,9 +455,13 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
     if let Some(plot) = plot {
         let _ = writeln!(md, "\n![tools/call latency percentiles per target]({plot})");
     }
+}
 
-    client_calls_section(&mut md, run);
-
+/// The `list_changed` propagation table (nothing when the run has none).
+fn propagation_section(md: &mut String, run: &Run) {
+    if run.propagate.is_empty() {
+        return;
+    }
     let _ = writeln!(md, "\n## `list_changed` propagation\n");
     let _ = writeln!(
         md,
@@ -442,7 +500,13 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
             ms(r.visible_us.map(|p| p.max)),
         );
     }
+}
 
+/// The storm table (nothing when the run has none).
+fn storm_section(md: &mut String, run: &Run) {
+    if run.storm.is_empty() {
+        return;
+    }
     let _ = writeln!(md, "\n## Storm of notifications\n");
     let _ = writeln!(
         md,
@@ -462,7 +526,13 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
             r.sent, r.listings_caused, r.client_notices, r.settled_after_ms
         );
     }
+}
 
+/// The scale table (nothing when the run has none).
+fn scale_section(md: &mut String, run: &Run) {
+    if run.scale.is_empty() {
+        return;
+    }
     let _ = writeln!(md, "\n## Scale\n");
     let _ = writeln!(
         md,
@@ -503,17 +573,6 @@ pub fn markdown(run: &Run, meta: &Meta, plot: Option<&str>, extra: &[(String, St
             },
         );
     }
-
-    if !run.skipped.is_empty() {
-        let _ = writeln!(md, "\n## Not measured in this run\n");
-        for (label, reason) in &run.skipped {
-            let _ = writeln!(md, "- **{label}**: {reason}");
-        }
-    }
-    for (title, body) in extra {
-        let _ = writeln!(md, "\n## {title}\n\n{}", body.trim());
-    }
-    md
 }
 
 /// A `tools/call` run of any client, as the by-client table shows it.
@@ -673,6 +732,59 @@ pub fn client_targets(run: &Run) -> Vec<(String, String, Option<bool>)> {
     out
 }
 
+/// The figures issue 39 sets: roster's own CPU per forwarded call at most 0.7× the `mcp-proxy`
+/// crate's and its added p50 at most the crate's, with the echo server behind both over stdio
+/// and over HTTP (1 session of loadgen, the same run); then the isolation targets.
+pub fn issue39_targets(run: &Run) -> Vec<(String, String, Option<bool>)> {
+    let one = |label: &str| {
+        run.calls
+            .iter()
+            .find(|(l, r)| l == label && r.sessions == 1 && r.ok > 0)
+            .map(|(_, r)| r)
+    };
+    let mut out = Vec::new();
+    let base = one("direct-http").and_then(|d| d.latency_us.map(|p| p.p50));
+    for (roster, peer, behind) in [
+        ("roster", "mcp-proxy-rs", "over stdio"),
+        ("roster-remote", "mcp-proxy-rs-remote", "serving HTTP"),
+    ] {
+        let (r, p) = (one(roster), one(peer));
+        if r.is_none() && p.is_none() {
+            continue;
+        }
+        let cpu = |c: Option<&CallsReport>| c.and_then(|c| c.server_cpu_us_per_call);
+        let times = cpu(r).zip(cpu(p)).map(|(r, p)| r / p);
+        out.push((
+            format!(
+                "{roster}: own CPU per forwarded call ≤ 0.7× {peer}'s (echo server {behind} behind both)"
+            ),
+            match (cpu(r), cpu(p), times) {
+                (Some(r), Some(p), Some(t)) => format!("{t:.2}× ({} vs {} µs)", fmt_f(r), fmt_f(p)),
+                _ => "—".into(),
+            },
+            times.map(|t| t <= 0.7),
+        ));
+        let added = |c: Option<&CallsReport>| {
+            c.and_then(|c| c.latency_us)
+                .zip(base)
+                .map(|(p, b)| p.p50 - b)
+        };
+        let (ra, pa) = (added(r), added(p));
+        out.push((
+            format!("{roster}: added p50 ≤ {peer}'s (echo server {behind} behind both)"),
+            match (ra, pa) {
+                (Some(r), Some(p)) => format!("{r:+.0} µs vs {p:+.0} µs"),
+                _ => "—".into(),
+            },
+            ra.zip(pa).map(|(r, p)| r <= p),
+        ));
+    }
+    if !run.isolation.is_empty() {
+        out.extend(crate::isolation::targets(&run.isolation, "roster"));
+    }
+    out
+}
+
 /// The figures issue 7 sets, each with whether this run met it (`None`: not measured).
 pub fn targets(run: &Run) -> Vec<(&'static str, String, Option<bool>)> {
     targets_for(run, "roster")
@@ -729,38 +841,53 @@ pub fn targets_for(run: &Run, roster: &str) -> Vec<(&'static str, String, Option
             times.map(|(t, _)| t >= 10.0),
         ));
     }
-    let visible = run
+    // Issue 39: a change is announced at once (leading edge), so the new tool shows about as
+    // soon as through the fastest peer that forwards the notification.
+    let visible_p50 = |label: &str| {
+        run.propagate
+            .iter()
+            .find(|(l, _)| l == label)
+            .map(|(_, r)| r)
+            .filter(|r| r.visible == r.rounds.len() && !r.rounds.is_empty())
+            .and_then(|r| r.visible_us.map(|p| p.p50))
+    };
+    let roster_visible = run
         .propagate
         .iter()
         .find(|(l, _)| l == roster)
         .map(|(_, r)| r);
-    let worst = visible.and_then(|r| {
-        if r.visible < r.rounds.len() {
-            None
-        } else {
-            r.visible_us.map(|p| p.max)
-        }
-    });
+    let fastest_peer = run
+        .propagate
+        .iter()
+        .filter(|(l, _)| is_peer(l))
+        .filter_map(|(l, _)| Some((l.as_str(), visible_p50(l)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
     out.push((
-        "list_changed to client-visible < 600 ms (500 ms debounce), worst round",
-        match (visible, worst) {
-            (_, Some(w)) => format!("{:.0} ms", w / 1000.0),
-            (Some(r), None) => format!("{} of {} rounds visible", r.visible, r.rounds.len()),
+        "list_changed to client-visible: p50 within 2× of the fastest peer",
+        match (roster_visible, visible_p50(roster), fastest_peer) {
+            (_, Some(r), Some((l, p))) => format!(
+                "{} ms vs {} ms ({l}): {:.1}×",
+                fmt_f(r / 1000.0),
+                fmt_f(p / 1000.0),
+                r / p
+            ),
+            (_, Some(r), None) => format!("{} ms (no peer showed the tool)", fmt_f(r / 1000.0)),
+            (Some(r), None, _) => format!("{} of {} rounds visible", r.visible, r.rounds.len()),
             _ => "—".into(),
         },
-        match (visible, worst) {
-            (_, Some(w)) => Some(w < 600_000.0),
-            (Some(_), None) => Some(false),
+        match (roster_visible, visible_p50(roster), fastest_peer) {
+            (_, Some(r), Some((_, p))) => Some(r <= 2.0 * p),
+            (Some(_), None, _) => Some(false),
             _ => None,
         },
     ));
     let storm = run.storm.iter().find(|(l, _)| l == roster).map(|(_, r)| r);
     out.push((
-        "storm of 1,000 notifications: roster lists once",
+        "storm of 1,000 notifications: at most two listings",
         storm
             .map(|s| format!("{} tools/list", s.listings_caused))
             .unwrap_or_else(|| "—".into()),
-        storm.map(|s| s.listings_caused == 1),
+        storm.map(|s| s.listings_caused <= 2),
     ));
     let scale = run
         .scale
@@ -869,6 +996,10 @@ mod tests {
             elapsed_s: 1.0,
             calls_per_s,
             latency_us: Some(p),
+            list_ms: None,
+            server_cpu_us_per_call: None,
+            server_cpu_pct: None,
+            warmup_max_ms: None,
         }
     }
 

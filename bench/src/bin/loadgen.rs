@@ -63,6 +63,14 @@ enum Command {
         /// The tool's arguments as a JSON object (default: `echo`'s `{"text": …}`).
         #[arg(long)]
         args: Option<String>,
+        /// Read this process's CPU time (utime + stime) over the timed phase: the gateway or
+        /// server behind an HTTP target. A stdio target's child is read without it.
+        #[arg(long)]
+        cpu_pid: Option<u32>,
+        /// End the whole run (connecting, the first listing, warm-up, calls) after this many
+        /// seconds; a call still unanswered then counts as an error and the JSON is written.
+        #[arg(long)]
+        total_limit: Option<f64>,
     },
     /// WORKERS concurrent workers × TURNS of: open a session, one `echo` call, close it.
     Churn {
@@ -153,6 +161,8 @@ async fn run(command: Command) -> anyhow::Result<(&'static str, Value)> {
             time_limit,
             tool,
             args,
+            cpu_pid,
+            total_limit,
         } => {
             let mut config = CallsConfig::echo(
                 target.target()?,
@@ -162,6 +172,8 @@ async fn run(command: Command) -> anyhow::Result<(&'static str, Value)> {
                 seconds(time_limit),
             );
             config.tool = tool;
+            config.cpu_pid = cpu_pid;
+            config.total_limit = total_limit.map(seconds);
             config.arguments = match args {
                 None => None,
                 Some(text) => match serde_json::from_str::<Value>(&text)? {
