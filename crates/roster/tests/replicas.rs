@@ -873,6 +873,39 @@ fn records_wait_while_the_store_is_down_and_go_in_order_when_it_is_back() {
 }
 
 #[test]
+fn records_lost_past_the_backlog_are_counted_by_an_entry_in_their_place() {
+    let pg = Postgres::start();
+    let shared = store_of(&pg);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inbox = shared_inbox(&shared, dir.path(), |config| config.capacity = 2000);
+    inbox.record("srv", "notifications/message", json!({"n": 0}), false);
+    pg.stop();
+    // The backlog holds 1,000: the 25 oldest of these are lost.
+    for n in 1..=1025 {
+        inbox.record("srv", "notifications/message", json!({"n": n}), false);
+    }
+    pg.start_again();
+    inbox.record("srv", "notifications/message", json!({"n": 1026}), false);
+    let later = shared_inbox(&shared, dir.path(), |config| config.capacity = 2000);
+    for view in [&inbox, &later] {
+        let entries: Vec<_> = view.list(None, 2000).into_iter().rev().collect();
+        let gap = entries
+            .iter()
+            .position(|e| e.method == "roster/records_lost")
+            .expect("an entry says what was lost");
+        assert_eq!(entries[gap].channel, "roster");
+        assert_eq!(entries[gap].params["lost"], 25, "{:?}", entries[gap]);
+        assert!(entries[gap].params["since"].is_string());
+        let numbers: Vec<Value> = entries.iter().map(|e| e.params["n"].clone()).collect();
+        // Before the gap the record the store took; after it the 1,000 that waited, then the
+        // one that came after, in order.
+        assert_eq!(numbers[..gap], [json!(0)]);
+        let after: Vec<Value> = (26..=1026).map(|n| json!(n)).collect();
+        assert_eq!(numbers[gap + 1..], after[..]);
+    }
+}
+
+#[test]
 fn clear_all_on_one_replica_empties_every_replicas_inbox_and_the_log() {
     let pg = Postgres::start();
     let shared = store_of(&pg);

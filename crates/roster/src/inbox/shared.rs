@@ -30,6 +30,14 @@ pub const CHANNEL: &str = "roster_inbox";
 /// Records waiting for the store while it cannot be reached; past this the oldest is dropped.
 const BACKLOG: usize = 1000;
 
+/// The channel of the entry that says how many records the store lost ([`LOST_METHOD`]).
+pub const LOST_CHANNEL: &str = "roster";
+
+/// The method of that entry: written first when the store takes records again after the
+/// backlog overflowed, where the lost records would have been; its params say how many
+/// (`lost`) and since when (`since`).
+pub const LOST_METHOD: &str = "roster/records_lost";
+
 /// How many records the log keeps before [`SharedLog::compact`] cuts it, when the config does
 /// not say: the ring's capacity many times over, so acknowledgements and decisions of the
 /// entries shown are kept.
@@ -55,6 +63,10 @@ pub(super) struct SharedLog {
     applied: i64,
     /// Records not yet appended because the store could not be reached, in order.
     backlog: VecDeque<AuditRecord>,
+    /// Records dropped from the full backlog since the store last took one, and when the
+    /// first of them was: said in the log by a [`LOST_METHOD`] entry once it is back.
+    lost: u64,
+    lost_since: Option<String>,
     failing: Option<String>,
     retain: i64,
     /// Positions of records this replica appended and has not applied yet: what it applies
@@ -97,6 +109,8 @@ impl SharedLog {
             pg,
             applied: 0,
             backlog: VecDeque::new(),
+            lost: 0,
+            lost_since: None,
             failing: None,
             retain: i64::try_from(retain).unwrap_or(i64::MAX),
             own: std::collections::HashSet::new(),
@@ -130,21 +144,55 @@ impl SharedLog {
     /// Appends `record` (after any records still waiting for the store). A record the store
     /// cannot take now waits in the backlog and goes first at the next append or catch-up.
     pub(super) fn append(&mut self, record: AuditRecord) -> Flushed {
-        if self.backlog.len() >= BACKLOG {
-            self.backlog.pop_front();
-            tracing::warn!(
-                max = BACKLOG,
-                "inbox: the store has been unreachable for {BACKLOG} records; dropping the oldest"
-            );
-        }
         self.backlog.push_back(record);
-        self.flush()
+        let flushed = self.flush();
+        // Still failing: the oldest of what waits goes, past the bound.
+        while self.backlog.len() > BACKLOG {
+            self.backlog.pop_front();
+            if self.lost == 0 {
+                tracing::warn!(
+                    max = BACKLOG,
+                    "inbox: the store has been unreachable for {BACKLOG} records; dropping the \
+                     oldest (an entry in the log will say how many, once it is back)"
+                );
+                self.lost_since = Some(super::now_rfc3339());
+            }
+            self.lost += 1;
+        }
+        flushed
+    }
+
+    /// The entry that says how many records were lost, and since when.
+    fn lost_entry(&self) -> AuditRecord {
+        let lost = self.lost;
+        let since = self.lost_since.clone().unwrap_or_else(super::now_rfc3339);
+        AuditRecord::Entry(super::record::RecordedEntry {
+            seq: 0,
+            at: super::now_rfc3339(),
+            channel: LOST_CHANNEL.to_owned(),
+            method: LOST_METHOD.to_owned(),
+            params: serde_json::json!({
+                "lost": lost,
+                "since": since,
+                "message": format!(
+                    "the inbox's store was unreachable for longer than {BACKLOG} records could \
+                     wait: the {lost} oldest of them, from {since} on, were lost"
+                ),
+            }),
+            state: super::record::RecordedState::Unread,
+            owners: Vec::new(),
+        })
     }
 
     /// Appends what waits in the backlog, in order, until one fails.
     pub(super) fn flush(&mut self) -> Flushed {
         let mut flushed = Flushed::default();
-        while let Some(record) = self.backlog.front() {
+        while self.lost > 0 || !self.backlog.is_empty() {
+            // What was lost is said first, where it would have been.
+            let gap = (self.lost > 0).then(|| self.lost_entry());
+            let Some(record) = gap.as_ref().or(self.backlog.front()) else {
+                break;
+            };
             let text = match serde_json::to_string(record) {
                 Ok(text) => text,
                 Err(error) => {
@@ -175,7 +223,15 @@ impl SharedLog {
                     let seq = row.get::<_, Option<i64>>(0).map(|seq| seq as u64);
                     let pos: i64 = row.get(1);
                     flushed.seq = seq;
-                    let Some(mut record) = self.backlog.pop_front() else {
+                    let taken = match gap {
+                        Some(gap) => {
+                            self.lost = 0;
+                            self.lost_since = None;
+                            Some(gap)
+                        }
+                        None => self.backlog.pop_front(),
+                    };
+                    let Some(mut record) = taken else {
                         break;
                     };
                     if !flushed.behind && pos == self.applied + 1 {
