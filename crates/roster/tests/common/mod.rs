@@ -275,7 +275,7 @@ pub fn start_roster_http(config: &std::path::Path) -> HttpRoster {
 /// Waits (at most 60 s) until no server of the gateway serving `config` is starting, as its
 /// admin socket tells `roster status --json`: `roster serve` answers before its servers are up,
 /// and the tests that are not about that begin once they are, as users' later requests do. A
-/// gateway whose admin socket does not answer within 5 s (another holds the state dir) is not
+/// gateway whose admin socket does not answer within 30 s (another holds the state dir) is not
 /// waited for.
 pub fn wait_started(config: &std::path::Path) {
     let started_at = Instant::now();
@@ -296,7 +296,7 @@ pub fn wait_started(config: &std::path::Path) {
         let unreachable = !output.status.success();
         if started
             || Instant::now() > deadline
-            || (unreachable && started_at.elapsed() > Duration::from_secs(5))
+            || (unreachable && started_at.elapsed() > Duration::from_secs(30))
         {
             return;
         }
