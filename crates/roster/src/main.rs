@@ -45,7 +45,7 @@ enum Command {
     Refresh(AdminArgs),
     /// Read the configuration file again and apply it to the running gateway, as SIGHUP does:
     /// added servers connect, removed ones close, changed ones reconnect, sessions stay.
-    Reload(AdminArgs),
+    Reload(ReloadArgs),
     /// Open the dashboard of the running gateway: prints a one-time link to it on 127.0.0.1
     /// (`--open` also starts your browser on it).
     Ui(UiArgs),
@@ -129,6 +129,16 @@ struct AdminArgs {
     /// Print the gateway's answer as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ReloadArgs {
+    #[command(flatten)]
+    admin: AdminArgs,
+    /// Apply a file that names no server, removing every server (without it, such a reload is
+    /// refused: a file saved half-way must not close every server).
+    #[arg(long)]
+    allow_empty: bool,
 }
 
 /// The async runtime for a command. `roster serve` runs its work on one worker thread unless
@@ -238,7 +248,9 @@ fn main() -> anyhow::Result<ExitCode> {
             return runtime.block_on(admin_command(&cli.config, AdminCommand::Refresh, args));
         }
         Some(Command::Reload(args)) => {
-            return runtime.block_on(admin_command(&cli.config, AdminCommand::Reload, args));
+            let ReloadArgs { admin, allow_empty } = args;
+            let command = AdminCommand::Reload;
+            return runtime.block_on(admin_command_with(&cli.config, command, admin, allow_empty));
         }
         Some(Command::Ui(args)) => {
             return runtime.block_on(ui(&cli.config, args));
@@ -543,8 +555,21 @@ async fn admin_command(
     command: AdminCommand,
     args: AdminArgs,
 ) -> anyhow::Result<ExitCode> {
+    admin_command_with(config_path, command, args, false).await
+}
+
+/// [`admin_command`]; `allow_empty` goes with a reload (`roster reload --allow-empty`).
+async fn admin_command_with(
+    config_path: &Path,
+    command: AdminCommand,
+    args: AdminArgs,
+    allow_empty: bool,
+) -> anyhow::Result<ExitCode> {
     let socket = admin_socket(config_path)?;
-    let answer = admin::request(&socket, command).await?;
+    let answer = match command {
+        AdminCommand::Reload => admin::reload(&socket, allow_empty).await?,
+        _ => admin::request(&socket, command).await?,
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
         return Ok(reload_exit(command, &answer));

@@ -868,6 +868,11 @@ impl Roster {
         self.rt.set_skills_hook(hook);
     }
 
+    /// Every server of the running configuration (enabled or not), in config order.
+    pub fn configured_servers(&self) -> Vec<String> {
+        lock(&self.rt.running).server_order.clone()
+    }
+
     /// The enabled servers in config order.
     pub fn server_order(&self) -> Vec<String> {
         lock(&self.rt.offerings).order().to_vec()

@@ -3,7 +3,7 @@
 //! gateway.
 //!
 //! The protocol is one JSON line each way: `{"command": "status" | "tools" | "refresh" |
-//! "reload" | "config" | "ui"}` and
+//! "reload" | "config" | "ui"}` (`reload` may add `"allow_empty": true`) and
 //! the answer `{"ok": true, "result": ...}` or `{"ok": false, "error": "..."}`.
 
 use std::path::{Path, PathBuf};
@@ -84,6 +84,10 @@ struct AdminRequest {
     command: Option<AdminCommand>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     inbox: Option<InboxRequest>,
+    /// With `reload`: apply a file that names no server, removing every server
+    /// (`roster reload --allow-empty`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    allow_empty: bool,
 }
 
 /// Why the admin endpoint or a request to it failed.
@@ -299,10 +303,12 @@ async fn handle(gateway: &Arc<Gateway>, line: &str) -> Result<Value, String> {
         Ok(AdminRequest {
             command: Some(command),
             inbox: None,
-        }) => run(gateway, command).await,
+            allow_empty,
+        }) => run(gateway, command, allow_empty).await,
         Ok(AdminRequest {
             command: None,
             inbox: Some(request),
+            ..
         }) => match gateway.inbox() {
             Some(inbox) => run_inbox(inbox, request),
             None => Err(NO_INBOX.to_owned()),
@@ -312,7 +318,11 @@ async fn handle(gateway: &Arc<Gateway>, line: &str) -> Result<Value, String> {
     }
 }
 
-async fn run(gateway: &Arc<Gateway>, command: AdminCommand) -> Result<Value, String> {
+async fn run(
+    gateway: &Arc<Gateway>,
+    command: AdminCommand,
+    allow_empty: bool,
+) -> Result<Value, String> {
     const NO_FILE: &str = "this gateway was not started from a configuration file";
     Ok(match command {
         AdminCommand::Status => gateway.roster().servers_json(),
@@ -327,7 +337,12 @@ async fn run(gateway: &Arc<Gateway>, command: AdminCommand) -> Result<Value, Str
         AdminCommand::Refresh => json!({"servers_marked_stale": gateway.refresh()}),
         AdminCommand::Reload => {
             let reloader = gateway.reloader().ok_or(NO_FILE)?;
-            serde_json::to_value(reloader.reload("roster reload").await)
+            let trigger = if allow_empty {
+                "roster reload --allow-empty"
+            } else {
+                "roster reload"
+            };
+            serde_json::to_value(reloader.reload_with(trigger, allow_empty).await)
                 .map_err(|e| e.to_string())?
         }
         AdminCommand::Config => gateway.reloader().ok_or(NO_FILE)?.status_json(),
@@ -372,6 +387,21 @@ pub async fn request(path: &Path, command: AdminCommand) -> Result<Value, AdminE
         &AdminRequest {
             command: Some(command),
             inbox: None,
+            allow_empty: false,
+        },
+    )
+    .await
+}
+
+/// Asks the gateway listening at `path` to reload its configuration file; with `allow_empty`,
+/// a file that names no server is applied too (every server is removed).
+pub async fn reload(path: &Path, allow_empty: bool) -> Result<Value, AdminError> {
+    exchange(
+        path,
+        &AdminRequest {
+            command: Some(AdminCommand::Reload),
+            inbox: None,
+            allow_empty,
         },
     )
     .await
@@ -385,6 +415,7 @@ pub async fn inbox_request(path: &Path, request: InboxRequest) -> Result<Value, 
         &AdminRequest {
             command: None,
             inbox: Some(request),
+            allow_empty: false,
         },
     )
     .await

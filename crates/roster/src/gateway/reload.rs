@@ -4,8 +4,13 @@
 //! A reload reads the file again, checks its `[[clients]]` tokens, hands it to
 //! [`crate::Roster::reload`] (servers) and puts the gateway's live settings in force
 //! ([`super::Gateway::apply`]). A file that does not parse or validate changes nothing: the error, naming the file and the key, goes to the
-//! log and to the caller (`roster reload` exits non-zero), and `roster status` shows it as the
-//! last reload's outcome until the next one.
+//! log, to the caller (`roster reload` exits non-zero) and to the inbox (a reload on `SIGHUP` or
+//! a save has no caller to tell), and `roster status` shows it as the last reload's outcome
+//! until the next one.
+//!
+//! A file that names no server while servers run is refused the same way, unless the person
+//! says so (`roster reload --allow-empty`): an editor that saved half a file, or a file
+//! emptied by mistake, must not close every server of a running gateway.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -18,6 +23,11 @@ use tokio_util::sync::CancellationToken;
 use super::Gateway;
 use crate::config::{Config, ConfigChanges};
 use crate::sync::lock;
+
+/// The inbox channel a failed reload is recorded on.
+pub const RELOAD_CHANNEL: &str = "config";
+/// The method of a failed reload's inbox entry.
+pub const RELOAD_FAILED_METHOD: &str = "roster/reload_failed";
 
 /// How often a watched config file is looked at.
 const WATCH_EVERY: Duration = Duration::from_millis(500);
@@ -114,12 +124,19 @@ impl Reloader {
         })
     }
 
-    /// Reads the file again and applies it; `trigger` says why, for the log and status.
+    /// Reads the file again and applies it; `trigger` says why, for the log and status. A
+    /// file that names no server is refused while servers run.
     pub async fn reload(&self, trigger: &str) -> ReloadOutcome {
+        self.reload_with(trigger, false).await
+    }
+
+    /// [`Reloader::reload`]; with `allow_empty`, a file that names no server is applied too,
+    /// and every running server is removed.
+    pub async fn reload_with(&self, trigger: &str, allow_empty: bool) -> ReloadOutcome {
         let _one = self.one_at_a_time.lock().await;
         let text = std::fs::read(&self.path).ok();
         let applied = match Config::load(&self.path) {
-            Ok(config) => self.apply(config).await,
+            Ok(config) => self.apply(config, allow_empty).await,
             Err(e) => Err(e.to_string()),
         };
         let now = SystemTime::now();
@@ -143,6 +160,7 @@ impl Reloader {
             tracing::info!(trigger, "{}", outcome.summary());
         } else {
             tracing::error!(trigger, "{}", outcome.summary());
+            self.record_failure(&outcome);
         }
         if let Some(changes) = outcome
             .changes
@@ -163,10 +181,38 @@ impl Reloader {
         outcome
     }
 
-    /// Checks the clients, reloads the servers, then puts the live settings in force.
-    async fn apply(&self, config: Config) -> Result<ConfigChanges, String> {
+    /// Puts a failed reload in the gateway's inbox, where a person reads what a signal or a
+    /// save did.
+    fn record_failure(&self, outcome: &ReloadOutcome) {
+        let Some(gateway) = self.gateway.upgrade() else {
+            return;
+        };
+        if let Some(inbox) = gateway.inbox() {
+            let params = json!({
+                "trigger": outcome.trigger,
+                "error": outcome.error,
+                "summary": outcome.summary(),
+            });
+            inbox.record(RELOAD_CHANNEL, RELOAD_FAILED_METHOD, params, false);
+        }
+    }
+
+    /// Checks the clients, reloads the servers, then puts the live settings in force. A file
+    /// that names no server is refused while servers run, unless `allow_empty`.
+    async fn apply(&self, config: Config, allow_empty: bool) -> Result<ConfigChanges, String> {
         let file = self.path.display();
         let gateway = self.gateway.upgrade().ok_or("the gateway has shut down")?;
+        if config.servers.is_empty() && !allow_empty {
+            let running = gateway.roster().configured_servers();
+            if !running.is_empty() {
+                return Err(format!(
+                    "{file} names no server, so this reload would remove every running server \
+                     ({}); a file saved half-way looks like this. To remove them all, run \
+                     `roster reload --allow-empty`",
+                    running.join(", ")
+                ));
+            }
+        }
         let admitted = Gateway::admit(&config).map_err(|e| format!("{file}: {e}"))?;
         let changes = gateway
             .roster()

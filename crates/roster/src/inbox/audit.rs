@@ -40,12 +40,9 @@ pub(crate) struct AuditFile {
     failing: Option<String>,
 }
 
+/// Opens (creating it owner-only) an audit file for appending.
 pub(crate) fn open_append(path: &Path) -> Result<File, InboxError> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|source| InboxError::OpenAudit {
+    crate::store::owner_only::open(path, OpenOptions::new().create(true).append(true)).map_err(|source| InboxError::OpenAudit {
             path: path.to_path_buf(),
             source,
         })
@@ -62,6 +59,11 @@ impl AuditFile {
     ) -> Result<Self, InboxError> {
         let path = audit_path(dir);
         let file = open_append(&path)?;
+        let backup = backup_path(dir);
+        // A backup an older roster rotated keeps its mode; it holds the same records.
+        if let Err(error) = crate::store::owner_only::existing(&backup) {
+            tracing::warn!(path = %backup.display(), %error, "cannot make the audit backup owner-only");
+        }
         let len = file
             .metadata()
             .map_err(|source| InboxError::OpenAudit {
@@ -88,7 +90,7 @@ impl AuditFile {
             }
         }
         Ok(AuditFile {
-            backup: backup_path(dir),
+            backup,
             path,
             file: Arc::new(file),
             size,

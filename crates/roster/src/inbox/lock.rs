@@ -12,12 +12,11 @@ pub const LOCK_FILE: &str = "inbox.lock";
 /// process holds it. The lock lasts as long as the returned handle.
 pub(super) fn take_lock(dir: &Path) -> Result<File, InboxError> {
     let path = dir.join(LOCK_FILE);
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|source| InboxError::Lock {
+    let file = crate::store::owner_only::open(
+        &path,
+        OpenOptions::new().create(true).truncate(false).write(true),
+    )
+    .map_err(|source| InboxError::Lock {
             path: path.clone(),
             source,
         })?;

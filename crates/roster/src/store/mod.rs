@@ -11,6 +11,7 @@
 //! client of its servers are in a file of their own ([`TokenStore`]), owner-only.
 
 mod dir;
+pub(crate) mod owner_only;
 mod pins;
 mod pins_shared;
 pub mod postgres;
@@ -116,6 +117,14 @@ pub enum StoreError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A store's file could not be made owner-only (or created).
+    #[error("cannot open {path} as a file only its owner may read: {source}")]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// The state directory could not be made.
     #[error("cannot make the state directory {path}: {source}")]
     StateDir {
@@ -137,6 +146,12 @@ fn open_sqlite(
         path: name.clone(),
         source,
     };
+    if let Some(path) = path {
+        owner_only::sqlite_file(path).map_err(|source| StoreError::File {
+            path: path.to_owned(),
+            source,
+        })?;
+    }
     let conn = match path {
         Some(path) => rusqlite::Connection::open(path),
         None => rusqlite::Connection::open_in_memory(),

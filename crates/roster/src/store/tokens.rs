@@ -69,7 +69,7 @@ pub struct TokenStore {
 impl TokenStore {
     /// Opens (creating, owner-only, if needed) the store at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        owner_only(path)?;
+        owner_only_dir(path)?;
         let (conn, path) = super::open_sqlite(Some(path), SCHEMA)?;
         Ok(TokenStore {
             conn: Mutex::new(conn),
@@ -287,8 +287,8 @@ impl TokenStore {
     }
 }
 
-/// Makes `path`'s directory owner-only and the file owner-only, creating both if needed.
-fn owner_only(path: &Path) -> Result<(), StoreError> {
+/// Makes `path`'s directory owner-only, creating it if needed (the directory is roster's own).
+fn owner_only_dir(path: &Path) -> Result<(), StoreError> {
     let state_dir = |source| StoreError::StateDir {
         path: path.parent().unwrap_or(path).to_owned(),
         source,
@@ -310,22 +310,6 @@ fn owner_only(path: &Path) -> Result<(), StoreError> {
                 .map_err(state_dir)?;
         }
     }
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let file = options.open(path).map_err(state_dir)?;
-    #[cfg(unix)]
-    {
-        // A file made before (or by another umask) is narrowed too.
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(state_dir)?;
-    }
-    drop(file);
     Ok(())
 }
 
