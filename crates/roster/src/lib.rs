@@ -7,6 +7,7 @@
 //! - [`Roster`]: the library façade for agent hosts, and what the gateway serves.
 //! - [`metrics`]: Prometheus metrics of one roster, served at `GET /metrics`.
 //! - [`telemetry`]: OpenTelemetry traces of client and server requests.
+//! - [`logs`]: the log writer that keeps URLs' userinfo and query strings out of every line.
 
 pub use roster_core as core;
 
@@ -21,6 +22,7 @@ pub mod fuzzing;
 pub mod gateway;
 pub mod i18n;
 pub mod inbox;
+pub mod logs;
 mod memory;
 pub use memory::tune_for_serving;
 pub mod metrics;

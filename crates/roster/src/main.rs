@@ -306,13 +306,14 @@ async fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Logs go to stderr: on stdio, stdout is the MCP channel.
+/// Logs go to stderr: on stdio, stdout is the MCP channel. Every line, whichever crate logs
+/// it, has its URLs' userinfo and query strings masked.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ROSTER_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(roster::logs::Redacted(std::io::stderr))
         .init();
 }
 

@@ -37,27 +37,93 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// `text` (an error message, a log line) with every `http://` or `https://` URL in it passed
-/// through [`redact_url`].
+/// `text` (an error message, a log line) with the userinfo and query string of every URL in it
+/// masked: each `scheme://…` URL that holds either is passed through [`redact_url`] (any scheme:
+/// `postgres://user:secret@…` as much as `https://…?api_key=…`), and so is a URL written as
+/// `url::Url`'s `Debug` form (`Url { …, password: Some("…"), query: Some("…"), … }`). A URL
+/// ends at whitespace, a quote, `<`, `>`, a backtick or a control character (an ANSI colour
+/// code after it stays); other text is left exactly as it was.
 pub fn redact_urls(text: &str) -> String {
+    let text = redact_url_structs(text);
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = ["http://", "https://"]
-        .iter()
-        .filter_map(|scheme| rest.find(scheme))
-        .min()
-    {
-        out.push_str(&rest[..at]);
-        let len = rest[at..]
-            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`'))
-            .unwrap_or(rest.len() - at);
+    let mut rest = text.as_str();
+    while let Some(sep) = rest.find("://") {
+        let start = scheme_start(&rest[..sep]);
+        let len = rest[sep..]
+            .find(|c: char| {
+                c.is_whitespace() || c.is_control() || matches!(c, '"' | '\'' | '<' | '>' | '`')
+            })
+            .unwrap_or(rest.len() - sep);
         // A URL at the end of a sentence or in brackets leaves its punctuation outside.
-        let url = rest[at..at + len].trim_end_matches(['.', ',', ';', ':', '!', ')', ']']);
-        out.push_str(&redact_url(url));
-        rest = &rest[at + url.len()..];
+        let end = sep
+            + rest[sep..sep + len]
+                .trim_end_matches(['.', ',', ';', ':', '!', ')', ']'])
+                .len();
+        let url = &rest[start..end];
+        out.push_str(&rest[..start]);
+        if start < sep && (url.contains('?') || url.contains('@')) {
+            out.push_str(&redact_url(url));
+        } else {
+            out.push_str(url);
+        }
+        rest = &rest[end.max(sep + 3)..];
     }
     out.push_str(rest);
     out
+}
+
+/// Where the URL scheme that ends `before` starts (`before.len()` when there is none): letters,
+/// digits, `+`, `-` and `.`, beginning with a letter.
+fn scheme_start(before: &str) -> usize {
+    let start = before
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        .last()
+        .map_or(before.len(), |(at, _)| at);
+    // The scheme begins at its first letter (`1http://` is no scheme `1http`).
+    match before[start..].find(|c: char| c.is_ascii_alphabetic()) {
+        Some(letter) => start + letter,
+        None => before.len(),
+    }
+}
+
+/// `text` with the secrets of every `url::Url` written in its `Debug` form masked: its
+/// `username`, `password` and `query`.
+fn redact_url_structs(text: &str) -> String {
+    if !text.contains("Url {") {
+        return text.to_owned();
+    }
+    let mut text = text.to_owned();
+    for field in ["username: \"", "password: Some(\"", "query: Some(\""] {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(field) {
+            let open = from + at + field.len();
+            let close = closing_quote(&text[open..]).map_or(text.len(), |end| open + end);
+            if close > open {
+                text.replace_range(open..close, "***");
+            }
+            from = open + if close > open { 3 } else { 0 } + 1;
+            if from >= text.len() {
+                break;
+            }
+        }
+    }
+    text
+}
+
+/// The byte offset of the quote that ends a Rust `Debug` string starting at `text` (after its
+/// opening quote): the first `"` not escaped by a backslash.
+fn closing_quote(text: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (at, c) in text.char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '"' if !escaped => return Some(at),
+            _ => escaped = false,
+        }
+    }
+    None
 }
 
 /// `text` with every spelling of `url` (as configured, and as the URL parser writes it), and

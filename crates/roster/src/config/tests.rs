@@ -608,6 +608,15 @@ fn redacted_urls_keep_the_server_but_not_its_secrets() {
         "error sending request for url (https://example.com/mcp?***): refused."
     );
     assert_eq!(redact_urls("no url here"), "no url here");
+    // Any scheme; a colour code after a URL stays; a URL without secrets is left as written.
+    assert_eq!(
+        redact_urls("\x1b[3murl\x1b[0m=postgres://u:pw@db:5432/r?sslmode=x\x1b[0m at http://h:1"),
+        "\x1b[3murl\x1b[0m=postgres://***@db:5432/r?***\x1b[0m at http://h:1"
+    );
+    assert_eq!(
+        redact_urls("Url { username: \"u\", password: Some(\"p\\\"w\"), query: Some(\"k=v\") }"),
+        "Url { username: \"***\", password: Some(\"***\"), query: Some(\"***\") }"
+    );
 }
 
 #[test]
