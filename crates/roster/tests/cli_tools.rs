@@ -48,12 +48,11 @@ fn failure_of(dir: &Path, args: &[&str]) -> String {
 }
 
 fn definition(description: &str, schema: Value) -> Pin {
-    Pin {
-        description: Some(description.to_owned()),
-        input_schema: std::sync::Arc::new(schema.as_object().cloned().expect("a schema object")),
-        output_schema: None,
-        annotations: None,
-    }
+    Pin::of(
+        &roster_core::Tool::new("echo")
+            .with_description(description)
+            .with_input_schema(schema.as_object().cloned().expect("a schema object")),
+    )
 }
 
 fn text_schema() -> Value {

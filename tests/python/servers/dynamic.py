@@ -9,8 +9,12 @@ test can check how often roster listed it.
 Usage: dynamic.py [--name NAME] [--fail-first-listing] [--garbage] [--exit-at-start]
                   [--transport stdio|sse|streamable-http] [--port PORT]
                   [--hang-listing-after N] [--slow-listing SECONDS] [--ttl-ms MS]
-                  [--echo-description TEXT] [--throttle-calls N] [--throttle-status CODE]
+                  [--echo-description TEXT] [--echo-title TEXT] [--echo-meta JSON]
+                  [--echo-icon URL] [--throttle-calls N] [--throttle-status CODE]
                   [--throttle-retry-after SECONDS]
+
+`--echo-title`, `--echo-meta` (a JSON object) and `--echo-icon` (a URL) give `echo` the parts a
+host reads besides its description; the `dress_echo` tool changes them at run time.
 
 `--throttle-calls N` (streamable HTTP): the first N POSTs of a `tools/call` are refused with
 HTTP `--throttle-status` (429 unless given) before the server reads them, with `Retry-After`
@@ -38,6 +42,9 @@ parser.add_argument("--slow-listing", type=float, default=0.0)
 parser.add_argument("--ttl-ms", type=int, default=3_600_000)
 # What `echo` says it does at start (a redefined tool that was approved before a restart).
 parser.add_argument("--echo-description", default="Echo the text back.")
+parser.add_argument("--echo-title", default="")
+parser.add_argument("--echo-meta", default="")
+parser.add_argument("--echo-icon", default="")
 parser.add_argument("--throttle-calls", type=int, default=0)
 parser.add_argument("--throttle-status", type=int, default=429)
 parser.add_argument("--throttle-retry-after", default=None)
@@ -98,7 +105,25 @@ def echo(text: str) -> str:
     return f"{args.name}: {text}"
 
 
-mcp.add_tool(echo, name="echo", description=args.echo_description)
+def dressed(title: str, meta: str, icon: str) -> dict:
+    """`add_tool`'s arguments for a title, a `_meta` object (JSON) and an icon URL; each left
+    empty is unset."""
+    from mcp.types import Icon
+
+    return {
+        "title": title or None,
+        "meta": json.loads(meta) if meta else None,
+        "icons": [Icon(src=icon, mimeType="image/png")] if icon else None,
+    }
+
+
+ECHO = {"description": args.echo_description}
+mcp.add_tool(
+    echo,
+    name="echo",
+    description=args.echo_description,
+    **dressed(args.echo_title, args.echo_meta, args.echo_icon),
+)
 
 
 def echo_with(field: str):
@@ -126,8 +151,19 @@ async def change_echo(description: str, ctx: Context, schema_field: str = "") ->
     name) and announce the change."""
     mcp.remove_tool("echo")
     mcp.add_tool(echo_with(schema_field) if schema_field else echo, name="echo", description=description)
+    ECHO["description"] = description
     await announce(ctx)
     return "changed"
+
+
+@mcp.tool()
+async def dress_echo(ctx: Context, title: str = "", meta: str = "", icon: str = "") -> str:
+    """Give `echo` this title, `_meta` (a JSON object) and icon (a URL), its description and
+    schema as they are (each left empty is unset), and announce the change."""
+    mcp.remove_tool("echo")
+    mcp.add_tool(echo, name="echo", description=ECHO["description"], **dressed(title, meta, icon))
+    await announce(ctx)
+    return "dressed"
 
 
 @mcp.tool()

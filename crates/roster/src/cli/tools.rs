@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use clap::{ArgGroup, Args, Subcommand, ValueHint};
 use roster_core::naming::NamingConfig;
-use roster_core::pin::hidden_name;
+use roster_core::pin::is_hidden;
 use serde::Serialize;
 
 use super::inbox::resolve_state_dir;
@@ -244,8 +244,7 @@ fn changed_parts_text(drift: &roster_core::pin::Drift) -> String {
         .changes
         .iter()
         .map(|change| {
-            let key = change.part.as_str().replace(' ', "_");
-            text(&format!("cli.tools.summary.part.{key}"), &[])
+            text(&format!("cli.tools.summary.part.{}", change.part.key()), &[])
         })
         .collect();
     let list = match parts.as_slice() {
@@ -265,7 +264,7 @@ fn changed_parts_text(drift: &roster_core::pin::Drift) -> String {
 pub fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for ch in text.chars() {
-        if hidden_name(ch).is_some() || (ch.is_control() && ch != '\n' && ch != '\t') {
+        if is_hidden(ch) || (ch.is_control() && ch != '\n' && ch != '\t') {
             out.push_str(&format!("<U+{:04X}>", u32::from(ch)));
         } else {
             out.push(ch);

@@ -216,6 +216,13 @@ impl PinBook {
                         },
                     );
                 }
+                PinWrite::Complete { tool, held, whole } => {
+                    if let Some(record) = entry.pins.get_mut(tool)
+                        && record.pin == *held
+                    {
+                        record.pin = whole.clone();
+                    }
+                }
                 PinWrite::Settled { tool } => {
                     entry.reviews.remove(tool);
                 }
@@ -276,6 +283,17 @@ pub enum PinWrite {
         definition: Pin,
         /// Whether it is withheld.
         withheld: bool,
+    },
+    /// The pin of a tool, stored before roster pinned every part of a definition, becomes the
+    /// whole listed definition (its held parts are as approved); unless a person decided on it
+    /// since it was read.
+    Complete {
+        /// The server's own tool name.
+        tool: String,
+        /// The pin as it was read.
+        held: Pin,
+        /// The whole definition.
+        whole: Pin,
     },
     /// Nothing waits for this tool any more (it is its pin again, or no longer listed).
     Settled {
@@ -662,6 +680,14 @@ impl SqlitePins {
                     )
                     .map_err(error)?;
                 }
+                PinWrite::Complete { tool, held, whole } => {
+                    tx.execute(
+                        "UPDATE tool_pin SET definition = ?3 \
+                         WHERE server = ?1 AND tool = ?2 AND definition = ?4",
+                        params![server, tool, whole.canonical_json(), held.canonical_json()],
+                    )
+                    .map_err(error)?;
+                }
                 PinWrite::Settled { tool } => {
                     tx.execute(
                         "DELETE FROM tool_review WHERE server = ?1 AND tool = ?2",
@@ -967,6 +993,62 @@ mod tests {
             store.load().expect("load"),
             "the rejection stands in both"
         );
+    }
+
+    /// `pin(description)` as an older roster stored it: description and schemas only.
+    fn stored_before(description: &str) -> Pin {
+        let text = format!(
+            r#"{{"description":{},"inputSchema":{{"type":"object"}}}}"#,
+            serde_json::to_string(description).expect("JSON")
+        );
+        serde_json::from_str(&text).expect("an older pin reads")
+    }
+
+    #[test]
+    fn a_pin_stored_before_is_completed_unless_a_person_decided_on_it_since() {
+        let mut store = PinStore::open_in_memory().expect("store");
+        let held = stored_before("v1");
+        let Kind::Sqlite(sqlite) = &store.kind else {
+            panic!("a SQLite store");
+        };
+        sqlite
+            .conn
+            .execute(
+                "INSERT INTO tool_pin (server, tool, definition, decided_by, decided_at) \
+                 VALUES ('a', 'echo', ?1, 'person', 5)",
+                [held.canonical_json()],
+            )
+            .expect("an older row");
+        let mut book = store.load().expect("load");
+        assert_eq!(book.servers["a"].pins["echo"].pin, held, "it reads back as written");
+        let mut whole = pin("v1");
+        whole.title = Some("Echo".to_owned());
+        let complete = [PinWrite::Complete {
+            tool: "echo".into(),
+            held: held.clone(),
+            whole: whole.clone(),
+        }];
+        store.apply_at("a", &complete, 9).expect("apply");
+        book.apply("a", &complete, 9);
+        assert_eq!(book, store.load().expect("load"));
+        let record = &book.servers["a"].pins["echo"];
+        assert_eq!(record.pin, whole);
+        assert_eq!(
+            (record.decided_by, record.decided_at_ms),
+            (DecidedBy::Person, 5),
+            "who approved it, and when, stay"
+        );
+        // Completed once: the same write again (a person approved something else meanwhile,
+        // or another gateway completed it) changes nothing.
+        let other = [PinWrite::Complete {
+            tool: "echo".into(),
+            held,
+            whole: pin("v9"),
+        }];
+        store.apply_at("a", &other, 10).expect("apply");
+        book.apply("a", &other, 10);
+        assert_eq!(book, store.load().expect("load"));
+        assert_eq!(book.servers["a"].pins["echo"].pin, whole);
     }
 
     #[test]

@@ -118,6 +118,12 @@ impl SharedPins {
                            seen_at = excluded.seen_at",
                         &[&server, tool, &definition.canonical_json(), withheld, &now],
                     )?,
+                    // Unless a person decided on it since it was read.
+                    PinWrite::Complete { tool, held, whole } => tx.execute(
+                        "UPDATE roster_tool_pin SET definition = $3
+                         WHERE server = $1 AND tool = $2 AND definition = $4",
+                        &[&server, tool, &whole.canonical_json(), &held.canonical_json()],
+                    )?,
                     PinWrite::Settled { tool } => tx.execute(
                         "DELETE FROM roster_tool_review WHERE server = $1 AND tool = $2",
                         &[&server, tool],
