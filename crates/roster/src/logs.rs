@@ -135,7 +135,10 @@ mod tests {
         assert!(!text.contains("QUERY"), "{text}");
         assert_eq!(text.lines().count(), 6, "{text}");
         assert!(text.contains("http://***@127.0.0.1:9/mcp?***"), "{text}");
-        assert!(text.contains("nothing to hide at http://127.0.0.1:9/mcp"), "{text}");
+        assert!(
+            text.contains("nothing to hide at http://127.0.0.1:9/mcp"),
+            "{text}"
+        );
         assert!(text.contains("query: Some(\"***\")"), "{text}");
     }
 }

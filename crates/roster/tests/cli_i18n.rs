@@ -87,14 +87,11 @@ fn fill_inbox(dir: &Path) {
 }
 
 fn definition(description: &str, input_schema: Value) -> Pin {
-    Pin {
-        description: Some(description.to_owned()),
-        input_schema: std::sync::Arc::new(
-            input_schema.as_object().cloned().expect("a schema object"),
-        ),
-        output_schema: None,
-        annotations: None,
-    }
+    Pin::of(
+        &roster_core::Tool::new("echo")
+            .with_description(description)
+            .with_input_schema(input_schema.as_object().cloned().expect("a schema object")),
+    )
 }
 
 /// A pin store where `dyn/add` was never approved and `dyn/echo` changed its description and

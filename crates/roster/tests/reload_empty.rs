@@ -29,7 +29,11 @@ fn roster(gateway: &common::Gateway, args: &[&str]) -> Output {
 /// The servers `roster status --json` shows.
 fn servers(gateway: &common::Gateway) -> Vec<String> {
     let out = roster(gateway, &["status", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let status: Value = serde_json::from_slice(&out.stdout).expect("status is JSON");
     status["servers"]
         .as_array()
@@ -53,12 +57,15 @@ fn reload_failures(state: &Path) -> Vec<Value> {
 /// Waits until the inbox holds a failed reload by `trigger`, and returns it.
 fn refusal_by(state: &Path, trigger: &str) -> Value {
     let mut found = None;
-    common::wait_until(&format!("a failed reload by {trigger} in the inbox"), || {
-        found = reload_failures(state)
-            .into_iter()
-            .find(|r| r["params"]["trigger"] == trigger);
-        found.is_some()
-    });
+    common::wait_until(
+        &format!("a failed reload by {trigger} in the inbox"),
+        || {
+            found = reload_failures(state)
+                .into_iter()
+                .find(|r| r["params"]["trigger"] == trigger);
+            found.is_some()
+        },
+    );
     found.unwrap_or_default()
 }
 
@@ -113,12 +120,19 @@ fn a_file_that_names_no_server_is_refused_by_every_reload_until_a_person_allows_
     assert_refused_naming_the_way_out(&said);
     assert_eq!(servers(&gateway), ["a"]);
     let status = String::from_utf8_lossy(&roster(&gateway, &["status"]).stdout).into_owned();
-    assert!(status.contains("--allow-empty"), "the last reload: {status}");
+    assert!(
+        status.contains("--allow-empty"),
+        "the last reload: {status}"
+    );
 
     // A person who means it.
     let out = roster(&gateway, &["reload", "--allow-empty"]);
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(said.contains("removed a"), "{said}");
     assert!(servers(&gateway).is_empty(), "every server removed");
 }

@@ -23,7 +23,9 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).expect("read the state dir") {
         let path = entry.expect("an entry").path();
-        let kind = std::fs::symlink_metadata(&path).expect("metadata").file_type();
+        let kind = std::fs::symlink_metadata(&path)
+            .expect("metadata")
+            .file_type();
         if kind.is_dir() {
             found.extend(files_under(&path));
         } else if kind.is_file() || kind.is_socket() {
@@ -77,7 +79,10 @@ fn every_state_file_is_owner_only_in_a_state_dir_that_already_exists() {
         "admin.sock",
         "oauth/tokens.sqlite3",
     ] {
-        assert!(names.iter().any(|n| n == expected), "{expected} in {names:?}");
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
     }
     let wide: Vec<String> = files
         .iter()
@@ -86,5 +91,9 @@ fn every_state_file_is_owner_only_in_a_state_dir_that_already_exists() {
         .map(|(file, name)| format!("{name} {:o}", mode(file)))
         .collect();
     assert!(wide.is_empty(), "not owner-only: {wide:?}");
-    assert_eq!(mode(&state), 0o755, "a directory roster did not make keeps its mode");
+    assert_eq!(
+        mode(&state),
+        0o755,
+        "a directory roster did not make keeps its mode"
+    );
 }

@@ -244,7 +244,10 @@ fn changed_parts_text(drift: &roster_core::pin::Drift) -> String {
         .changes
         .iter()
         .map(|change| {
-            text(&format!("cli.tools.summary.part.{}", change.part.key()), &[])
+            text(
+                &format!("cli.tools.summary.part.{}", change.part.key()),
+                &[],
+            )
         })
         .collect();
     let list = match parts.as_slice() {

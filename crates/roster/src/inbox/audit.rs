@@ -42,10 +42,12 @@ pub(crate) struct AuditFile {
 
 /// Opens (creating it owner-only) an audit file for appending.
 pub(crate) fn open_append(path: &Path) -> Result<File, InboxError> {
-    crate::store::owner_only::open(path, OpenOptions::new().create(true).append(true)).map_err(|source| InboxError::OpenAudit {
+    crate::store::owner_only::open(path, OpenOptions::new().create(true).append(true)).map_err(
+        |source| InboxError::OpenAudit {
             path: path.to_path_buf(),
             source,
-        })
+        },
+    )
 }
 
 impl AuditFile {

@@ -17,9 +17,9 @@ pub(super) fn take_lock(dir: &Path) -> Result<File, InboxError> {
         OpenOptions::new().create(true).truncate(false).write(true),
     )
     .map_err(|source| InboxError::Lock {
-            path: path.clone(),
-            source,
-        })?;
+        path: path.clone(),
+        source,
+    })?;
     match fs4::FileExt::try_lock(&file) {
         Ok(()) => Ok(file),
         Err(fs4::TryLockError::WouldBlock) => Err(InboxError::Busy {

@@ -72,7 +72,11 @@ mod tests {
     use super::*;
 
     fn mode(path: &Path) -> u32 {
-        std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777
+        std::fs::metadata(path)
+            .expect("metadata")
+            .permissions()
+            .mode()
+            & 0o777
     }
 
     #[test]

@@ -218,9 +218,9 @@ impl PinBook {
                 }
                 PinWrite::Complete { tool, held, whole } => {
                     if let Some(record) = entry.pins.get_mut(tool)
-                        && record.pin == *held
+                        && record.pin == **held
                     {
-                        record.pin = whole.clone();
+                        record.pin = Pin::clone(whole);
                     }
                 }
                 PinWrite::Settled { tool } => {
@@ -291,9 +291,9 @@ pub enum PinWrite {
         /// The server's own tool name.
         tool: String,
         /// The pin as it was read.
-        held: Pin,
+        held: Box<Pin>,
         /// The whole definition.
-        whole: Pin,
+        whole: Box<Pin>,
     },
     /// Nothing waits for this tool any more (it is its pin again, or no longer listed).
     Settled {
@@ -1020,13 +1020,16 @@ mod tests {
             )
             .expect("an older row");
         let mut book = store.load().expect("load");
-        assert_eq!(book.servers["a"].pins["echo"].pin, held, "it reads back as written");
+        assert_eq!(
+            book.servers["a"].pins["echo"].pin, held,
+            "it reads back as written"
+        );
         let mut whole = pin("v1");
         whole.title = Some("Echo".to_owned());
         let complete = [PinWrite::Complete {
             tool: "echo".into(),
-            held: held.clone(),
-            whole: whole.clone(),
+            held: Box::new(held.clone()),
+            whole: Box::new(whole.clone()),
         }];
         store.apply_at("a", &complete, 9).expect("apply");
         book.apply("a", &complete, 9);
@@ -1042,8 +1045,8 @@ mod tests {
         // or another gateway completed it) changes nothing.
         let other = [PinWrite::Complete {
             tool: "echo".into(),
-            held,
-            whole: pin("v9"),
+            held: Box::new(held),
+            whole: Box::new(pin("v9")),
         }];
         store.apply_at("a", &other, 10).expect("apply");
         book.apply("a", &other, 10);
