@@ -692,7 +692,30 @@ pub fn hidden_name(ch: char) -> Option<Cow<'static, str>> {
 pub fn hidden_text(tool: &Tool) -> Vec<Hidden> {
     let mut found = Vec::new();
     scan(Part::Name, "", &tool.name, &mut found);
-    found.extend(Pin::of(tool).hidden_text());
+    // The tool's own parts, as `Pin::parts` gives a pin's: read in place, not copied (this
+    // runs for every listed tool under `pin = "off"`).
+    let parts = [
+        (Part::Title, PartValue::Text(tool.title.as_ref())),
+        (
+            Part::Description,
+            PartValue::Text(tool.description.as_ref()),
+        ),
+        (Part::InputSchema, PartValue::Object(&tool.input_schema)),
+        (
+            Part::OutputSchema,
+            PartValue::Json(tool.output_schema.as_deref()),
+        ),
+        (
+            Part::Annotations,
+            PartValue::Json(tool.annotations.as_deref()),
+        ),
+        (Part::Icons, PartValue::Json(tool.icons.as_deref())),
+        (Part::Meta, PartValue::Json(tool.meta.as_deref())),
+        (Part::Other, PartValue::Object(&tool.extra)),
+    ];
+    for (part, value) in parts {
+        value.scan(part, &mut found);
+    }
     found
 }
 
@@ -1062,6 +1085,11 @@ mod tests {
                 Value::Object(meta),
                 &format!("https://x/{ch}.png"),
             );
+            assert_eq!(
+                hidden_text(&tool),
+                Pin::of(&tool).hidden_text(),
+                "the same parts"
+            );
             let found: Vec<String> = hidden_text(&tool).iter().map(ToString::to_string).collect();
             let code = u32::from(ch);
             assert_eq!(found.len(), 4, "U+{code:04X}: {found:?}");
@@ -1311,13 +1339,17 @@ mod tests {
     proptest! {
         #[test]
         fn drift_is_none_exactly_when_the_definitions_are_equal(
-            a in "[a-z ]{0,12}", b in "[a-z ]{0,12}", x in any::<bool>(), y in any::<bool>()
+            a in "[a-z ]{0,12}", b in "[a-z ]{0,12}", x in any::<bool>(), y in any::<bool>(),
+            s in prop::option::of("[a-c]{0,2}"), t in prop::option::of("[a-c]{0,2}")
         ) {
             let schema = |flag: bool| json!({"type": "object", "additionalProperties": flag});
-            let pinned = echo(&a, schema(x));
-            let listed = echo(&b, schema(y));
+            let mut pinned = echo(&a, schema(x));
+            pinned.title = s.clone();
+            let mut listed = echo(&b, schema(y));
+            listed.title = t.clone();
             let drift = Pin::of(&pinned).drift(&listed);
-            prop_assert_eq!(drift.is_none(), a == b && x == y);
+            prop_assert_eq!(drift.is_none(), a == b && x == y && s == t);
+            prop_assert_eq!(Pin::of(&pinned).holds(&Pin::of(&listed)), drift.is_none());
             prop_assert_eq!(Pin::of(&pinned).matches(&listed), drift.is_none());
             if let Some(drift) = drift {
                 prop_assert_eq!(
