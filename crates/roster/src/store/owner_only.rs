@@ -18,21 +18,31 @@ const SQLITE_SIDE_FILES: [&str; 3] = ["-wal", "-shm", "-journal"];
 /// Opens `path` with `options`, creating it 0600 if it does not exist and narrowing it to its
 /// owner if it does.
 pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let file = options.open(path)?;
+    let file = options.mode_owner_only().open(path)?;
     narrow(&file)?;
     Ok(file)
 }
 
 /// Makes sure the SQLite database at `path` exists owner-only before SQLite opens it (SQLite
 /// would create it with the umask's mode), and narrows the files SQLite keeps beside it.
+///
+/// An existing database is never opened here, only looked at and narrowed by its path: SQLite's
+/// locks are POSIX record locks, which a process loses on a file as soon as it closes *any*
+/// descriptor of it, so opening and closing a database this process already has open (a
+/// second store on the same file, `roster tools approve` from the dashboard) would take the
+/// locks from under the connection that holds them. A new file is made with `O_EXCL`: no one
+/// has it open, so no one holds a lock on it.
 pub(crate) fn sqlite_file(path: &Path) -> io::Result<()> {
-    // Append: an existing database is never truncated.
-    open(path, OpenOptions::new().create(true).append(true))?;
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode_owner_only()
+        .open(path)
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => existing(path)?,
+        Err(e) => return Err(e),
+    }
     for suffix in SQLITE_SIDE_FILES {
         let mut side = path.as_os_str().to_owned();
         side.push(suffix);
@@ -41,16 +51,48 @@ pub(crate) fn sqlite_file(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Narrows the file at `path` to its owner if it exists; nothing when it does not.
+/// Narrows the file at `path` to its owner if it exists, by its path (no descriptor is
+/// opened); nothing when it does not exist.
 pub(crate) fn existing(path: &Path) -> io::Result<()> {
-    match File::open(path) {
-        Ok(file) => narrow(&file),
+    match std::fs::metadata(path) {
+        Ok(metadata) => narrow_mode(path, &metadata),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
     }
 }
 
-/// Takes away every permission of the group and of others.
+/// `OpenOptions` that create a file 0600.
+trait OwnerOnly {
+    fn mode_owner_only(&mut self) -> &mut Self;
+}
+
+impl OwnerOnly for OpenOptions {
+    fn mode_owner_only(&mut self) -> &mut Self {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            self.mode(0o600);
+        }
+        self
+    }
+}
+
+/// Takes away every permission of the group and of others from the file at `path`.
+fn narrow_mode(path: &Path, metadata: &std::fs::Metadata) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = metadata.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o700))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, metadata);
+    Ok(())
+}
+
+/// Takes away every permission of the group and of others from the open `file`.
 fn narrow(file: &File) -> io::Result<()> {
     #[cfg(unix)]
     {
