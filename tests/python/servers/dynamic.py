@@ -157,16 +157,6 @@ async def change_echo(description: str, ctx: Context, schema_field: str = "") ->
 
 
 @mcp.tool()
-async def dress_echo(ctx: Context, title: str = "", meta: str = "", icon: str = "") -> str:
-    """Give `echo` this title, `_meta` (a JSON object) and icon (a URL), its description and
-    schema as they are (each left empty is unset), and announce the change."""
-    mcp.remove_tool("echo")
-    mcp.add_tool(echo, name="echo", description=ECHO["description"], **dressed(title, meta, icon))
-    await announce(ctx)
-    return "dressed"
-
-
-@mcp.tool()
 async def add_tool(name: str, ctx: Context) -> str:
     """Add a tool named `name` that answers with its own name."""
 
@@ -311,6 +301,16 @@ def last_traceparent(ctx: Context) -> str:
     headers = ctx.headers or {}
     meta = ctx.request_context.meta or {}
     return json.dumps({"header": headers.get("traceparent"), "meta": meta.get("traceparent")})
+
+
+@mcp.tool()
+async def dress_echo(ctx: Context, title: str = "", meta: str = "", icon: str = "") -> str:
+    """Give `echo` this title, `_meta` (a JSON object) and icon (a URL), its description and
+    schema as they are (each left empty is unset), and announce the change."""
+    mcp.remove_tool("echo")
+    mcp.add_tool(echo, name="echo", description=ECHO["description"], **dressed(title, meta, icon))
+    await announce(ctx)
+    return "dressed"
 
 
 if args.transport == "stdio":
