@@ -544,7 +544,12 @@ async fn storm_then_turn(transport: &str) {
     };
     let recorder = Arc::new(Recorder::default());
     let roster = Roster::start_with(
-        test_config(&servers, "notification_rate = 1\nnotification_burst = 20"),
+        // A window wide enough that a loaded machine cannot open a gap inside the storm: the
+        // rest of it, held by the rate, is not seen by the debounce until it is handed on.
+        test_config(
+            &servers,
+            "notification_rate = 1\nnotification_burst = 20\ndebounce = \"3s\"",
+        ),
         RosterOptions {
             sink: recorder.clone(),
             ..RosterOptions::default()
@@ -562,11 +567,11 @@ async fn storm_then_turn(transport: &str) {
         .await
         .expect("storm answers");
     // Everything the server said before its answer was heard by the answer: the 20 the burst
-    // let through and the rest, held as one.
-    assert_eq!(
-        recorder.of("dyn", "notifications/tools/list_changed").len(),
-        21
-    );
+    // let through and the rest, held as one (or as two: the listing the first one started at
+    // once, the debounce's leading edge, may be answered amid the storm, and what was held
+    // goes before that answer too).
+    let heard = recorder.of("dyn", "notifications/tools/list_changed").len();
+    assert!((21..=22).contains(&heard), "{heard}");
     roster.begin_turn().await;
     let listed = common::listing_count(&roster, "dyn").await - before;
     assert!((1..=2).contains(&listed), "{listed} listings by the turn");
