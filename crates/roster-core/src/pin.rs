@@ -222,6 +222,32 @@ impl Drift {
     }
 }
 
+/// The parts of a definition (a pin's or a listed tool's), borrowed.
+struct PartsOf<'a> {
+    title: Option<&'a String>,
+    description: Option<&'a String>,
+    input_schema: &'a Map<String, Value>,
+    output_schema: Option<&'a Value>,
+    annotations: Option<&'a Value>,
+    icons: Option<&'a Value>,
+    meta: Option<&'a Value>,
+    other: &'a Map<String, Value>,
+}
+
+/// Every part, in [`Part`] order (the name aside): the one order pins and tools are read in.
+fn parts_in_order(p: PartsOf<'_>) -> [(Part, PartValue<'_>); 8] {
+    [
+        (Part::Title, PartValue::Text(p.title)),
+        (Part::Description, PartValue::Text(p.description)),
+        (Part::InputSchema, PartValue::Object(p.input_schema)),
+        (Part::OutputSchema, PartValue::Json(p.output_schema)),
+        (Part::Annotations, PartValue::Json(p.annotations)),
+        (Part::Icons, PartValue::Json(p.icons)),
+        (Part::Meta, PartValue::Json(p.meta)),
+        (Part::Other, PartValue::Object(p.other)),
+    ]
+}
+
 /// One part of a definition, as [`Pin::parts`] gives it.
 #[derive(PartialEq)]
 enum PartValue<'a> {
@@ -360,25 +386,16 @@ impl Pin {
 
     /// Every part, in [`Part`] order (the name aside).
     fn parts(&self) -> [(Part, PartValue<'_>); 8] {
-        [
-            (Part::Title, PartValue::Text(self.title.as_ref())),
-            (
-                Part::Description,
-                PartValue::Text(self.description.as_ref()),
-            ),
-            (Part::InputSchema, PartValue::Object(&self.input_schema)),
-            (
-                Part::OutputSchema,
-                PartValue::Json(self.output_schema.as_ref()),
-            ),
-            (
-                Part::Annotations,
-                PartValue::Json(self.annotations.as_ref()),
-            ),
-            (Part::Icons, PartValue::Json(self.icons.as_ref())),
-            (Part::Meta, PartValue::Json(self.meta.as_ref())),
-            (Part::Other, PartValue::Object(&self.other)),
-        ]
+        parts_in_order(PartsOf {
+            title: self.title.as_ref(),
+            description: self.description.as_ref(),
+            input_schema: &self.input_schema,
+            output_schema: self.output_schema.as_ref(),
+            annotations: self.annotations.as_ref(),
+            icons: self.icons.as_ref(),
+            meta: self.meta.as_ref(),
+            other: &self.other,
+        })
     }
 }
 
@@ -694,25 +711,16 @@ pub fn hidden_text(tool: &Tool) -> Vec<Hidden> {
     scan(Part::Name, "", &tool.name, &mut found);
     // The tool's own parts, as `Pin::parts` gives a pin's: read in place, not copied (this
     // runs for every listed tool under `pin = "off"`).
-    let parts = [
-        (Part::Title, PartValue::Text(tool.title.as_ref())),
-        (
-            Part::Description,
-            PartValue::Text(tool.description.as_ref()),
-        ),
-        (Part::InputSchema, PartValue::Object(&tool.input_schema)),
-        (
-            Part::OutputSchema,
-            PartValue::Json(tool.output_schema.as_deref()),
-        ),
-        (
-            Part::Annotations,
-            PartValue::Json(tool.annotations.as_deref()),
-        ),
-        (Part::Icons, PartValue::Json(tool.icons.as_deref())),
-        (Part::Meta, PartValue::Json(tool.meta.as_deref())),
-        (Part::Other, PartValue::Object(&tool.extra)),
-    ];
+    let parts = parts_in_order(PartsOf {
+        title: tool.title.as_ref(),
+        description: tool.description.as_ref(),
+        input_schema: &tool.input_schema,
+        output_schema: tool.output_schema.as_deref(),
+        annotations: tool.annotations.as_deref(),
+        icons: tool.icons.as_deref(),
+        meta: tool.meta.as_deref(),
+        other: &tool.extra,
+    });
     for (part, value) in parts {
         value.scan(part, &mut found);
     }

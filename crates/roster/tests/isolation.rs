@@ -241,15 +241,6 @@ fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .expect("VmRSS")
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_flooding_server_pays_for_its_own_chatter() {
     let servers = format!(
@@ -264,7 +255,11 @@ async fn a_flooding_server_pays_for_its_own_chatter() {
         std::fs::read_to_string(&inbox)
             .is_ok_and(|text| text.contains("notifications/roster/dropped"))
     });
-    let (cpu0, rss0, t0) = (cpu_seconds(pid), rss_kib(pid), Instant::now());
+    let (cpu0, rss0, t0) = (
+        cpu_seconds(pid),
+        common::proc_kib(pid, "VmRSS"),
+        Instant::now(),
+    );
     let steps: Vec<Value> = (0..20).map(|i| echo(&format!("c{i}"))).collect();
     let (seen, seconds) = run_steps(&gateway, "auto", &Value::Array(steps));
     // At least three seconds of flood are measured, whatever the calls took.
@@ -272,7 +267,7 @@ async fn a_flooding_server_pays_for_its_own_chatter() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let cpu = (cpu_seconds(pid) - cpu0) / t0.elapsed().as_secs_f64();
-    let grown = rss_kib(pid).saturating_sub(rss0);
+    let grown = common::proc_kib(pid, "VmRSS").saturating_sub(rss0);
     assert_echoed(&seen[19], "c19");
     for (i, s) in seconds.iter().enumerate() {
         assert!(*s < NOT_HELD, "call {i} of the calm server took {s:.2} s");

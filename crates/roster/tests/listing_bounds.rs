@@ -8,16 +8,6 @@ mod common;
 
 use serde_json::Value;
 
-/// Peak resident memory of `pid`, in KiB.
-fn peak_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .expect("VmHWM")
-}
-
 /// A gateway fronting `misbehaving.py --tools tools` as `big`, with `gateway` lines; its peak
 /// RSS once `done` holds for the server's row in the admin's `/healthz`, and that row.
 async fn peak_while_listing(tools: usize, gateway: &str, done: fn(&Value) -> bool) -> (u64, Value) {
@@ -38,7 +28,7 @@ async fn peak_while_listing(tools: usize, gateway: &str, done: fn(&Value) -> boo
         let health = roster.health("admin").await;
         let row = health["servers"][0].clone();
         if done(&row) {
-            return (peak_kib(roster.child.0.id()), row);
+            return (common::proc_kib(roster.child.0.id(), "VmHWM"), row);
         }
         assert!(std::time::Instant::now() < deadline, "never done: {row}");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;

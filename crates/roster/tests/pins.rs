@@ -10,7 +10,6 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
 
 /// What the server's `echo` says at first, and the redefinition the tests make.
 const ORIGINAL: &str = "Echo the text back.";
@@ -30,21 +29,7 @@ fn config(dir: &Path, pin: &str, servers: &[&str], extra: &[&str]) -> String {
     text
 }
 
-use common::session_steps as steps;
-
-/// `roster --config CONFIG ARGS`, as a step a person runs.
-fn person(gateway: &common::Gateway, args: &[&str]) -> Value {
-    // The English the tests read, whatever the machine's LANG.
-    let mut argv = vec![
-        "env".to_owned(),
-        "ROSTER_LANG=en".to_owned(),
-        ROSTER.to_owned(),
-        "--config".to_owned(),
-        gateway.dir.path().join("roster.toml").display().to_string(),
-    ];
-    argv.extend(args.iter().map(|a| (*a).to_owned()));
-    json!(["run", argv])
-}
+use common::{person, session_steps as steps};
 
 fn tools(result: &Value) -> &serde_json::Map<String, Value> {
     result["tools"].as_object().expect("a list step")

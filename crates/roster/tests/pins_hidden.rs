@@ -12,7 +12,6 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
 
 /// The title, `_meta` and icon `echo` starts with.
 const TITLE: &str = "Echo";
@@ -40,20 +39,7 @@ fn config(dir: &Path, pin: &str) -> String {
     )
 }
 
-use common::session_steps as steps;
-
-/// `roster --config CONFIG ARGS`, as a step a person runs.
-fn person(gateway: &common::Gateway, args: &[&str]) -> Value {
-    let mut argv = vec![
-        "env".to_owned(),
-        "ROSTER_LANG=en".to_owned(),
-        ROSTER.to_owned(),
-        "--config".to_owned(),
-        gateway.dir.path().join("roster.toml").display().to_string(),
-    ];
-    argv.extend(args.iter().map(|a| (*a).to_owned()));
-    json!(["run", argv])
-}
+use common::{person, session_steps as steps};
 
 /// `dyn__dress_echo`: `echo` with this title, `_meta` (JSON) and icon URL.
 fn dress(title: &str, meta: &str, icon: &str) -> Value {

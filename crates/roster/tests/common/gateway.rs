@@ -235,3 +235,17 @@ pub fn post_initialize(url: &str, token: Option<&str>) -> reqwest::StatusCode {
         request.send().await.expect("POST /mcp").status()
     })
 }
+
+/// `roster --config CONFIG ARGS` for `gateway`'s config, as a step a person runs in a
+/// [`session_steps`] script (in English, whatever the machine's LANG).
+pub fn person(gateway: &Gateway, args: &[&str]) -> serde_json::Value {
+    let mut argv = vec![
+        "env".to_owned(),
+        "ROSTER_LANG=en".to_owned(),
+        env!("CARGO_BIN_EXE_roster").to_owned(),
+        "--config".to_owned(),
+        gateway.dir.path().join("roster.toml").display().to_string(),
+    ];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    serde_json::json!(["run", argv])
+}

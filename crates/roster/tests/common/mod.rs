@@ -16,8 +16,8 @@ mod raw_http;
 // Each test binary compiles this module and uses only some of it.
 #[allow(unused_imports)]
 pub use gateway::{
-    Gateway, call_tools, example_config, post_initialize, roster_stdout, serve_command, session_id,
-    session_steps,
+    Gateway, call_tools, example_config, person, post_initialize, roster_stdout, serve_command,
+    session_id, session_steps,
 };
 #[allow(unused_imports)]
 pub use raw_http::{RawHttp, modern_meta};
@@ -25,6 +25,16 @@ pub use raw_http::{RawHttp, modern_meta};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// A `/proc/PID/status` field in KiB (`VmRSS`, `VmHWM`: resident now, at its peak).
+pub fn proc_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
