@@ -12,7 +12,6 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-
 /// The title, `_meta` and icon `echo` starts with.
 const TITLE: &str = "Echo";
 const META: &str = r#"{"ui": {"resourceUri": "ui://echo/app.html"}}"#;
