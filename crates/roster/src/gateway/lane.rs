@@ -11,7 +11,7 @@
 //!
 //! The lane learns the handler and the session's peer from the session's first request: it
 //! carries a [`LaneLink`] in its extensions, and the handler fills the link with a twin of
-//! itself (the same session, watches and relays) when rmcp hands it that request. Until then
+//! itself (the same session, watches and end) when rmcp hands it that request. Until then
 //! every message takes rmcp's path.
 //!
 //! Answers roster holds as JSON text — a shared `tools/list` page (the same for every caller,
