@@ -5,14 +5,20 @@
 //! each one ends (a DELETE, its idle timeout, or its worker stopping), so the owner record and
 //! the counts go with it. The owner is recorded by the HTTP front once `initialize` has been
 //! answered with the new `Mcp-Session-Id`; nobody else knows the id before that.
+//!
+//! It also knows which request ids each session has in flight ([`InFlight`]): rmcp routes an
+//! answer by its request id alone, so a second request with the id of one still running would
+//! take the first one's answer and leave the first one's stream open for ever. The front refuses
+//! such a request instead.
 
 use crate::sync::lock;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use futures::Stream;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use futures::{Stream, StreamExt};
+use rmcp::model::{ClientJsonRpcMessage, GetExtensions, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 
 use crate::gateway::lane::FastLane;
@@ -58,6 +64,9 @@ struct Owners {
     pending: usize,
     /// When the shared store last heard a session was used (`[store]` only).
     touched: HashMap<SessionId, std::time::Instant>,
+    /// The ids (as JSON text) of each session's requests in flight; a session without any has
+    /// no entry.
+    in_flight: HashMap<SessionId, HashSet<Box<str>>>,
 }
 
 /// The session manager of the HTTP front.
@@ -197,9 +206,46 @@ impl BoundSessions {
         }
     }
 
+    /// Takes request `id` (its JSON text) of session `session` as in flight until its answer
+    /// has gone to the client's stream (or nothing holds the returned [`InFlight`] any more).
+    /// `Ok(None)`: no such session here (rmcp answers for it). `Err`: a request with that id is
+    /// in flight in that session already.
+    pub(super) fn begin_request(
+        self: &Arc<Self>,
+        session: &str,
+        id: &str,
+    ) -> Result<Option<InFlight>, DuplicateRequest> {
+        let session: SessionId = session.to_owned().into();
+        let mut owners = self.owners();
+        if !owners.by_session.contains_key(&session) {
+            return Ok(None);
+        }
+        let ids = owners.in_flight.entry(session.clone()).or_default();
+        if !ids.insert(id.into()) {
+            return Err(DuplicateRequest(id.to_owned()));
+        }
+        Ok(Some(InFlight(Arc::new(InFlightId {
+            sessions: Arc::downgrade(self),
+            session,
+            id: id.into(),
+            answered: AtomicBool::new(false),
+        }))))
+    }
+
+    fn end_request(&self, session: &SessionId, id: &str) {
+        let mut owners = self.owners();
+        if let Some(ids) = owners.in_flight.get_mut(session) {
+            ids.remove(id);
+            if ids.is_empty() {
+                owners.in_flight.remove(session);
+            }
+        }
+    }
+
     fn forget(&self, id: &SessionId) {
         let mut owners = self.owners();
         owners.touched.remove(id);
+        owners.in_flight.remove(id);
         if let Some(Some(owner)) = owners.by_session.remove(id) {
             release(&mut owners.per_client, &owner);
         }
@@ -213,6 +259,65 @@ fn release(per_client: &mut HashMap<String, usize>, client: &str) {
             per_client.remove(client);
         }
     }
+}
+
+/// A request refused because one with the same id is in flight in the session; the message
+/// names the id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid request: a request with id {0} is already in flight in this session; wait for its \
+     answer, or give each request in flight an id of its own"
+)]
+pub(super) struct DuplicateRequest(String);
+
+/// A request of a session in flight (see [`BoundSessions::begin_request`]). The front puts it in
+/// the request's HTTP parts; the session's response stream lets it go once the answer passed,
+/// and it goes in any case when the last clone is dropped (the request refused before it reached
+/// its session, or its handler done and its stream gone).
+#[derive(Clone)]
+pub(super) struct InFlight(Arc<InFlightId>);
+
+struct InFlightId {
+    sessions: Weak<BoundSessions>,
+    session: SessionId,
+    id: Box<str>,
+    answered: AtomicBool,
+}
+
+impl InFlight {
+    /// The request was answered: its id is free again.
+    fn answered(&self) {
+        self.0.end();
+    }
+}
+
+impl InFlightId {
+    fn end(&self) {
+        if self.answered.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(sessions) = self.sessions.upgrade() {
+            sessions.end_request(&self.session, &self.id);
+        }
+    }
+}
+
+impl Drop for InFlightId {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// The request's [`InFlight`], if the front marked it.
+fn in_flight(message: &ClientJsonRpcMessage) -> Option<InFlight> {
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    let parts = request
+        .request
+        .extensions()
+        .get::<axum::http::request::Parts>()?;
+    parts.extensions.get::<InFlight>().cloned()
 }
 
 /// A place for one session, taken before `initialize` runs.
@@ -281,7 +386,17 @@ impl SessionManager for BoundSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.inner.create_stream(id, message).await
+        let in_flight = in_flight(&message);
+        let stream = self.inner.create_stream(id, message).await?;
+        // The answer ends the request's stream: once it passed, the id may be used again.
+        Ok(stream.inspect(move |event| {
+            let answer = event.message.as_deref().is_some_and(|m| {
+                matches!(m, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_))
+            });
+            if answer && let Some(in_flight) = &in_flight {
+                in_flight.answered();
+            }
+        }))
     }
 
     async fn accept_message(
