@@ -21,7 +21,7 @@ use futures::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, GetExtensions, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 
-use crate::gateway::lane::FastLane;
+use crate::gateway::lane::{DuplicateRequest, FastLane};
 use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::RestoreOutcome;
@@ -260,15 +260,6 @@ fn release(per_client: &mut HashMap<String, usize>, client: &str) {
         }
     }
 }
-
-/// A request refused because one with the same id is in flight in the session; the message
-/// names the id.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "invalid request: a request with id {0} is already in flight in this session; wait for its \
-     answer, or give each request in flight an id of its own"
-)]
-pub(super) struct DuplicateRequest(String);
 
 /// A request of a session in flight (see [`BoundSessions::begin_request`]). The front puts it in
 /// the request's HTTP parts; the session's response stream lets it go once the answer passed,
