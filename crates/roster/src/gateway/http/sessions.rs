@@ -369,7 +369,9 @@ impl SessionManager for BoundSessions {
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         // rmcp calls this for every end of a session (DELETE, idle timeout, worker exit).
         self.forget(id);
-        self.inner.close_session(id).await
+        let closed = self.inner.close_session(id).await;
+        crate::memory::release_freed_later();
+        closed
     }
 
     async fn create_stream(
