@@ -21,14 +21,14 @@
 //! it (rmcp thus neither serializes the text nor keeps a copy of it for a resumed stream).
 //!
 //! Cancellation: a client's `notifications/cancelled` for a request in the lane cancels its
-//! context, as rmcp's loop would.
+//! context, as rmcp's loop would. A lane holds at most [`MAX_IN_LANE`] requests; past that, new
+//! ones take rmcp's path (nothing waits: the lane never stops reading).
 //!
 //! Request ids: the lane knows every request of its session in flight, its own and rmcp's (until
 //! their answers pass it, or the client cancels them). A request whose id is one of them is
 //! answered at once with [`DuplicateRequest`]: rmcp keys a request's cancellation by its id
 //! alone, so the first answer would cancel the second request and drop its answer. (Over HTTP
-//! the front refuses such a request before rmcp's session routes it; see `http::sessions`.) A lane holds at most [`MAX_IN_LANE`] requests; past that, new
-//! ones take rmcp's path (nothing waits: the lane never stops reading).
+//! the front refuses such a request before rmcp's session routes it; see `http::sessions`.)
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};

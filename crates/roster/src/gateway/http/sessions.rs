@@ -64,9 +64,8 @@ struct Owners {
     pending: usize,
     /// When the shared store last heard a session was used (`[store]` only).
     touched: HashMap<SessionId, std::time::Instant>,
-    /// The ids (as JSON text) of each session's requests in flight; a session without any has
-    /// no entry.
-    in_flight: HashMap<SessionId, HashSet<Box<str>>>,
+    /// The requests in flight: each one's session and id (as JSON text).
+    in_flight: HashSet<(SessionId, Arc<str>)>,
 }
 
 /// The session manager of the HTTP front.
@@ -215,37 +214,25 @@ impl BoundSessions {
         session: &str,
         id: &str,
     ) -> Result<Option<InFlight>, DuplicateRequest> {
-        let session: SessionId = session.to_owned().into();
         let mut owners = self.owners();
-        if !owners.by_session.contains_key(&session) {
+        let Some((session, _)) = owners.by_session.get_key_value(session) else {
             return Ok(None);
-        }
-        let ids = owners.in_flight.entry(session.clone()).or_default();
-        if !ids.insert(id.into()) {
+        };
+        let key = (session.clone(), Arc::<str>::from(id));
+        if !owners.in_flight.insert(key.clone()) {
             return Err(DuplicateRequest(id.to_owned()));
         }
         Ok(Some(InFlight(Arc::new(InFlightId {
             sessions: Arc::downgrade(self),
-            session,
-            id: id.into(),
+            key,
             answered: AtomicBool::new(false),
         }))))
-    }
-
-    fn end_request(&self, session: &SessionId, id: &str) {
-        let mut owners = self.owners();
-        if let Some(ids) = owners.in_flight.get_mut(session) {
-            ids.remove(id);
-            if ids.is_empty() {
-                owners.in_flight.remove(session);
-            }
-        }
     }
 
     fn forget(&self, id: &SessionId) {
         let mut owners = self.owners();
         owners.touched.remove(id);
-        owners.in_flight.remove(id);
+        owners.in_flight.retain(|(session, _)| session != id);
         if let Some(Some(owner)) = owners.by_session.remove(id) {
             release(&mut owners.per_client, &owner);
         }
@@ -270,8 +257,7 @@ pub(super) struct InFlight(Arc<InFlightId>);
 
 struct InFlightId {
     sessions: Weak<BoundSessions>,
-    session: SessionId,
-    id: Box<str>,
+    key: (SessionId, Arc<str>),
     answered: AtomicBool,
 }
 
@@ -288,7 +274,7 @@ impl InFlightId {
             return;
         }
         if let Some(sessions) = self.sessions.upgrade() {
-            sessions.end_request(&self.session, &self.id);
+            sessions.owners().in_flight.remove(&self.key);
         }
     }
 }
