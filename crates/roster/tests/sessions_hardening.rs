@@ -113,16 +113,6 @@ async fn sessions(roster: &common::Gateway, count: usize, delete: bool) {
     }
 }
 
-/// The resident set of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
-}
-
 /// Sessions leaked ~17 KB each (the forwarders of a session that never set a log level held
 /// its peer for ever). After a first round has grown roster's pools, 2,000 more sessions may
 /// not grow it by more than 12 MB: a leak of that size costs ~34 MB.
@@ -133,11 +123,11 @@ async fn closed_sessions_give_their_memory_back() {
         let roster = start("session_idle_timeout = \"1s\"\nmax_sessions = 3000", "");
         let pid = roster.child.0.id();
         sessions(&roster, 500, delete).await;
-        let after_first = rss_kib(pid);
+        let after_first = common::proc_kib(pid, "VmRSS");
         for _ in 0..4 {
             sessions(&roster, 500, delete).await;
         }
-        let after_all = rss_kib(pid);
+        let after_all = common::proc_kib(pid, "VmRSS");
         let grown = after_all.saturating_sub(after_first);
         let how = if delete { "DELETE" } else { "the idle timeout" };
         eprintln!(
