@@ -2,8 +2,10 @@
 //! large short-lived values (a 100-tool page is a tree of thousands of allocations); glibc's
 //! allocator keeps the freed pages in its arenas, so a roster that just listed fifty servers
 //! would hold several MiB it no longer uses. After listings, and at most every
-//! [`TRIM_EVERY`], the pages are returned (`malloc_trim`). Other allocators and platforms: a
-//! no-op.
+//! [`TRIM_EVERY_MS`], the pages are returned (`malloc_trim`). So they are after client sessions
+//! end: a thousand sessions that expire together free ~80 MiB across the worker threads'
+//! arenas, which glibc would keep (and each burst would grow, ~60 MiB more over ten bursts).
+//! Other allocators and platforms: a no-op.
 //!
 //! Between those trims, glibc's own would give back the top of the heap whenever more than
 //! 128 KiB of it is free — after every message of that size: a 64 KiB tool result forwarded
@@ -11,8 +13,8 @@
 //! keeps up to [`KEEP_FREED`] for reuse instead, and heap-allocates what is smaller than
 //! [`HEAP_BELOW`] (glibc maps each larger block anew, with a fault per page).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The shortest time between two trims after listings.
 const TRIM_EVERY_MS: u64 = 2_000;
@@ -64,6 +66,28 @@ pub(crate) fn release_freed_soon() {
     if LAST_TRIM.due(now_ms()) {
         trim();
     }
+}
+
+/// Whether a trim of [`release_freed_later`] is waiting to run.
+static TRIM_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Returns freed heap to the system [`TRIM_EVERY_MS`] from now, once for all the calls made until
+/// then: for what is freed in a burst (sessions ending together), whose end a trim right away
+/// would miss. Outside a tokio runtime, now.
+pub(crate) fn release_freed_later() {
+    if TRIM_PENDING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        TRIM_PENDING.store(false, Ordering::Release);
+        release_freed();
+        return;
+    };
+    runtime.spawn(async {
+        tokio::time::sleep(Duration::from_millis(TRIM_EVERY_MS)).await;
+        TRIM_PENDING.store(false, Ordering::Release);
+        release_freed();
+    });
 }
 
 /// Returns freed heap to the system now.

@@ -63,33 +63,35 @@ pub struct GatewayHandler {
     own: Arc<OnceLock<Arc<Session>>>,
     /// The resources this connection's session watches (initialize era).
     watches: Arc<SessionWatches>,
-    /// Stops this connection's relays (resource updates) when the handler goes.
-    relays: CancellationToken,
-    /// `None` in a [twin](GatewayHandler::twin): the relays end with the handler rmcp serves.
-    _relays_end: Option<DropGuard>,
+    /// Cancelled when this connection's session ends (rmcp drops the handler it serves) or the
+    /// gateway stops: every task the session spawns stops on it, so nothing the session made
+    /// (its peer, its [`Session`], its watches) outlives it.
+    session_end: CancellationToken,
+    /// `None` in a [twin](GatewayHandler::twin): the session ends with the handler rmcp serves.
+    _session_end_guard: Option<DropGuard>,
 }
 
 impl GatewayHandler {
     /// A handler serving `gateway`.
     pub fn new(gateway: Arc<Gateway>) -> Self {
-        let relays = gateway.shutdown_token().child_token();
+        let session_end = gateway.shutdown_token().child_token();
         Self {
             gateway,
             own: Arc::default(),
             watches: Arc::new(SessionWatches::default()),
-            _relays_end: Some(relays.clone().drop_guard()),
-            relays,
+            _session_end_guard: Some(session_end.clone().drop_guard()),
+            session_end,
         }
     }
 
-    /// A handler of the same connection: its session, watches and relays are this one's.
+    /// A handler of the same connection: its session, watches and end are this one's.
     fn twin(&self) -> Self {
         Self {
             gateway: self.gateway.clone(),
             own: self.own.clone(),
             watches: self.watches.clone(),
-            relays: self.relays.clone(),
-            _relays_end: None,
+            session_end: self.session_end.clone(),
+            _session_end_guard: None,
         }
     }
 

@@ -11,7 +11,7 @@
 //!
 //! The lane learns the handler and the session's peer from the session's first request: it
 //! carries a [`LaneLink`] in its extensions, and the handler fills the link with a twin of
-//! itself (the same session, watches and relays) when rmcp hands it that request. Until then
+//! itself (the same session, watches and end) when rmcp hands it that request. Until then
 //! every message takes rmcp's path.
 //!
 //! Answers roster holds as JSON text — a shared `tools/list` page (the same for every caller,
@@ -23,21 +23,27 @@
 //! Cancellation: a client's `notifications/cancelled` for a request in the lane cancels its
 //! context, as rmcp's loop would. A lane holds at most [`MAX_IN_LANE`] requests; past that, new
 //! ones take rmcp's path (nothing waits: the lane never stops reading).
+//!
+//! Request ids: the lane knows every request of its session in flight, its own and rmcp's (until
+//! their answers pass it, or the client cancels them). A request whose id is one of them is
+//! answered at once with [`DuplicateRequest`]: rmcp keys a request's cancellation by its id
+//! alone, so the first answer would cancel the second request and drop its answer. (Over HTTP
+//! the front refuses such a request before rmcp's session routes it; see `http::sessions`.)
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
-use rmcp::RoleServer;
 use rmcp::model::{
     ClientNotification, ClientRequest, Extensions, GetExtensions, GetMeta, JsonRpcMessage,
     JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject,
 };
 use rmcp::service::{Peer, RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
@@ -48,6 +54,15 @@ use crate::servers::answer::Members;
 
 /// The most requests one lane runs at once.
 pub(crate) const MAX_IN_LANE: usize = 4096;
+
+/// A request refused because a request with the same id is in flight in its session; the
+/// message names the id (as JSON).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid request: a request with id {0} is already in flight in this session; wait for its \
+     answer, or give each request in flight an id of its own"
+)]
+pub(crate) struct DuplicateRequest(pub(crate) String);
 
 /// Where a lane learns its session's handler and peer (see the module's words).
 #[derive(Clone, Default)]
@@ -160,7 +175,10 @@ pub struct FastLane<T> {
     lines: Option<Lines>,
     running: FuturesUnordered<BoxFuture<'static, Answer>>,
     writes: FuturesUnordered<BoxFuture<'static, ()>>,
+    /// The lane's requests in flight.
     cancels: HashMap<RequestId, CancellationToken>,
+    /// The requests handed to rmcp whose answers have not passed yet.
+    passed: HashSet<RequestId>,
 }
 
 impl<T> FastLane<T> {
@@ -172,6 +190,7 @@ impl<T> FastLane<T> {
             running: FuturesUnordered::new(),
             writes: FuturesUnordered::new(),
             cancels: HashMap::new(),
+            passed: HashSet::new(),
         }
     }
 
@@ -215,8 +234,52 @@ impl<T> FastLane<T>
 where
     T: Transport<RoleServer>,
 {
-    /// Takes `message` into the lane, or gives it back for rmcp.
+    /// Takes `message` into the lane, answers it (a request whose id is in flight), or gives
+    /// it back for rmcp.
     fn take(
+        &mut self,
+        message: RxJsonRpcMessage<RoleServer>,
+    ) -> Option<RxJsonRpcMessage<RoleServer>> {
+        match &message {
+            JsonRpcMessage::Request(JsonRpcRequest { id, .. })
+                if self.cancels.contains_key(id) || self.passed.contains(id) =>
+            {
+                let id = id.clone();
+                self.refuse(id);
+                return None;
+            }
+            JsonRpcMessage::Notification(JsonRpcNotification {
+                notification: ClientNotification::CancelledNotification(cancelled),
+                ..
+            }) => {
+                // rmcp drops a cancelled request's answer: its id is free now.
+                if let Some(id) = &cancelled.params.request_id {
+                    self.passed.remove(id);
+                }
+            }
+            _ => {}
+        }
+        let message = self.take_hot(message)?;
+        if let JsonRpcMessage::Request(JsonRpcRequest { id, .. }) = &message {
+            self.passed.insert(id.clone());
+        }
+        Some(message)
+    }
+
+    /// Answers request `id` with [`DuplicateRequest`].
+    fn refuse(&mut self, id: RequestId) {
+        let text = serde_json::to_string(&id).unwrap_or_else(|_| id.to_string());
+        let error = ErrorData::invalid_request(DuplicateRequest(text).to_string(), None);
+        let write = self.inner.send(JsonRpcMessage::error(error, Some(id)));
+        self.writes.push(Box::pin(async move {
+            if let Err(error) = write.await {
+                tracing::debug!(%error, "cannot write an answer to the client");
+            }
+        }));
+    }
+
+    /// Takes a hot request into the lane (see [`in_lane`]), or gives `message` back for rmcp.
+    fn take_hot(
         &mut self,
         mut message: RxJsonRpcMessage<RoleServer>,
     ) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -297,6 +360,14 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let answered = match &item {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            self.passed.remove(id);
+        }
         self.inner.send(item)
     }
 

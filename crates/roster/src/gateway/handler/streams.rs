@@ -17,20 +17,21 @@ use crate::servers::{LogLevel, ServerLog, relay};
 impl GatewayHandler {
     pub(super) async fn open_streams(&self, context: NotificationContext<RoleServer>) {
         // Initialize-era clients get list_changed on their own stream (stdio, or the HTTP GET
-        // stream); the forwarder ends when the session does.
+        // stream). Each forwarder holds the session's peer, so each ends when the session
+        // does: a client that never hears anything must not keep them (and the peer) forever.
         let mut notices = self.own_session().notices();
         let peer = context.peer.clone();
-        let stop = self.gateway.shutdown_token();
+        let end = self.session_end.clone();
         let roster = self.gateway.roster();
-        forward_offering_changes(roster.offerings_changed(), peer.clone(), stop.clone());
+        forward_offering_changes(roster.offerings_changed(), peer.clone(), end.clone());
         let logs = roster.server_logs();
-        forward_server_logs(logs, self.own_session().clone(), peer.clone(), stop.clone());
+        forward_server_logs(logs, self.own_session().clone(), peer.clone(), end.clone());
         let updates = roster.resource_updates();
         let (watches, relay_peer) = (self.watches.clone(), peer.clone());
-        let relays = self.relays.clone();
+        let relay_end = end.clone();
         tokio::spawn(async move {
             watches
-                .relay(updates, relays, |uri| {
+                .relay(updates, relay_end, |uri| {
                     let peer = relay_peer.clone();
                     async move {
                         let update = ResourceUpdatedNotificationParam::new(uri);
@@ -42,7 +43,7 @@ impl GatewayHandler {
         tokio::spawn(async move {
             loop {
                 tokio::select! {
-                    () = stop.cancelled() => return,
+                    () = end.cancelled() => return,
                     notice = notices.next() => {
                         if !notice || peer.notify_tool_list_changed().await.is_err() {
                             return;
@@ -68,7 +69,7 @@ impl GatewayHandler {
         let relay = async {
             let sink = context.sink().clone();
             watches
-                .relay(roster.resource_updates(), self.relays.clone(), |uri| {
+                .relay(roster.resource_updates(), self.session_end.clone(), |uri| {
                     let sink = sink.clone();
                     async move { sink.notify_resource_updated(uri).await.is_ok() }
                 })
@@ -115,17 +116,17 @@ impl GatewayHandler {
 }
 
 /// Sends `notifications/prompts/list_changed` / `resources/list_changed` to an
-/// initialize-era client each time the servers' sets change, until the client goes.
+/// initialize-era client each time the servers' sets change, until its session `end`s.
 fn forward_offering_changes(
     mut changes: tokio::sync::watch::Receiver<crate::servers::OfferingsGeneration>,
     peer: rmcp::service::Peer<RoleServer>,
-    stop: tokio_util::sync::CancellationToken,
+    end: tokio_util::sync::CancellationToken,
 ) {
     tokio::spawn(async move {
         let mut last = *changes.borrow_and_update();
         loop {
             tokio::select! {
-                () = stop.cancelled() => return,
+                () = end.cancelled() => return,
                 changed = changes.changed() => {
                     if changed.is_err() {
                         return;
@@ -161,17 +162,17 @@ async fn next_offerings(
 }
 
 /// Sends the servers' log messages outside any request to an initialize-era client at the
-/// level its session asked for, until the client goes.
+/// level its session asked for, until its session `end`s.
 fn forward_server_logs(
     mut logs: tokio::sync::broadcast::Receiver<ServerLog>,
     session: Arc<Session>,
     peer: rmcp::service::Peer<RoleServer>,
-    stop: tokio_util::sync::CancellationToken,
+    end: tokio_util::sync::CancellationToken,
 ) {
     tokio::spawn(async move {
         loop {
             let log = tokio::select! {
-                () = stop.cancelled() => return,
+                () = end.cancelled() => return,
                 log = logs.recv() => match log {
                     Ok(log) => log,
                     Err(RecvError::Lagged(_)) => continue,

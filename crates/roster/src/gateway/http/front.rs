@@ -9,6 +9,8 @@
 //!   JSON when the client accepts it (anything sent before the response, or an answer slower
 //!   than `JSON_ANSWER_WAIT`, keeps the stream);
 //! - a request in flight when roster shuts down is answered with a JSON-RPC error naming it;
+//! - a request whose id is that of a request still in flight in its session is answered with a
+//!   JSON-RPC error (`-32600`) naming the id, and the first one goes on;
 //! - an answer roster holds as text (a `tools/list` page every caller shares, a tool result as
 //!   the server wrote it) is written from that text: the request carries an [`AnswerSlot`],
 //!   the handler leaves the text there and answers with a stand-in, and the stand-in is
@@ -221,6 +223,19 @@ async fn post(
         },
         _ => None,
     };
+    // A request whose id is in flight in its session already is refused: rmcp would send the
+    // first one's answer to this one's stream and leave the first one's open for ever.
+    if let (true, Some(session), Some(id)) = (is_request, &session, &probe.id) {
+        match front.sessions.begin_request(session, &id.to_string()) {
+            Ok(Some(in_flight)) => {
+                parts.extensions.insert(in_flight);
+            }
+            Ok(None) => {}
+            Err(duplicate) => {
+                return jsonrpc_error(StatusCode::OK, probe.id, -32600, &duplicate.to_string());
+            }
+        }
+    }
     let accepts_json = accepts_json(&parts.headers);
     let sent_json = is_json(&parts.headers);
     // A page of tools or a tool result may come as text (see the module's words).

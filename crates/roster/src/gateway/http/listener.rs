@@ -1,12 +1,15 @@
 //! The accept loop: one HTTP/1 connection per accepted socket, with `TCP_NODELAY`, a cap on
 //! connections held at once, a header-read timeout, and a graceful end on shutdown.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
+use hyper::service::Service as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
@@ -21,6 +24,11 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How often the "connection cap reached" warning may be logged; a flood of refused
 /// connections must not become a flood of log lines.
 const REFUSAL_LOG_PERIOD: Duration = Duration::from_secs(10);
+
+/// The address of the client a request came from (the peer of its TCP connection), in every
+/// request's extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClientAddr(pub(crate) SocketAddr);
 
 /// The limits the accept loop enforces.
 #[derive(Debug, Clone)]
@@ -64,7 +72,12 @@ pub(super) async fn serve(
             refuse(socket, limits.max_connections);
             continue;
         };
+        // Each request carries the address it came from (the dashboard's login limits by it).
         let service = TowerToHyperService::new(router.clone());
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            request.extensions_mut().insert(ClientAddr(peer));
+            service.call(request)
+        });
         let shutdown = shutdown.clone();
         let header_read_timeout = limits.header_read_timeout;
         tokio::spawn(async move {

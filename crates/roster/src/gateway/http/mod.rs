@@ -27,6 +27,7 @@ mod sessions;
 
 use crate::store::sessions::SharedSessions;
 use front::Front;
+pub(crate) use listener::ClientAddr;
 use sessions::{BoundSessions, SessionLimits};
 
 /// Why the HTTP endpoint could not run.

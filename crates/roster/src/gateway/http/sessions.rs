@@ -5,17 +5,23 @@
 //! each one ends (a DELETE, its idle timeout, or its worker stopping), so the owner record and
 //! the counts go with it. The owner is recorded by the HTTP front once `initialize` has been
 //! answered with the new `Mcp-Session-Id`; nobody else knows the id before that.
+//!
+//! It also knows which request ids each session has in flight ([`InFlight`]): rmcp routes an
+//! answer by its request id alone, so a second request with the id of one still running would
+//! take the first one's answer and leave the first one's stream open for ever. The front refuses
+//! such a request instead.
 
 use crate::sync::lock;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use futures::Stream;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use futures::{Stream, StreamExt};
+use rmcp::model::{ClientJsonRpcMessage, GetExtensions, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 
-use crate::gateway::lane::FastLane;
+use crate::gateway::lane::{DuplicateRequest, FastLane};
 use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId};
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::RestoreOutcome;
@@ -58,6 +64,8 @@ struct Owners {
     pending: usize,
     /// When the shared store last heard a session was used (`[store]` only).
     touched: HashMap<SessionId, std::time::Instant>,
+    /// The requests in flight: each one's session and id (as JSON text).
+    in_flight: HashSet<(SessionId, Arc<str>)>,
 }
 
 /// The session manager of the HTTP front.
@@ -197,9 +205,34 @@ impl BoundSessions {
         }
     }
 
+    /// Takes request `id` (its JSON text) of session `session` as in flight until its answer
+    /// has gone to the client's stream (or nothing holds the returned [`InFlight`] any more).
+    /// `Ok(None)`: no such session here (rmcp answers for it). `Err`: a request with that id is
+    /// in flight in that session already.
+    pub(super) fn begin_request(
+        self: &Arc<Self>,
+        session: &str,
+        id: &str,
+    ) -> Result<Option<InFlight>, DuplicateRequest> {
+        let mut owners = self.owners();
+        let Some((session, _)) = owners.by_session.get_key_value(session) else {
+            return Ok(None);
+        };
+        let key = (session.clone(), Arc::<str>::from(id));
+        if !owners.in_flight.insert(key.clone()) {
+            return Err(DuplicateRequest(id.to_owned()));
+        }
+        Ok(Some(InFlight(Arc::new(InFlightId {
+            sessions: Arc::downgrade(self),
+            key,
+            answered: AtomicBool::new(false),
+        }))))
+    }
+
     fn forget(&self, id: &SessionId) {
         let mut owners = self.owners();
         owners.touched.remove(id);
+        owners.in_flight.retain(|(session, _)| session != id);
         if let Some(Some(owner)) = owners.by_session.remove(id) {
             release(&mut owners.per_client, &owner);
         }
@@ -213,6 +246,55 @@ fn release(per_client: &mut HashMap<String, usize>, client: &str) {
             per_client.remove(client);
         }
     }
+}
+
+/// A request of a session in flight (see [`BoundSessions::begin_request`]). The front puts it in
+/// the request's HTTP parts; the session's response stream lets it go once the answer passed,
+/// and it goes in any case when the last clone is dropped (the request refused before it reached
+/// its session, or its handler done and its stream gone).
+#[derive(Clone)]
+pub(super) struct InFlight(Arc<InFlightId>);
+
+struct InFlightId {
+    sessions: Weak<BoundSessions>,
+    key: (SessionId, Arc<str>),
+    answered: AtomicBool,
+}
+
+impl InFlight {
+    /// The request was answered: its id is free again.
+    fn answered(&self) {
+        self.0.end();
+    }
+}
+
+impl InFlightId {
+    fn end(&self) {
+        if self.answered.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(sessions) = self.sessions.upgrade() {
+            sessions.owners().in_flight.remove(&self.key);
+        }
+    }
+}
+
+impl Drop for InFlightId {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// The request's [`InFlight`], if the front marked it.
+fn in_flight(message: &ClientJsonRpcMessage) -> Option<InFlight> {
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    let parts = request
+        .request
+        .extensions()
+        .get::<axum::http::request::Parts>()?;
+    parts.extensions.get::<InFlight>().cloned()
 }
 
 /// A place for one session, taken before `initialize` runs.
@@ -273,7 +355,9 @@ impl SessionManager for BoundSessions {
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         // rmcp calls this for every end of a session (DELETE, idle timeout, worker exit).
         self.forget(id);
-        self.inner.close_session(id).await
+        let closed = self.inner.close_session(id).await;
+        crate::memory::release_freed_later();
+        closed
     }
 
     async fn create_stream(
@@ -281,7 +365,17 @@ impl SessionManager for BoundSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.inner.create_stream(id, message).await
+        let in_flight = in_flight(&message);
+        let stream = self.inner.create_stream(id, message).await?;
+        // The answer ends the request's stream: once it passed, the id may be used again.
+        Ok(stream.inspect(move |event| {
+            let answer = event.message.as_deref().is_some_and(|m| {
+                matches!(m, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_))
+            });
+            if answer && let Some(in_flight) = &in_flight {
+                in_flight.answered();
+            }
+        }))
     }
 
     async fn accept_message(

@@ -10,7 +10,8 @@
 //!
 //! Nobody gets in without a credential: the admin token (`[gateway] admin_token_env`), typed into
 //! the login form (never taken from a query string), or a one-time link that `roster ui` gets
-//! over the admin socket (whose owner only can ask), spent at its first use. Either gives a
+//! over the admin socket (whose owner only can ask), spent at its first use; login attempts are
+//! rate-limited per client address and overall (429 with `Retry-After`). Either gives a
 //! session cookie (`HttpOnly`, `SameSite=Strict`, `Path=/ui`); every form carries the session's
 //! CSRF token; every answer carries a `Content-Security-Policy` that allows nothing but the
 //! dashboard's own script and style; the Host and Origin checks of `/mcp` apply.
@@ -20,6 +21,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::{Form, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -30,9 +32,10 @@ use serde::Deserialize;
 
 use super::Gateway;
 use super::admin::{self, InboxRequest};
-use super::http::{Rebinding, digest};
+use super::http::{ClientAddr, Rebinding, digest};
 use crate::sync::lock;
 
+mod attempts;
 mod pages;
 
 /// How long a `roster ui` link can be used, once.
@@ -55,6 +58,8 @@ pub(crate) struct Access {
     one_time: Mutex<Vec<([u8; 32], Instant)>>,
     sessions: Mutex<HashMap<String, UiSession>>,
     loopback: tokio::sync::Mutex<Option<SocketAddr>>,
+    /// Login attempts (a token typed in, a link spent), on every listener of the dashboard.
+    attempts: attempts::LoginAttempts,
 }
 
 struct UiSession {
@@ -365,11 +370,15 @@ struct LoginQuery {
 /// form for the admin token.
 async fn login_page(
     State(ui): State<Arc<Ui>>,
+    client: Option<Extension<ClientAddr>>,
     headers: HeaderMap,
     Query(query): Query<LoginQuery>,
 ) -> Response {
     let lang = language(&headers);
     if let Some(token) = query.token {
+        if let Err(refused) = attempt(&ui, client, lang) {
+            return *refused;
+        }
         if ui.gateway.ui_access().spend_one_time(&token) {
             return signed_in(&ui);
         }
@@ -392,12 +401,16 @@ struct LoginForm {
 /// `POST /ui/login`: the admin token, typed into the form.
 async fn login(
     State(ui): State<Arc<Ui>>,
+    client: Option<Extension<ClientAddr>>,
     headers: HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Response {
     let lang = language(&headers);
     if let Err(why) = same_origin(&headers) {
         return (StatusCode::FORBIDDEN, why).into_response();
+    }
+    if let Err(refused) = attempt(&ui, client, lang) {
+        return *refused;
     }
     let ok = ui
         .admin_digest
@@ -413,6 +426,29 @@ async fn login(
             Some("ui.login.wrong_token"),
         ),
     )
+}
+
+/// Counts a login attempt from `client`; one over the limits is answered 429, with how many
+/// seconds to wait in `Retry-After`, whatever its token.
+fn attempt(
+    ui: &Ui,
+    client: Option<Extension<ClientAddr>>,
+    lang: &'static str,
+) -> Result<(), Box<Response>> {
+    let client = client.map(|Extension(ClientAddr(addr))| addr.ip());
+    let access = ui.gateway.ui_access();
+    let Err(wait) = access.attempts.attempt(client, Instant::now()) else {
+        return Ok(());
+    };
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut response = html(
+        StatusCode::TOO_MANY_REQUESTS,
+        pages::login(lang, ui.admin_digest.is_some(), Some("ui.login.too_many")),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    Err(Box::new(response))
 }
 
 /// A new session's cookie, and on to the servers page (the link's token leaves the address bar).
