@@ -37,7 +37,7 @@ pub mod telemetry;
 pub use config::Config;
 pub use roster::{
     CallError, HIT_DESCRIPTION_CHARS, RestartError, Roster, RosterOptions, StartError, ToolEntry,
-    ToolHit, Turn,
+    ToolHit,
 };
 pub use servers::Needs;
-pub use session::Session;
+pub use session::{Session, Turn};

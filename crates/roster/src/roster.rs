@@ -29,7 +29,6 @@ use roster_core::{
 };
 use serde_json::{Map, Value};
 
-use crate::Session;
 use crate::config::{Config, ConfigChanges, TaskSupport};
 use crate::servers::listing::Relisting;
 use crate::servers::pinning::Pinning;
@@ -40,6 +39,7 @@ use crate::servers::{
     PromptEntry, RefreshHookError, RelistError, RequestError, ResourceUpdate, ResourceWatch,
     RouteError, ServerLog, ServerStatus, ToolArguments,
 };
+use crate::session::{Session, Turn};
 use crate::store::PinStore;
 
 /// roster could not start with this configuration.
@@ -120,16 +120,6 @@ pub struct ToolEntry {
     pub server: String,
     /// The tool as the server listed it (its own name, unknown fields kept).
     pub tool: Tool,
-}
-
-/// What a turn found: the session's merged delta since its last turn, and its note for the
-/// model (to carry on the next tool result).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Turn {
-    /// Tools added, changed and removed since the session's previous turn.
-    pub delta: Option<Delta>,
-    /// The text to put on the next tool result, when the delta is non-empty.
-    pub note: Option<String>,
 }
 
 /// Settings for [`Roster::start_with`].

@@ -15,10 +15,19 @@ use roster_core::delta::SchemaSource;
 use roster_core::{Delta, DeltaQueue};
 use tokio::sync::watch;
 
-use crate::Turn;
 use crate::servers::LogLevel;
 use crate::servers::Needs;
-use crate::servers::runtime::Runtime;
+use crate::servers::runtime::{DeltaListener, Runtime};
+
+/// What a turn found: the session's merged delta since its last turn, and its note for the
+/// model (to carry on the next tool result).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Turn {
+    /// Tools added, changed and removed since the session's previous turn.
+    pub delta: Option<Delta>,
+    /// The text to put on the next tool result, when the delta is non-empty.
+    pub note: Option<String>,
+}
 
 /// One client session: its own delta queue, drained at its turns. It works while the
 /// [`crate::Roster`] it came from is alive (dropping the last `Roster` stops the servers).
@@ -92,25 +101,13 @@ impl Session {
             generation: watch::channel(0).0,
             log_level: Mutex::new(None),
         });
-        session.rt.add_session(&session);
+        let listener: Arc<dyn DeltaListener> = session.clone();
+        session.rt.add_session(Arc::downgrade(&listener));
         session
     }
 
     fn queued(&self) -> MutexGuard<'_, Queued> {
         lock(&self.queued)
-    }
-
-    /// Queues a delta for this session's next turn: a `join` (a server's first listing) only
-    /// once the session's client listed the tools.
-    pub(crate) fn queue(&self, delta: Delta, join: bool) {
-        {
-            let mut queued = self.queued();
-            if join && !queued.listed {
-                return;
-            }
-            queued.deltas.push(delta);
-        }
-        self.generation.send_modify(|g| *g += 1);
     }
 
     /// The session's client listed the tools: a server joining is news from now on.
@@ -252,6 +249,21 @@ impl Notices {
                 return false;
             }
         }
+    }
+}
+
+impl DeltaListener for Session {
+    /// Queues a delta for this session's next turn: a `join` (a server's first listing) only
+    /// once the session's client listed the tools.
+    fn queue(&self, delta: Delta, join: bool) {
+        {
+            let mut queued = self.queued();
+            if join && !queued.listed {
+                return;
+            }
+            queued.deltas.push(delta);
+        }
+        self.generation.send_modify(|g| *g += 1);
     }
 }
 

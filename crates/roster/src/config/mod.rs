@@ -141,6 +141,7 @@ mod duration;
 mod env;
 mod filter;
 mod mcp_json;
+mod metrics;
 mod raw;
 mod redact;
 mod state_dir;
@@ -156,10 +157,16 @@ pub use diff::{ConfigChanges, changes};
 pub use duration::parse_duration;
 pub use env::EnvLookup;
 pub use filter::{AlwaysListed, Permissions, TaskPolicy, TaskSupport, ToolFilter, ToolsMode};
+pub use metrics::MetricsConfig;
 pub use redact::{redact_url, redact_url_in, redact_urls};
 pub use state_dir::state_dir_for;
 
 use env::process_env;
+
+/// The longest request line the admin socket reads, when `admin_max_line` does not say. A
+/// request is a few dozen bytes; the bound only keeps a stray writer from growing the
+/// gateway's memory.
+pub const DEFAULT_ADMIN_MAX_LINE: usize = 64 * 1024;
 
 /// A configuration file that could not be read or does not say what roster needs.
 #[derive(Debug, thiserror::Error)]
@@ -563,7 +570,7 @@ pub struct GatewayConfig {
     /// `roster reload` always do.
     pub watch_config: bool,
     /// Prometheus metrics: `metrics`, `metrics_listen`, `metrics_tool_labels`.
-    pub metrics: crate::metrics::MetricsConfig,
+    pub metrics: MetricsConfig,
 }
 
 impl GatewayConfig {
@@ -610,7 +617,7 @@ impl GatewayConfig {
             dynamic_tools: env("ROSTER_DYNAMIC_TOOLS").as_deref() != Some("0"),
             subscriptions: Vec::new(),
             state_dir: state_dir::resolve(env, None),
-            admin_max_line: crate::gateway::admin::DEFAULT_MAX_LINE,
+            admin_max_line: DEFAULT_ADMIN_MAX_LINE,
             call_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(30),
             list_timeout: Duration::from_secs(30),
@@ -645,7 +652,7 @@ impl GatewayConfig {
             pin: PinPolicy::default(),
             new_tools: NewTools::default(),
             watch_config: false,
-            metrics: crate::metrics::MetricsConfig::default(),
+            metrics: MetricsConfig::default(),
         }
     }
 }

@@ -671,12 +671,9 @@ fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayConfig, Config
         }
         g.ui_listen = Some(addr);
     }
-    g.metrics = crate::metrics::MetricsConfig::from_keys(
-        raw.metrics,
-        raw.metrics_listen,
-        raw.metrics_tool_labels,
-    )
-    .map_err(|expected| ctx.invalid("gateway.metrics_listen", expected))?;
+    g.metrics =
+        super::MetricsConfig::from_keys(raw.metrics, raw.metrics_listen, raw.metrics_tool_labels)
+            .map_err(|expected| ctx.invalid("gateway.metrics_listen", expected))?;
     g.state_dir = state_dir::resolve(ctx.env, raw.state_dir.map(|dir| ctx.resolve(&dir)));
     if let Some(max) = raw.admin_max_line {
         if max < 1024 {

@@ -20,9 +20,8 @@ use crate::inbox::{ConfirmId, Inbox, Seq};
 /// The socket's file name inside the state directory.
 pub const SOCKET_NAME: &str = "admin.sock";
 
-/// The longest request line the admin socket reads, when the config does not say. A request is
-/// a few dozen bytes; the bound only keeps a stray writer from growing the gateway's memory.
-pub const DEFAULT_MAX_LINE: usize = 64 * 1024;
+/// The longest request line the admin socket reads, when the config does not say.
+pub use crate::config::DEFAULT_ADMIN_MAX_LINE as DEFAULT_MAX_LINE;
 
 /// What an admin client can ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

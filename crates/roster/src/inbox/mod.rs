@@ -59,7 +59,7 @@ mod shared;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::{self, File};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -105,19 +105,7 @@ pub const DEFAULT_MAX_IDENTITIES: usize = 64;
 /// are configured, and the person at `roster inbox`.
 pub const LOCAL_IDENTITY: &str = "";
 
-/// Creates the state directory `dir` (and missing parents) owner-only, or leaves an existing
-/// one exactly as it is: roster never changes the mode of a directory it did not create
-/// (`state_dir = "."` must not lock anyone out of their working directory).
-pub fn ensure_state_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
-        return Ok(());
-    }
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
+pub use crate::store::ensure_state_dir;
 
 /// Writes every record of the audit trail as JSON lines, oldest first: the shared log when
 /// `store` is given (`[store]`), else `audit.jsonl.1` then `audit.jsonl` in `dir`, read without

@@ -141,6 +141,13 @@ pub(crate) struct State {
     pub(crate) schedule: Schedule,
 }
 
+/// What the runtime tells a client session: each delta, to queue for the session's next turn.
+pub(crate) trait DeltaListener: Send + Sync {
+    /// Queues `delta`; `join`: it is a server's first listing, news only to a session whose
+    /// client listed the tools already.
+    fn queue(&self, delta: Delta, join: bool);
+}
+
 pub(crate) struct Runtime {
     pub(crate) gateway: GatewayConfig,
     pub(crate) state: Mutex<State>,
@@ -151,7 +158,8 @@ pub(crate) struct Runtime {
     pub(crate) offerings_changed: watch::Sender<OfferingsGeneration>,
     /// Resources subscribed at the servers for client sessions.
     pub(crate) resource_watches: ResourceWatches,
-    sessions: Mutex<Vec<Weak<crate::Session>>>,
+    /// Every open session, to queue each delta for its next turn.
+    sessions: Mutex<Vec<Weak<dyn DeltaListener>>>,
     pub(super) sink: Arc<dyn NotificationSink>,
     reconcile_hook: RwLock<Option<ReconcileHook>>,
     /// Called with a server's skills each time they change (the skill catalog).
@@ -489,10 +497,11 @@ impl Runtime {
         }
     }
 
-    pub(crate) fn add_session(&self, session: &Arc<crate::Session>) {
+    /// Queues every delta from now on for `session` (while it lives).
+    pub(crate) fn add_session(&self, session: Weak<dyn DeltaListener>) {
         let mut sessions = lock(&self.sessions);
         sessions.retain(|s| s.strong_count() > 0);
-        sessions.push(Arc::downgrade(session));
+        sessions.push(session);
     }
 
     pub(super) fn publish(&self, server: &str, delta: &Delta) {
@@ -500,7 +509,7 @@ impl Runtime {
     }
 
     /// [`Runtime::publish`]; `join`: the delta of the server's first listing (see
-    /// [`crate::Session::queue`]).
+    /// [`DeltaListener::queue`]).
     pub(super) fn publish_as(&self, server: &str, delta: &Delta, join: bool) {
         if delta.is_empty() {
             return;

@@ -27,6 +27,7 @@ use roster_core::skills::{InvalidSkill, SkillSource, load};
 pub use dir::{
     DEFAULT_MAX_SKILL_FILE_SIZE, SkillDirScan, UnreadableSkill, read_skill_file, scan_skills_dir,
 };
+pub use owner_only::ensure_state_dir;
 pub use pins::{
     DecidedBy, Decision, PinBook, PinRecord, PinStore, PinWrite, PinsAt, ReviewEntry, ReviewRecord,
     STORE_FILE, ServerPins, now_ms,

@@ -15,6 +15,20 @@ use std::path::Path;
 /// own mode; one left by an older roster is narrowed with the database.
 const SQLITE_SIDE_FILES: [&str; 3] = ["-wal", "-shm", "-journal"];
 
+/// Creates the state directory `dir` (and missing parents) owner-only, or leaves an existing
+/// one exactly as it is: roster never changes the mode of a directory it did not create
+/// (`state_dir = "."` must not lock anyone out of their working directory).
+pub fn ensure_state_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// Opens `path` with `options`, creating it 0600 if it does not exist and narrowing it to its
 /// owner if it does.
 pub(crate) fn open(path: &Path, options: &mut OpenOptions) -> io::Result<File> {

@@ -446,7 +446,7 @@ impl PinStore {
     /// Opens (creating the state directory and the file if needed) the store in `state_dir`.
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
         let path = PinStore::path_in(state_dir);
-        crate::inbox::ensure_state_dir(state_dir).map_err(|source| StoreError::StateDir {
+        super::ensure_state_dir(state_dir).map_err(|source| StoreError::StateDir {
             path: state_dir.to_owned(),
             source,
         })?;
