@@ -27,6 +27,7 @@ mod memory;
 pub use memory::tune_for_serving;
 pub mod metrics;
 pub mod oauth;
+pub mod reviews;
 mod roster;
 pub mod servers;
 mod session;

@@ -5,7 +5,7 @@
 //! Server-rendered HTML with one small script (`assets/app.js`) that re-reads the page's
 //! `<main>` every few seconds; every form works without it. Every action goes through the code
 //! the CLI and the admin socket use: [`admin::run_inbox`] for the inbox, `Roster::refresh_server`
-//! and `Roster::restart_server` for servers, [`crate::cli::tools::select`] and
+//! and `Roster::restart_server` for servers, [`crate::reviews::select`] and
 //! [`crate::store::PinStore::decide`] for pins.
 //!
 //! Nobody gets in without a credential: the admin token (`[gateway] admin_token_env`), typed into

@@ -348,7 +348,7 @@ fn pin_state(view: &View<'_>, book: Option<&PinBook>, server: &str, tool: &str) 
 /// The waiting definitions, each with approve and reject.
 fn waiting_table(
     view: &View<'_>,
-    pending: &[crate::cli::tools::Pending],
+    pending: &[crate::reviews::Pending],
     back: (&str, &str),
 ) -> String {
     let mut out = format!(
@@ -360,7 +360,7 @@ fn waiting_table(
         esc(&view.t("ui.servers.actions")),
     );
     for p in pending {
-        let name = crate::cli::tools::visible(&p.name);
+        let name = crate::reviews::visible(&p.name);
         let _ = write!(
             out,
             "<tr data-tool=\"{n}\"><td class=\"name\"><a href=\"/ui/tool?name={q}\">{n}</a></td><td>{kind}</td>\
@@ -369,7 +369,7 @@ fn waiting_table(
             q = query_escape(&p.name),
             kind = esc(&state_word(view, "pin_kind", p.kind.as_str())),
             state = esc(&state_word(view, "pin_state", p.state.as_str())),
-            summary = esc(&crate::cli::tools::visible(&p.summary)),
+            summary = esc(&crate::reviews::visible(&p.summary)),
             approve = button(
                 view,
                 "approve",
@@ -396,7 +396,7 @@ pub(super) fn tools(view: &View<'_>) -> (String, String) {
     let (book, naming) = pin_book(view);
     let pending = book
         .as_ref()
-        .map(|b| crate::cli::tools::pending(b, &naming))
+        .map(|b| crate::reviews::pending(b, &naming))
         .unwrap_or_default();
     let mut out = format!("<h1>{}</h1>", esc(&title));
     if !pending.is_empty() {
@@ -481,7 +481,7 @@ pub(super) fn tools(view: &View<'_>) -> (String, String) {
             n = esc(&tool.exposed_name),
             q = query_escape(&tool.exposed_name),
             server = esc(&tool.server),
-            description = esc(&crate::cli::tools::visible(description)),
+            description = esc(&crate::reviews::visible(description)),
             pin = esc(&pin_state(
                 view,
                 book.as_ref(),
@@ -506,7 +506,7 @@ pub(super) fn tool(view: &View<'_>) -> (String, String) {
         .find(|t| t.exposed_name == name);
     let pending: Vec<_> = book
         .as_ref()
-        .map(|b| crate::cli::tools::pending(b, &naming))
+        .map(|b| crate::reviews::pending(b, &naming))
         .unwrap_or_default()
         .into_iter()
         .filter(|p| {
@@ -519,7 +519,7 @@ pub(super) fn tool(view: &View<'_>) -> (String, String) {
     let mut out = format!(
         "<p><a href=\"/ui/tools\">← {}</a></p><h1 class=\"name\">{}</h1>",
         esc(&view.t("ui.nav.tools")),
-        esc(&crate::cli::tools::visible(name))
+        esc(&crate::reviews::visible(name))
     );
     if live.is_none() && pending.is_empty() {
         let _ = write!(
@@ -550,7 +550,7 @@ pub(super) fn tool(view: &View<'_>) -> (String, String) {
             "<section class=\"review\"><h2>{}</h2>{}<pre class=\"diff\">{}</pre>",
             esc(&view.t("ui.tools.waiting")),
             waiting_table(view, std::slice::from_ref(p), ("tool", name)),
-            esc(&crate::cli::tools::visible(&p.diff)),
+            esc(&crate::reviews::visible(&p.diff)),
         );
         if !p.hidden.is_empty() {
             let _ = write!(out, "<h3>{}</h3><ul>", esc(&view.t("ui.tools.hidden")));
@@ -567,7 +567,7 @@ pub(super) fn tool(view: &View<'_>) -> (String, String) {
             out,
             "<h2>{}</h2><pre class=\"definition\">{}</pre>",
             esc(&view.t("ui.tools.definition")),
-            esc(&crate::cli::tools::visible(&definition))
+            esc(&crate::reviews::visible(&definition))
         );
     }
     (name.to_owned(), out)
@@ -584,9 +584,9 @@ pub(super) fn decide(
     let (dir, naming) = gateway.roster().pins_place();
     let dir = dir.ok_or("this gateway keeps its pins in memory; nothing can be decided here")?;
     let dir = &dir;
-    let done = crate::cli::tools::decide(dir, &naming, decision, &[name.to_owned()], &[], false)
+    let done = crate::reviews::decide(dir, &naming, decision, &[name.to_owned()], &[], false)
         .map_err(|e| format!("{e:#}"))?;
-    let shown = crate::cli::tools::visible(name);
+    let shown = crate::reviews::visible(name);
     if done.is_none_or(|done| done.decided.is_empty()) {
         return Err(format!(
             "{shown} no longer waits for a decision (the gateway settled it)"
