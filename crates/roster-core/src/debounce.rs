@@ -4,10 +4,13 @@
 //! re-lists once, after the storm subsides. Each notification (re)starts the countdown; when
 //! `window` passes without another one, [`Debouncer::poll`] returns one [`Fire`].
 //!
-//! With the leading edge on ([`Debouncer::set_leading`]), the first notification of a quiet
-//! server fires at once — a lone change is announced as soon as it is listed, not a window
-//! later — and what follows within a window of that fire is coalesced into one trailing fire:
-//! a storm costs at most two refreshes (more only when it outlasts `max_wait`).
+//! With the leading edge on ([`Debouncer::set_leading`]), a notification fires at once when
+//! no refresh is running and fewer than [`LEADING_BUDGET`] fired at once in the last window —
+//! a change is announced as soon as it is listed, not a window later, and so is the next one a
+//! client makes after seeing it. What arrives while a refresh runs (the caller says when it is
+//! done with [`Debouncer::completed`]), or past the budget, is coalesced into one trailing
+//! fire: a storm that arrives faster than a listing costs two refreshes, a slower one at most
+//! [`LEADING_BUDGET`] + 1 per window (more only when it outlasts `max_wait`).
 //!
 //! The window is captured when a refresh is scheduled (the first notification of a storm):
 //! changing it with [`Debouncer::set_window`] while a countdown runs affects the next storm,
@@ -20,6 +23,9 @@ use crate::schedule::saturating_add;
 
 /// The window used when the config sets none: 500 ms.
 pub const DEFAULT_WINDOW: Duration = Duration::from_millis(500);
+
+/// How many refreshes may fire on the leading edge within one window.
+pub const LEADING_BUDGET: usize = 3;
 
 /// A debounce window that cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -79,9 +85,10 @@ pub struct Debouncer {
     window: Duration,
     max_wait: Option<Duration>,
     leading: bool,
-    /// Until when, after the last fire, a notification starts a trailing countdown instead of
-    /// firing at once (with the leading edge on).
-    quiet_from: Option<Instant>,
+    /// When the last [`LEADING_BUDGET`] leading fires were, each with the window it had.
+    leading_fires: [Option<(Instant, Duration)>; LEADING_BUDGET],
+    /// A fired refresh has not [`Debouncer::completed`] yet.
+    in_flight: bool,
     pending: Option<Pending>,
     refreshes: u64,
     coalesced: u64,
@@ -101,7 +108,8 @@ impl Debouncer {
             window,
             max_wait: None,
             leading: false,
-            quiet_from: None,
+            leading_fires: [None; LEADING_BUDGET],
+            in_flight: false,
             pending: None,
             refreshes: 0,
             coalesced: 0,
@@ -137,8 +145,9 @@ impl Debouncer {
         self.max_wait = max_wait;
     }
 
-    /// Turns the leading edge on or off (off by default): on, the first notification after a
-    /// window with no fire fires at once, and only what follows it waits for the trailing edge.
+    /// Turns the leading edge on or off (off by default): on, a notification fires at once
+    /// when no refresh is running and the leading budget of the last window is not spent; the
+    /// rest waits for the trailing edge.
     pub fn set_leading(&mut self, leading: bool) {
         self.leading = leading;
     }
@@ -150,7 +159,7 @@ impl Debouncer {
 
     /// A notification arrived at `now`: schedules a refresh `window` later, or pushes the
     /// running countdown back to `now + window` (the window it was scheduled with). With the
-    /// leading edge on and no fire in the last window, the refresh is due at once.
+    /// leading edge on, no refresh running and budget left, the refresh is due at once.
     pub fn on_notification(&mut self, now: Instant) {
         match &mut self.pending {
             Some(pending) => {
@@ -159,17 +168,31 @@ impl Debouncer {
                 pending.notifications = pending.notifications.saturating_add(1);
             }
             None => {
-                let quiet = self.quiet_from.is_none_or(|from| now >= from);
+                let leading = self.leading && !self.in_flight && self.leading_budget_left(now);
                 self.pending = Some(Pending {
                     window: self.window,
                     max_wait: self.max_wait,
                     first: now,
                     last: now,
                     notifications: 1,
-                    leading: self.leading && quiet,
+                    leading,
                 });
             }
         }
+    }
+
+    /// Whether fewer than [`LEADING_BUDGET`] refreshes fired on the leading edge within the
+    /// window before `now`.
+    fn leading_budget_left(&self, now: Instant) -> bool {
+        self.leading_fires
+            .iter()
+            .any(|fire| fire.is_none_or(|(at, window)| now >= saturating_add(at, window)))
+    }
+
+    /// The refresh a fire started is done: a notification from now on may fire at once again.
+    /// A caller using the leading edge calls this after each refresh it runs.
+    pub fn completed(&mut self) {
+        self.in_flight = false;
     }
 
     /// When the pending refresh fires, if one is pending: set a timer for it and then
@@ -191,7 +214,16 @@ impl Debouncer {
             return None;
         }
         self.pending = None;
-        self.quiet_from = Some(saturating_add(now, pending.window));
+        self.in_flight = true;
+        if pending.leading {
+            // The oldest leading fire gives its place to this one.
+            let oldest = self
+                .leading_fires
+                .iter_mut()
+                .min_by_key(|fire| fire.map(|(at, _)| at))
+                .expect("the budget is not empty");
+            *oldest = Some((now, pending.window));
+        }
         self.refreshes = self.refreshes.saturating_add(1);
         self.coalesced = self
             .coalesced
@@ -393,7 +425,7 @@ mod tests {
     }
 
     #[test]
-    fn with_the_leading_edge_a_quiet_server_fires_at_once_and_a_storm_costs_two() {
+    fn with_the_leading_edge_a_quiet_server_fires_at_once_and_a_fast_storm_costs_two() {
         let mut d = Debouncer::new(ms(500));
         d.set_leading(true);
         let t0 = Instant::now();
@@ -405,24 +437,62 @@ mod tests {
             fire.notifications, 2,
             "what came before the fire rides on it"
         );
-        // The rest of the storm, within the window: one trailing fire.
+        // The rest of the storm arrives while that refresh runs: one trailing fire.
         for i in 1..=1000u64 {
             d.on_notification(t0 + Duration::from_micros(i * 100));
         }
+        d.completed();
         let last = t0 + Duration::from_micros(100_000);
         assert_eq!(d.deadline(), Some(last + ms(500)));
         assert_eq!(d.poll(last + ms(499)), None);
         let fire = d.poll(last + ms(500)).expect("the trailing edge");
         assert_eq!(fire.notifications, 1000);
-        assert_eq!(d.refresh_count(), 2, "a storm costs at most two refreshes");
-        // Quiet again for a window since that fire: the next change fires at once.
+        assert_eq!(d.refresh_count(), 2, "a fast storm costs two refreshes");
+        d.completed();
+        // The next change, once that refresh is done, fires at once.
         let later = last + ms(1_000);
         d.on_notification(later);
         assert_eq!(d.deadline(), Some(later));
-        // A change within a window of the last fire waits for the trailing edge.
-        assert!(d.poll(later).is_some());
-        d.on_notification(later + ms(10));
-        assert_eq!(d.deadline(), Some(later + ms(510)));
+    }
+
+    #[test]
+    fn changes_one_after_another_fire_at_once_up_to_the_budget_per_window() {
+        let mut d = Debouncer::new(ms(500));
+        d.set_leading(true);
+        let t0 = Instant::now();
+        // A client sees each change, and the server makes the next one 5 ms later.
+        for round in 0..LEADING_BUDGET as u64 {
+            let at = t0 + ms(round * 5);
+            d.on_notification(at);
+            assert_eq!(d.deadline(), Some(at), "change {round} is due at once");
+            assert!(d.poll(at).is_some());
+            d.completed();
+        }
+        // The budget of this window is spent: the next change waits for the trailing edge.
+        let past = t0 + ms(LEADING_BUDGET as u64 * 5);
+        d.on_notification(past);
+        assert_eq!(d.deadline(), Some(past + ms(500)));
+        assert!(d.poll(past + ms(500)).is_some());
+        d.completed();
+        // A window after the first leading fire, its place in the budget is free again.
+        let next = past + ms(501);
+        d.on_notification(next);
+        assert_eq!(d.deadline(), Some(next));
+    }
+
+    #[test]
+    fn a_change_during_a_refresh_waits_for_the_trailing_edge() {
+        let mut d = Debouncer::new(ms(500));
+        d.set_leading(true);
+        let t0 = Instant::now();
+        d.on_notification(t0);
+        assert!(d.poll(t0).is_some());
+        d.on_notification(t0 + ms(1));
+        assert_eq!(
+            d.deadline(),
+            Some(t0 + ms(501)),
+            "the running refresh may not have seen it"
+        );
     }
 
     proptest! {

@@ -8,8 +8,9 @@
 //! For servers the runtime records the notification as staleness in the schedule first (the
 //! next turn lists the server and answers fresh); the hook's re-list there takes only what is
 //! still stale when it fires, so it is the background re-list for when no turn comes. Servers'
-//! hooks fire on the leading edge too ([`RefreshHook::leading`]): a quiet server's first
-//! `list_changed` is listed at once, and its delta announced as soon as it is known.
+//! hooks fire on the leading edge too ([`RefreshHook::leading`]): a `list_changed` that comes
+//! when no re-list runs is listed at once (up to the core's leading budget per window), and its
+//! delta announced as soon as it is known.
 //! The skill refresh uses the hook as it is.
 
 use crate::sync::lock;
@@ -88,9 +89,10 @@ impl RefreshHook {
         Self::start(Debouncer::new(window), relist)
     }
 
-    /// A hook that re-lists a quiet server at once (the leading edge) and coalesces what
-    /// follows within `window` into one trailing re-list: a lone change is announced as soon
-    /// as it is listed, and a storm costs at most two listings.
+    /// A hook that re-lists at once (the leading edge) when no re-list runs and the leading
+    /// budget of the last `window` is not spent, and coalesces the rest into one trailing
+    /// re-list: a change is announced as soon as it is listed, a storm that comes faster than
+    /// a listing costs two listings, a slower one at most four per window.
     pub fn leading(window: Duration, relist: Relist) -> Result<Self, RefreshHookError> {
         let mut debouncer = Debouncer::new(window);
         debouncer.set_leading(true);
@@ -203,6 +205,7 @@ async fn run(inner: Arc<Inner>, relist: Relist) {
                 _ = relist() => {}
                 _ = inner.stop.cancelled() => return,
             }
+            inner.debouncer().completed();
         }
     }
 }
