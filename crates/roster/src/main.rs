@@ -338,15 +338,12 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!("skill left out: {problem}");
     }
     let skills = Arc::new(skills);
-    // Replicas share their state through `[store]`: without it nothing starts.
-    let store = match &config.store {
-        Some(store) => Some(
-            roster::store::postgres::Pg::for_config(store)
-                .map_err(anyhow::Error::from)
-                .map_err(|e| e.context("cannot reach the [store] database replicas share"))?,
-        ),
-        None => None,
-    };
+    // Replicas share their state through `[store]`: without it nothing starts. Made once,
+    // passed to everything that keeps state.
+    let stores = roster::store::Stores::open(config.store.as_ref(), &config.gateway.state_dir)
+        .map_err(anyhow::Error::from)
+        .map_err(|e| e.context("cannot reach the [store] database replicas share"))?;
+    let store = stores.shared().cloned();
     // One gateway owns a state directory's inbox; another one on the same directory (a second
     // stdio client) runs without it, and without the `channels` tool. A shared inbox has no
     // owner: every replica has it.
@@ -386,7 +383,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         on_reconcile: None,
         // Pins outlive the process: a redefined tool is caught after a restart too.
         pins_dir: Some(config.gateway.state_dir.clone()),
-        pins_store: store.clone(),
+        stores: Some(stores.clone()),
         // Serving starts at once; a request waits for what it needs of servers still starting.
         wait_for_servers: false,
     };

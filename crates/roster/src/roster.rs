@@ -133,8 +133,10 @@ pub struct RosterOptions {
     /// The state directory whose store keeps tool pins across restarts (`roster serve` gives
     /// `[gateway] state_dir`). `None`: pins live as long as this roster.
     pub pins_dir: Option<std::path::PathBuf>,
-    /// The store replicas share (`[store]`): pins live there instead of in `pins_dir`.
-    pub pins_store: Option<crate::store::postgres::Pg>,
+    /// Where roster's state lives (see [`crate::store::Stores`]): OAuth tokens, and pins
+    /// when it is the store replicas share (`[store]`; else pins follow `pins_dir`).
+    /// `None`: the state dir's (`[gateway] state_dir`).
+    pub stores: Option<crate::store::Stores>,
     /// Whether [`Roster::start_with`] waits (at most `[gateway] startup_wait`) for the servers'
     /// first connection attempts. Default `true`. `roster serve` does not: it answers at once,
     /// and a request's turn waits for what it needs of servers still starting (a list, at
@@ -148,7 +150,7 @@ impl Default for RosterOptions {
             sink: Arc::new(LogSink),
             on_reconcile: None,
             pins_dir: None,
-            pins_store: None,
+            stores: None,
             wait_for_servers: true,
         }
     }
@@ -190,9 +192,11 @@ impl Drop for Lifetime {
 #[derive(Clone)]
 pub struct Roster {
     rt: Arc<Runtime>,
-    /// Where the pin store lives (`RosterOptions::pins_dir` or `pins_store`); `None`: in
-    /// memory.
+    /// Where the pin store lives (`RosterOptions::pins_dir`, or the shared store); `None`:
+    /// in memory.
     pins_at: Option<crate::store::PinsAt>,
+    /// Where roster's state lives.
+    stores: crate::store::Stores,
     default_session: Arc<Session>,
     _lifetime: Arc<Lifetime>,
 }
@@ -219,7 +223,10 @@ impl Roster {
         config.gateway.schedule_config().validate()?;
         let startup_wait = config.gateway.startup_wait;
         let running = config.clone();
-        let (store, pins_at) = match (&options.pins_store, &options.pins_dir) {
+        let stores = options
+            .stores
+            .unwrap_or_else(|| crate::store::Stores::embedded(&config.gateway.state_dir));
+        let (store, pins_at) = match (stores.shared(), &options.pins_dir) {
             (Some(pg), _) => (
                 PinStore::shared(pg)?,
                 Some(crate::store::PinsAt::Shared(pg.clone())),
@@ -237,6 +244,7 @@ impl Roster {
             options.sink,
             options.on_reconcile,
             Pinning::new(store)?,
+            stores.tokens(),
         );
         *lock(&rt.running) = running;
         let lifetime = Arc::new(Lifetime(rt.clone()));
@@ -251,6 +259,7 @@ impl Roster {
         Ok(Roster {
             rt,
             pins_at,
+            stores,
             default_session,
             _lifetime: lifetime,
         })
@@ -764,6 +773,12 @@ impl Roster {
     /// The `[gateway]` table that runs now.
     pub(crate) fn running_gateway(&self) -> crate::config::GatewayConfig {
         lock(&self.rt.running).gateway.clone()
+    }
+
+    /// Where this roster's state lives: what a login made beside it (`roster::oauth`) must
+    /// write to for the running servers to see it.
+    pub fn stores(&self) -> &crate::store::Stores {
+        &self.stores
     }
 
     /// The pin store a person decides in (`None`: pins live in memory), and the naming that

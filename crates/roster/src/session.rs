@@ -287,6 +287,7 @@ mod tests {
             Arc::new(LogSink),
             None,
             crate::servers::pinning::Pinning::in_memory(),
+            crate::store::Stores::in_memory().tokens(),
         )
     }
 

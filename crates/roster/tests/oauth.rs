@@ -356,14 +356,16 @@ fn a_legacy_sse_server_behind_oauth_serves_its_tools_after_a_login() {
 async fn a_headless_login_then_a_connection_lists_the_servers_tools() {
     let (_server, url) = protected_server("streamable-http", 3600);
     let dir = tempfile::tempdir().expect("temp dir");
-    let oauth = roster::config::OAuthConfig::new(roster::store::tokens_path(dir.path()));
+    let oauth = roster::config::OAuthConfig::new();
+    let tokens = roster::store::Stores::embedded(dir.path()).tokens();
     let mut server = roster::config::ServerConfig::http(&url);
     server.oauth = Some(oauth.clone());
     let notifications = roster::servers::Notifications::new();
 
-    let refused = roster::servers::Connection::connect("notes", &server, notifications.clone())
-        .await
-        .expect_err("no token yet");
+    let refused =
+        roster::servers::Connection::connect("notes", &server, notifications.clone(), &tokens)
+            .await
+            .expect_err("no token yet");
     let roster::servers::ConnectError::NeedsLogin { challenge, .. } = refused else {
         panic!("expected needs-login, got {refused}");
     };
@@ -374,13 +376,14 @@ async fn a_headless_login_then_a_connection_lists_the_servers_tools() {
         "{challenge:?}"
     );
 
-    let outcome = roster::oauth::login_headless("notes", &url, &oauth, challenge.as_deref())
-        .await
-        .expect("headless login");
+    let outcome =
+        roster::oauth::login_headless("notes", &url, &oauth, &tokens, challenge.as_deref())
+            .await
+            .expect("headless login");
     assert_eq!(outcome.scopes, vec!["mcp".to_owned()]);
     assert!(outcome.refreshable);
 
-    let connection = roster::servers::Connection::connect("notes", &server, notifications)
+    let connection = roster::servers::Connection::connect("notes", &server, notifications, &tokens)
         .await
         .expect("connects with the token");
     let listing = connection.list_tools().await.expect("lists");

@@ -50,9 +50,14 @@ async fn exercise(config: ServerConfig, expect_legacy: bool) {
     notifications.add_notification_listener(move |event| {
         sink.lock().expect("lock").push(event.method().to_owned());
     });
-    let conn = Connection::connect("dyn", &config, notifications)
-        .await
-        .expect("connects");
+    let conn = Connection::connect(
+        "dyn",
+        &config,
+        notifications,
+        &roster::store::Stores::in_memory().tokens(),
+    )
+    .await
+    .expect("connects");
     assert_eq!(
         conn.negotiated().legacy,
         expect_legacy,
@@ -102,6 +107,7 @@ async fn garbage_on_stdout_is_dropped() {
         "junk",
         &dynamic_stdio(Era::Legacy, &["--garbage"]),
         Notifications::new(),
+        &roster::store::Stores::in_memory().tokens(),
     )
     .await
     .expect("connects despite the banner");
@@ -128,6 +134,7 @@ async fn call_timeout_cancels_and_progress_passes_through() {
         "slow",
         &dynamic_stdio(Era::Legacy, &[]),
         Notifications::new(),
+        &roster::store::Stores::in_memory().tokens(),
     )
     .await
     .expect("connects");
@@ -216,9 +223,14 @@ async fn throttled(extra: &[&str], era: Era) -> (common::KillOnDrop, Connection)
         headers: Default::default(),
     };
     config.era = era;
-    let conn = Connection::connect("dyn", &config, Notifications::new())
-        .await
-        .expect("connects");
+    let conn = Connection::connect(
+        "dyn",
+        &config,
+        Notifications::new(),
+        &roster::store::Stores::in_memory().tokens(),
+    )
+    .await
+    .expect("connects");
     conn.list_tools().await.expect("lists");
     (server, conn)
 }
@@ -293,6 +305,7 @@ async fn process_exit_closes_the_connection() {
         "dies",
         &dynamic_stdio(Era::Legacy, &[]),
         Notifications::new(),
+        &roster::store::Stores::in_memory().tokens(),
     )
     .await
     .expect("connects");
@@ -315,9 +328,14 @@ async fn process_exit_closes_the_connection() {
 #[tokio::test]
 async fn client_cancel_sends_cancelled() {
     common::init_tracing();
-    let conn = Connection::connect("slow", &dynamic_stdio(Era::Auto, &[]), Notifications::new())
-        .await
-        .expect("connects");
+    let conn = Connection::connect(
+        "slow",
+        &dynamic_stdio(Era::Auto, &[]),
+        Notifications::new(),
+        &roster::store::Stores::in_memory().tokens(),
+    )
+    .await
+    .expect("connects");
     let token = tokio_util::sync::CancellationToken::new();
     let canceller = token.clone();
     tokio::spawn(async move {
@@ -368,9 +386,14 @@ async fn listing_pages_to_the_end_and_keeps_unknown_fields() {
     );
     // `execution` is a 2025-11-25 field (the 2026-07-28 schema moved tasks out of Tool).
     config.era = Era::Legacy;
-    let conn = Connection::connect("paged", &config, Notifications::new())
-        .await
-        .expect("connects");
+    let conn = Connection::connect(
+        "paged",
+        &config,
+        Notifications::new(),
+        &roster::store::Stores::in_memory().tokens(),
+    )
+    .await
+    .expect("connects");
     let listing = conn.list_tools().await.expect("lists");
     assert_eq!(listing.pages, 3);
     let names: Vec<_> = listing.tools.iter().map(|t| t.name.clone()).collect();
@@ -401,9 +424,14 @@ async fn sse_server_going_away_closes_the_connection() {
         headers: Default::default(),
     };
     config.era = Era::Legacy;
-    let conn = Connection::connect("web", &config, Notifications::new())
-        .await
-        .expect("connects");
+    let conn = Connection::connect(
+        "web",
+        &config,
+        Notifications::new(),
+        &roster::store::Stores::in_memory().tokens(),
+    )
+    .await
+    .expect("connects");
     conn.list_tools().await.expect("lists");
     server.0.kill().expect("kill the SSE server");
     let _ = server.0.wait();
@@ -423,6 +451,7 @@ async fn invalid_utf8_and_a_flood_on_stderr_do_not_block_the_server() {
         "dyn",
         &dynamic_stdio(Era::Legacy, &[]),
         Notifications::new(),
+        &roster::store::Stores::in_memory().tokens(),
     )
     .await
     .expect("connects");
@@ -478,9 +507,14 @@ async fn closing_kills_the_grandchildren_of_a_wrapper() {
         ],
     );
     config.era = Era::Legacy;
-    let conn = Connection::connect("wrapped", &config, Notifications::new())
-        .await
-        .expect("connects through the wrapper");
+    let conn = Connection::connect(
+        "wrapped",
+        &config,
+        Notifications::new(),
+        &roster::store::Stores::in_memory().tokens(),
+    )
+    .await
+    .expect("connects through the wrapper");
     let grandchild: u32 = std::fs::read_to_string(&pid_file)
         .expect("the wrapper wrote the grandchild's pid")
         .trim()

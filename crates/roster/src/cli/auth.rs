@@ -103,6 +103,11 @@ fn oauth_server<'c>(
 /// Runs one `roster auth` command.
 pub fn run(command: AuthCommand, config_path: &Path) -> anyhow::Result<()> {
     let config = load(config_path)?;
+    // Where the tokens live: the [store] replicas share, else the state dir (opened at first
+    // use, so a config error is named before the database is dialled).
+    let tokens = || -> anyhow::Result<_> {
+        Ok(crate::store::Stores::open(config.store.as_ref(), &config.gateway.state_dir)?.tokens())
+    };
     match command {
         AuthCommand::Login(args) => {
             let (url, oauth) = oauth_server(&config, &args.server)?;
@@ -128,6 +133,7 @@ pub fn run(command: AuthCommand, config_path: &Path) -> anyhow::Result<()> {
                 &args.server,
                 url,
                 &oauth,
+                &tokens()?,
                 None,
                 browser,
                 args.timeout,
@@ -152,12 +158,13 @@ pub fn run(command: AuthCommand, config_path: &Path) -> anyhow::Result<()> {
             println!("{}", text("cli.auth.picked_up", &[]));
         }
         AuthCommand::Status(args) => {
+            let tokens = tokens()?;
             let mut rows = Vec::new();
             for name in &config.server_order {
                 let Ok((url, oauth)) = oauth_server(&config, name) else {
                     continue;
                 };
-                let status = oauth::status(name, url, oauth)?;
+                let status = oauth::status(name, url, &tokens)?;
                 rows.push((name.as_str(), url, oauth.grant, status));
             }
             if args.json {
@@ -182,8 +189,8 @@ pub fn run(command: AuthCommand, config_path: &Path) -> anyhow::Result<()> {
             }
         }
         AuthCommand::Logout(args) => {
-            let (_, oauth) = oauth_server(&config, &args.server)?;
-            if oauth::logout(&args.server, oauth)? {
+            oauth_server(&config, &args.server)?;
+            if oauth::logout(&args.server, &*tokens()?)? {
                 println!(
                     "{}",
                     text("cli.auth.logged_out", &[("server", &args.server)])

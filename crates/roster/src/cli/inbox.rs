@@ -331,7 +331,7 @@ fn shared_store(config_path: &Path) -> anyhow::Result<Option<crate::store::postg
         return Ok(None);
     };
     match config.store {
-        Some(store) => Ok(Some(crate::store::postgres::Pg::for_config(&store)?)),
+        Some(store) => Ok(Some(crate::store::postgres::Pg::connect(&store)?)),
         None => Ok(None),
     }
 }

@@ -198,7 +198,8 @@ async fn log_in_if_asked(
     let Some(oauth) = oauth else {
         return Ok(false);
     };
-    let step_up = crate::oauth::step_up_pending(PROBE_SERVER, oauth)?;
+    let tokens = roster.stores().tokens();
+    let step_up = crate::oauth::step_up_pending(PROBE_SERVER, &*tokens)?;
     if !step_up && probe_state(roster)?.state != ServerState::NeedsLogin {
         return Ok(false);
     }
@@ -214,7 +215,7 @@ async fn log_in_if_asked(
         })
         .await?;
         let asked = probe_state(roster)?.logins_asked;
-        crate::oauth::login_headless(PROBE_SERVER, &spec.url, oauth, None).await?;
+        crate::oauth::login_headless(PROBE_SERVER, &spec.url, oauth, &tokens, None).await?;
         // Connected, or refused once more (it may pass through `connected` in a moment).
         wait_for(roster, spec, "connect after the login", |s| {
             s.state == ServerState::Connected || s.logins_asked > asked

@@ -137,9 +137,7 @@ pub fn pins_at(state_dir: Option<PathBuf>, config_path: &Path) -> anyhow::Result
     if let Ok(config) = crate::config::Config::load(config_path)
         && let Some(store) = &config.store
     {
-        return Ok(PinsAt::Shared(crate::store::postgres::Pg::for_config(
-            store,
-        )?));
+        return Ok(PinsAt::Shared(crate::store::postgres::Pg::connect(store)?));
     }
     Ok(PinsAt::Dir(resolve_state_dir(state_dir, config_path)?))
 }

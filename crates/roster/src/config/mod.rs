@@ -242,6 +242,9 @@ pub struct Config {
     pub store: Option<StoreConfig>,
 }
 
+/// The largest skill file roster reads, when `[skills] max_file_size` does not say (1 MiB).
+pub const DEFAULT_MAX_SKILL_FILE_SIZE: u64 = 1024 * 1024;
+
 /// `[store]`: where replicas share state (see `crate::store::postgres`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreConfig {
@@ -352,20 +355,15 @@ pub struct OAuthConfig {
     /// The HTTPS URL of roster's client ID metadata document, used when the authorization
     /// server supports them.
     pub client_metadata_url: Option<String>,
-    /// How tokens are got.
+    /// How tokens are got. (Where they are kept is the store's: `crate::store::Stores`.)
     pub grant: OAuthGrant,
-    /// The token store (`oauth/tokens.sqlite3` under the state dir).
-    pub tokens: PathBuf,
-    /// The store replicas share (`[store]`): tokens live there instead of in `tokens`, so a
-    /// login or a refresh on one replica serves them all.
-    pub shared: Option<StoreConfig>,
 }
 
 impl OAuthConfig {
     /// OAuth with everything discovered (dynamic client registration, the server's scopes,
-    /// any free loopback port), tokens kept in the store at `tokens`: what `auth = "oauth"`
-    /// says, for a caller without a config file (e.g. a conformance probe).
-    pub fn new(tokens: PathBuf) -> Self {
+    /// any free loopback port): what `auth = "oauth"` says, for a caller without a config
+    /// file (e.g. a conformance probe).
+    pub fn new() -> Self {
         OAuthConfig {
             client_id: None,
             client_secret_env: None,
@@ -373,9 +371,13 @@ impl OAuthConfig {
             redirect_port: None,
             client_metadata_url: None,
             grant: OAuthGrant::AuthorizationCode,
-            tokens,
-            shared: None,
         }
+    }
+}
+
+impl Default for OAuthConfig {
+    fn default() -> Self {
+        OAuthConfig::new()
     }
 }
 
@@ -671,7 +673,7 @@ impl Default for SkillsConfig {
     fn default() -> Self {
         SkillsConfig {
             paths: Vec::new(),
-            max_file_size: crate::store::DEFAULT_MAX_SKILL_FILE_SIZE,
+            max_file_size: DEFAULT_MAX_SKILL_FILE_SIZE,
         }
     }
 }

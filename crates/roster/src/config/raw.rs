@@ -395,7 +395,7 @@ impl Config {
             servers.insert(name, built);
         }
         let max_file_size = match &raw.skills.max_file_size {
-            None => crate::store::DEFAULT_MAX_SKILL_FILE_SIZE,
+            None => super::DEFAULT_MAX_SKILL_FILE_SIZE,
             Some(size) => parse_size(size).filter(|n| *n > 0).ok_or_else(|| {
                 ctx.invalid(
                     "skills.max_file_size",
@@ -451,9 +451,6 @@ impl Config {
             Some(store) => Some(build_store(&ctx, store)?),
             None => None,
         };
-        for oauth in servers.values_mut().filter_map(|s| s.oauth.as_mut()) {
-            oauth.shared = store.clone();
-        }
         Ok(Config {
             source: Some(path.to_owned()),
             server_order,
@@ -812,7 +809,7 @@ pub(super) fn build_server_keyed(
         Some(d) => ctx.duration(&format!("{key}.min_ttl"), d)?,
         None => gateway.min_ttl,
     };
-    let oauth = build_oauth(ctx, gateway, key, &transport, raw.auth, raw.oauth)?;
+    let oauth = build_oauth(ctx, key, &transport, raw.auth, raw.oauth)?;
     let skills = match raw.skills {
         None => SkillSync::all(),
         Some(RawSkillSync::On(enabled)) => SkillSync {
@@ -849,7 +846,6 @@ pub(super) fn build_server_keyed(
 /// `auth = "oauth"` and the `oauth` table: either says the server is behind OAuth.
 fn build_oauth(
     ctx: &Ctx<'_>,
-    gateway: &GatewayConfig,
     key: &str,
     transport: &TransportConfig,
     auth: Option<String>,
@@ -936,9 +932,6 @@ fn build_oauth(
         redirect_port: raw.redirect_port,
         client_metadata_url,
         grant,
-        tokens: crate::store::tokens_path(&gateway.state_dir),
-        // Set once `[store]` is read (see `build`).
-        shared: None,
     }))
 }
 

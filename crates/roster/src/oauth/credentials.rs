@@ -1,4 +1,4 @@
-//! One server's row of the [`TokenStore`] as rmcp's [`CredentialStore`]: what the OAuth client
+//! One server's record in the [`Tokens`] store as rmcp's [`CredentialStore`]: what the OAuth client
 //! saves (after a login, a refresh, a client-credentials exchange) is written through at once.
 
 use std::sync::Arc;
@@ -6,11 +6,11 @@ use std::sync::Arc;
 use rmcp::transport::auth::AuthError;
 use rmcp::transport::{CredentialStore, StoredCredentials};
 
-use crate::store::TokenStore;
+use crate::store::Tokens;
 
 /// One server's credentials in the token store, for the tokens got for `url` only.
 pub(crate) struct ServerCredentials {
-    pub(crate) store: Arc<TokenStore>,
+    pub(crate) store: Arc<dyn Tokens>,
     pub(crate) server: String,
     pub(crate) url: String,
 }

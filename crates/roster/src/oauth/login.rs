@@ -3,6 +3,7 @@
 //! by roster itself), the redirect received on a loopback port, the code exchanged for tokens
 //! that go to the token store.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::transport::auth::AuthorizationCallback;
@@ -13,8 +14,9 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{OAuthError, open_store, server_credentials};
+use super::{OAuthError, server_credentials};
 use crate::config::OAuthConfig;
+use crate::store::Tokens;
 
 /// The client name roster registers under (dynamic client registration).
 const CLIENT_NAME: &str = "roster";
@@ -50,19 +52,21 @@ pub struct LoginOutcome {
 
 /// Logs `server` (at `url`) in without a person: roster follows the authorization URL's
 /// redirects itself to its loopback callback, then exchanges the code. Tokens go to the
-/// store at `config.tokens`, where a running gateway picks them up. `challenge` is the
+/// `tokens`, where a running gateway picks them up. `challenge` is the
 /// `WWW-Authenticate` of a 401 or 403 (`insufficient_scope`: step-up) if the caller has one;
 /// `None`: roster asks the server for it.
 pub async fn login_headless(
     server: &str,
     url: &str,
     config: &OAuthConfig,
+    tokens: &Arc<dyn Tokens>,
     challenge: Option<&str>,
 ) -> Result<LoginOutcome, OAuthError> {
     login(
         server,
         url,
         config,
+        tokens,
         challenge,
         Browser::Headless,
         HEADLESS_WAIT,
@@ -73,18 +77,21 @@ pub async fn login_headless(
 
 /// Logs `server` (at `url`) in: discovery, registration, the authorization URL handed to
 /// `show` (and per `browser`), the redirect received on 127.0.0.1 (`redirect_port`, else any
-/// free port) within `wait`, its `state` checked, the code exchanged, the tokens stored.
+/// free port) within `wait`, its `state` checked, the code exchanged, the tokens stored in
+/// `tokens`.
+#[allow(clippy::too_many_arguments)] // the server, its settings and store, and how to ask
 pub async fn login(
     server: &str,
     url: &str,
     config: &OAuthConfig,
+    tokens: &Arc<dyn Tokens>,
     challenge: Option<&str>,
     browser: Browser,
     wait: Duration,
     show: impl FnOnce(&str),
 ) -> Result<LoginOutcome, OAuthError> {
     let flow = |e: rmcp::transport::AuthError| OAuthError::flow(server, e);
-    let store = open_store(config)?;
+    let store = tokens;
     let step_up = store.step_up(server)?;
     let challenge = match (challenge, &step_up) {
         (Some(c), _) => Some(c.to_owned()),
@@ -199,7 +206,7 @@ pub async fn login(
     store.clear_step_up(server)?;
     let (client_id, token) = session.get_credentials().await.map_err(flow)?;
     let token = token.and_then(|t| serde_json::to_value(t).ok());
-    let stored = server_credentials(open_store(config)?, server, url)
+    let stored = server_credentials(tokens.clone(), server, url)
         .read()
         .map_err(flow)?;
     tracing::info!(server, "logged in");

@@ -12,7 +12,7 @@
 //!   once ([`login`], `roster auth login`) or headless ([`login_headless`]: roster follows the
 //!   authorization URL's redirects itself, for authorization servers that approve at once);
 //!   or the client credentials grant, got by roster itself when the config says so. They are
-//!   kept per server in the owner-only [`TokenStore`], refreshed before they expire and once
+//!   kept per server in the [`Tokens`] store of the seam (`crate::store::Stores`), refreshed before they expire and once
 //!   when a server answers 401, and sent by rmcp's [`AuthClient`] on every request.
 //! - A server without a usable token answers 401: the connection fails with
 //!   [`crate::servers::ConnectError::NeedsLogin`], the server shows as `needs-login` and waits
@@ -34,7 +34,7 @@ use rmcp::transport::{AuthClient, AuthorizationManager, StoredCredentials};
 pub use login::{Browser, LoginOutcome, login, login_headless};
 
 use crate::config::{OAuthConfig, OAuthGrant};
-use crate::store::{StoreError, TokenStore};
+use crate::store::{StoreError, Tokens};
 use credentials::ServerCredentials;
 
 /// How often a server waiting for a login looks at the token store.
@@ -152,17 +152,8 @@ fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// The token store `config` names: the `[store]` database replicas share, else the file.
-pub(crate) fn open_store(config: &OAuthConfig) -> Result<Arc<TokenStore>, OAuthError> {
-    if let Some(shared) = &config.shared {
-        let pg = crate::store::postgres::Pg::for_config(shared)?;
-        return Ok(Arc::new(TokenStore::shared(&pg)?));
-    }
-    Ok(Arc::new(TokenStore::open(&config.tokens)?))
-}
-
 fn server_credentials(
-    store: Arc<TokenStore>,
+    store: Arc<dyn Tokens>,
     server: &str,
     url: &str,
 ) -> credentials::ServerCredentials {
@@ -187,9 +178,9 @@ fn client_secret(server: &str, config: &OAuthConfig) -> Result<Option<String>, O
     }
 }
 
-/// What `server`'s login looks like in the store at `config.tokens` (nothing is dialled).
-pub fn status(server: &str, url: &str, config: &OAuthConfig) -> Result<AuthStatus, OAuthError> {
-    let credentials = server_credentials(open_store(config)?, server, url);
+/// What `server`'s login looks like in `tokens` (nothing is dialled).
+pub fn status(server: &str, url: &str, tokens: &Arc<dyn Tokens>) -> Result<AuthStatus, OAuthError> {
+    let credentials = server_credentials(tokens.clone(), server, url);
     let stored = credentials
         .read()
         .map_err(|e| OAuthError::flow(server, e))?;
@@ -224,32 +215,32 @@ fn status_of(stored: Option<&StoredCredentials>, now: u64) -> AuthStatus {
 
 /// Forgets `server`'s tokens; `true` if it had some. A running gateway's next request to the
 /// server goes without a token, and the server then waits for a login.
-pub fn logout(server: &str, config: &OAuthConfig) -> Result<bool, OAuthError> {
-    Ok(open_store(config)?.clear(server)?)
+pub fn logout(server: &str, tokens: &dyn Tokens) -> Result<bool, OAuthError> {
+    Ok(tokens.clear(server)?)
 }
 
 /// When `server`'s row in the token store was last written (`None`: no row); what a server
 /// waiting for a login watches.
-pub fn stamp(server: &str, config: &OAuthConfig) -> Result<Option<i64>, OAuthError> {
-    Ok(open_store(config)?.stamp(server)?)
+pub fn stamp(server: &str, tokens: &dyn Tokens) -> Result<Option<i64>, OAuthError> {
+    Ok(tokens.stamp(server)?)
 }
 
 /// Records that `server` answered 403 `insufficient_scope` (`challenge`): until a login with
 /// the wider scope, its connections fail as needing one (step-up is a person's decision).
-pub fn record_step_up(server: &str, config: &OAuthConfig, challenge: &str) {
+pub fn record_step_up(server: &str, tokens: &dyn Tokens, challenge: &str) {
     tracing::warn!(
         server,
         "the server wants more scope than roster's token has; waiting for a login"
     );
-    if let Err(error) = open_store(config).and_then(|s| Ok(s.set_step_up(server, challenge)?)) {
+    if let Err(error) = tokens.set_step_up(server, challenge) {
         tracing::warn!(server, %error, "cannot record the step-up");
     }
 }
 
 /// Whether `server` waits for a login with more scope (a 403 `insufficient_scope` was
 /// recorded by [`record_step_up`] and no login has happened since).
-pub fn step_up_pending(server: &str, config: &OAuthConfig) -> Result<bool, OAuthError> {
-    Ok(open_store(config)?.step_up(server)?.is_some())
+pub fn step_up_pending(server: &str, tokens: &dyn Tokens) -> Result<bool, OAuthError> {
+    Ok(tokens.step_up(server)?.is_some())
 }
 
 /// `http`, sending `server`'s token with every request: refreshed when it is about to expire
@@ -260,10 +251,11 @@ pub async fn authorized<C>(
     server: &str,
     url: &str,
     config: &OAuthConfig,
+    tokens: &Arc<dyn Tokens>,
     http: C,
 ) -> Result<AuthClient<C>, OAuthError> {
     let flow = |e: AuthError| OAuthError::flow(server, e);
-    let store = open_store(config)?;
+    let store = tokens.clone();
     if let Some(challenge) = store.step_up(server)? {
         return Err(OAuthError::NeedsScope {
             server: server.to_owned(),

@@ -37,6 +37,7 @@ use super::stdio::ChildGuard;
 use super::tools_page::ToolsPage;
 use super::wire::{Direct, RawResults};
 use crate::config::{Era, ServerConfig, ServerLimits, TransportConfig};
+use crate::store::Tokens;
 
 /// One complete `tools/list`: every page, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -146,11 +147,13 @@ fn lifecycle(era: Era) -> ClientLifecycleMode {
 }
 
 impl Connection {
-    /// Connects to a server and completes its lifecycle.
+    /// Connects to a server and completes its lifecycle; an OAuth server's tokens are read
+    /// from (and refreshed into) `tokens`.
     pub async fn connect(
         server: &str,
         config: &ServerConfig,
         notifications: Arc<Notifications>,
+        tokens: &Arc<dyn Tokens>,
     ) -> Result<Connection, ConnectError> {
         let name: Arc<str> = Arc::from(server);
         let raw = RawResults::new();
@@ -194,10 +197,10 @@ impl Connection {
         // and the next one waits for the login.
         let step_up = CancellationToken::new();
         // Told each 403 `insufficient_scope`: recorded for the next login, and the connection ends.
-        let step_up_hook = |oauth: &crate::config::OAuthConfig| {
-            let (server, oauth, seen) = (server.to_owned(), oauth.clone(), step_up.clone());
+        let step_up_hook = |_: &crate::config::OAuthConfig| {
+            let (server, tokens, seen) = (server.to_owned(), tokens.clone(), step_up.clone());
             move |challenge: &str| {
-                crate::oauth::record_step_up(&server, &oauth, challenge);
+                crate::oauth::record_step_up(&server, &*tokens, challenge);
                 seen.cancel();
             }
         };
@@ -229,7 +232,7 @@ impl Connection {
                 TransportConfig::Sse { url, headers } => {
                     let auth = match &config.oauth {
                         Some(oauth) => Some(
-                            crate::oauth::authorized(server, url, oauth, ())
+                            crate::oauth::authorized(server, url, oauth, tokens, ())
                                 .await
                                 .map_err(|e| needs_scope(server, e))?,
                         ),
@@ -301,7 +304,7 @@ impl Connection {
                         }
                         Some(oauth) => {
                             let http = http.on_insufficient_scope(step_up_hook(oauth));
-                            let http = crate::oauth::authorized(server, url, oauth, http)
+                            let http = crate::oauth::authorized(server, url, oauth, tokens, http)
                                 .await
                                 .map_err(|e| needs_scope(server, e))?;
                             let transport = GatedTransport::new(

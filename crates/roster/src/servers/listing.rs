@@ -481,6 +481,7 @@ mod tests {
             Arc::new(LogSink),
             None,
             Pinning::in_memory(),
+            crate::store::Stores::in_memory().tokens(),
         );
         let slot = rt.slot("s").expect("slot");
         rt.mark_stale("s", ListKind::Tools);

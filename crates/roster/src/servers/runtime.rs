@@ -168,6 +168,8 @@ pub(crate) struct Runtime {
     pub(super) skills_handover: Mutex<()>,
     /// Pins, reviews and the tools withheld now.
     pub(crate) pinning: Pinning,
+    /// The OAuth servers' tokens (from the store's seam).
+    pub(crate) tokens: Arc<dyn crate::store::Tokens>,
     /// The configuration that runs: what a reload compares a new one with.
     pub(crate) running: Mutex<crate::config::Config>,
     /// The most verbose log level any client asked for; sent to every initialize-era server
@@ -213,6 +215,7 @@ impl Runtime {
         sink: Arc<dyn NotificationSink>,
         reconcile_hook: Option<ReconcileHook>,
         pinning: Pinning,
+        tokens: Arc<dyn crate::store::Tokens>,
     ) -> Arc<Runtime> {
         // Config order first; any server the order misses (a hand-built Config) by name.
         let mut ordered: Vec<&String> = order.iter().filter(|n| servers.contains_key(*n)).collect();
@@ -251,6 +254,7 @@ impl Runtime {
             skills_hook: RwLock::new(None),
             skills_handover: Mutex::new(()),
             pinning,
+            tokens,
             running: Mutex::new(crate::config::Config::with_servers(servers.clone())),
             log_level: Mutex::new(None),
             server_logs: broadcast::channel(64).0,

@@ -44,7 +44,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
             .config
             .oauth
             .as_ref()
-            .map(|oauth| crate::oauth::stamp(&slot.name, oauth).ok().flatten());
+            .map(|_| crate::oauth::stamp(&slot.name, &*rt.tokens).ok().flatten());
         // What this task awaits on the way to `watch` is boxed: the task lives as long as the
         // server, and its future would otherwise keep room for the largest of those steps
         // (connecting, listing) all that time — some 8 KiB a server.
@@ -54,6 +54,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
                 &slot.name,
                 &slot.config,
                 slot.notifications.clone(),
+                &rt.tokens,
             )),
         );
         let attempt = tokio::select! {
@@ -73,7 +74,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
                 tracing::warn!(server = %slot.name, %error, "waiting for a login");
                 rt.record_needs_login(&slot, &error);
                 slot.first_attempt.send_replace(true);
-                if !Box::pin(wait_for_login(&slot, login_seen.flatten())).await {
+                if !Box::pin(wait_for_login(&slot, &*rt.tokens, login_seen.flatten())).await {
                     return;
                 }
                 continue;
@@ -124,7 +125,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         rt.publish(&slot.name, &delta);
         rt.set_offerings(&slot.name, Default::default());
         if needs_login {
-            if !Box::pin(wait_for_login(&slot, login_seen.flatten())).await {
+            if !Box::pin(wait_for_login(&slot, &*rt.tokens, login_seen.flatten())).await {
                 return;
             }
             continue;
@@ -137,22 +138,10 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
 /// Waits until the server's row in the token store changes from `seen` (a login, or a
 /// logout: either is worth one more attempt); `false` on shutdown. Never retries on its own:
 /// a server that wants a person is not dialled in a loop.
-async fn wait_for_login(slot: &Slot, seen: Option<i64>) -> bool {
-    let Some(oauth) = &slot.config.oauth else {
+async fn wait_for_login(slot: &Slot, store: &dyn crate::store::Tokens, seen: Option<i64>) -> bool {
+    if slot.config.oauth.is_none() {
         return true;
-    };
-    let store = loop {
-        match crate::oauth::open_store(oauth) {
-            Ok(store) => break store,
-            Err(error) => {
-                tracing::warn!(server = %slot.name, %error, "cannot read the token store; trying again");
-                tokio::select! {
-                    _ = tokio::time::sleep(crate::oauth::LOGIN_POLL * 30) => {}
-                    _ = slot.stop.cancelled() => return false,
-                }
-            }
-        }
-    };
+    }
     loop {
         tokio::select! {
             _ = tokio::time::sleep(crate::oauth::LOGIN_POLL) => {}

@@ -16,8 +16,7 @@ use super::StoreError;
 /// Nesting deeper than this is not a namespace any more.
 const MAX_DEPTH: usize = 16;
 
-/// The largest skill file roster reads, when `[skills] max_file_size` does not say (1 MiB).
-pub const DEFAULT_MAX_SKILL_FILE_SIZE: u64 = 1024 * 1024;
+pub use crate::config::DEFAULT_MAX_SKILL_FILE_SIZE;
 
 /// The skill directories found under a root.
 #[derive(Debug, Default)]

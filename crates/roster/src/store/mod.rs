@@ -7,16 +7,21 @@
 //! replicas) can replace the embedded SQLite one.
 //!
 //! The same embedded SQLite file keeps the tool pins ([`PinStore`]): the approved definition of
-//! every tool and the definitions waiting for a person. OAuth tokens roster holds as a
-//! client of its servers are in a file of their own ([`TokenStore`]), owner-only.
+//! every tool and the definitions waiting for a person.
+//!
+//! [`Stores`] is the seam: made once from `[store]` or the state dir and passed down, one trait
+//! per concern (the OAuth [`Tokens`] so far), one folder per backend (`embedded/`,
+//! `postgres/`).
 
 mod dir;
+mod embedded;
 pub(crate) mod owner_only;
 mod pins;
 mod pins_shared;
 pub mod postgres;
 pub mod sessions;
 mod sqlite;
+mod stores;
 pub mod tasks;
 pub mod tls;
 mod tokens;
@@ -33,7 +38,8 @@ pub use pins::{
     STORE_FILE, ServerPins, now_ms,
 };
 pub use sqlite::SqliteStore;
-pub use tokens::{TOKENS_FILE, TokenRecord, TokenStore, tokens_path};
+pub use stores::Stores;
+pub use tokens::{TOKENS_FILE, TokenRecord, Tokens, tokens_path};
 
 /// Where skill sources are kept between runs.
 pub trait CatalogStore {

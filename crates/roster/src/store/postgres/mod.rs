@@ -10,6 +10,9 @@
 //!
 //! The schema is made by numbered migrations at start ([`MIGRATIONS`]), under an advisory lock
 //! so replicas starting together do not race; the applied ones are in `roster_schema`.
+//!
+//! The concerns behind the seam ([`super::Stores`]) have their PostgreSQL side here, one file
+//! each: [`tokens`].
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -23,6 +26,10 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::StoreError;
 use crate::config::StoreConfig;
+
+mod tokens;
+
+pub(crate) use tokens::PgTokens;
 
 /// The key of the advisory lock migrations run under.
 const MIGRATION_LOCK: i64 = 0x726f_7374_6572; // "roster"
@@ -209,20 +216,6 @@ impl Pg {
             stop: Arc::new(AtomicBool::new(false)),
             listeners: Arc::default(),
         })
-    }
-
-    /// The store for `[store]`, connected once per process and URL: every part of roster (the
-    /// inbox, sessions, pins, OAuth tokens) shares the one connection thread.
-    pub fn for_config(store: &StoreConfig) -> Result<Pg, StoreError> {
-        static CONNECTED: std::sync::Mutex<Vec<(StoreConfig, Pg)>> =
-            std::sync::Mutex::new(Vec::new());
-        let mut connected = crate::sync::lock(&CONNECTED);
-        if let Some((_, pg)) = connected.iter().find(|(config, _)| config == store) {
-            return Ok(pg.clone());
-        }
-        let pg = Pg::connect(store)?;
-        connected.push((store.clone(), pg.clone()));
-        Ok(pg)
     }
 
     /// The URL as configured, for messages.
