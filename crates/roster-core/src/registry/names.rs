@@ -7,7 +7,8 @@ use std::fmt;
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use super::{Changes, Entry, PairRef, ToolRegistry};
+use super::reconcile::Changes;
+use super::{Entry, PairRef, ToolRegistry};
 use crate::naming::{Collision, MAX_NAME_LEN, NATIVE_OWNER, is_native};
 
 /// A `BuildHasher` for the registry's maps: xxh3 keyed with a per-map random seed (taken from

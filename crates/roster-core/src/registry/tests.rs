@@ -1,8 +1,10 @@
 use super::*;
-use crate::naming::{NATIVE_OWNER, NamingMode};
+use crate::delta::Delta;
+use crate::naming::{NATIVE_OWNER, NamingMode, is_native};
+use crate::tool::{ToolLookup, ToolPresence};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 fn registry(servers: &[&str], mode: NamingMode) -> ToolRegistry {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::raw::{Ctx, RawDuration, RawToolFilter};
+use super::ctx::{Ctx, RawDuration, RawToolFilter};
 use super::{ConfigError, Permissions, ToolFilter};
 
 /// How much clock skew `exp` and `nbf` are checked with, unless `[auth] leeway` says.

@@ -7,7 +7,8 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde::Deserialize;
 
-use super::raw::{Ctx, RawServer, build_server_keyed};
+use super::ctx::Ctx;
+use super::raw_server::{RawServer, build_server_keyed};
 use super::{Config, ConfigError, EnvLookup, GatewayConfig, SkillsConfig};
 
 /// The `mcpServers` (Claude Desktop, Cursor) or `servers` (VS Code) JSON file.

@@ -136,6 +136,7 @@
 //! ```
 
 mod auth;
+mod ctx;
 pub(crate) mod diff;
 mod duration;
 mod env;
@@ -143,6 +144,8 @@ mod filter;
 mod mcp_json;
 mod metrics;
 mod raw;
+mod raw_gateway;
+mod raw_server;
 mod redact;
 mod state_dir;
 

@@ -2,64 +2,17 @@
 //! `unread` and `render` never see them), are answered by [`Inbox::confirm`], or `Expired` once
 //! their deadline passes or their server stops waiting.
 
-use std::fmt;
-use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::record::AuditRecord;
-use super::{EntryState, Inbox, InboxError, Inner, Seq, now_rfc3339, rfc3339};
-
-/// The id of a pending confirm (it shares the inbox's seq numbering).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ConfirmId(pub Seq);
-
-impl fmt::Display for ConfirmId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl FromStr for ConfirmId {
-    type Err = std::num::ParseIntError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        s.trim().trim_start_matches('#').parse().map(ConfirmId)
-    }
-}
-
-/// The answer a pending confirm gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ConfirmDecision {
-    /// A person said yes.
-    Confirmed,
-    /// A person said no, or cleared the inbox while it was pending.
-    Declined,
-    /// Nobody decided before the deadline (or roster restarted first).
-    Expired,
-}
-
-impl ConfirmDecision {
-    /// The entry state this decision leaves the confirm in.
-    pub fn state(self) -> EntryState {
-        match self {
-            ConfirmDecision::Confirmed => EntryState::Confirmed,
-            ConfirmDecision::Declined => EntryState::Declined,
-            ConfirmDecision::Expired => EntryState::Expired,
-        }
-    }
-}
-
-impl fmt::Display for ConfirmDecision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.state().fmt(f)
-    }
-}
+use super::trail::Inner;
+use super::{
+    ConfirmDecision, ConfirmEntry, ConfirmId, EntryState, Inbox, InboxError, Seq, now_rfc3339,
+    rfc3339,
+};
 
 /// A server request that needs a person's decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,25 +23,6 @@ pub struct ConfirmRequest {
     pub params: Value,
     /// How long the request waits before it is answered [`ConfirmDecision::Expired`].
     pub ttl: Duration,
-}
-
-/// A confirm as the person deciding it sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConfirmEntry {
-    /// The id `roster inbox confirm` takes.
-    pub id: ConfirmId,
-    /// When the request arrived, RFC 3339 in UTC.
-    pub at: String,
-    /// The server that asked.
-    pub channel: String,
-    /// The request's method.
-    pub method: String,
-    /// What is to be decided.
-    pub params: Value,
-    /// Pending, confirmed, declined or expired.
-    pub state: EntryState,
-    /// When it expires (or expired), RFC 3339 in UTC.
-    pub expires_at: String,
 }
 
 /// The servers layer's handle on a pending confirm: the id, and the decision once there is one.
@@ -122,12 +56,6 @@ impl PendingConfirm {
             Err(oneshot::error::TryRecvError::Closed) => Some(ConfirmDecision::Expired),
         }
     }
-}
-
-/// A pending confirm as the view keeps it: what the person sees, and when it expires.
-pub(super) struct PendingSlot {
-    pub(super) entry: ConfirmEntry,
-    pub(super) expires: SystemTime,
 }
 
 impl Inner {

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 /// How often a shared inbox's housekeeper looks whether its log should be cut.
 const COMPACTION_EVERY: Duration = Duration::from_secs(60);
 
-use super::{ConfirmDecision, Inbox, Shared};
+use super::trail::Shared;
+use super::{ConfirmDecision, Inbox};
 use crate::sync::lock;
 
 /// How often the thread wakes: half the fsync interval, at most a second (confirms expire to

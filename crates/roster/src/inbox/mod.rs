@@ -48,6 +48,7 @@
 mod attribution;
 mod audit;
 mod confirm;
+mod entry;
 mod fsync;
 mod housekeeping;
 mod lock;
@@ -56,22 +57,22 @@ mod render;
 mod replay;
 mod ring;
 mod shared;
+mod trail;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 pub use attribution::{Attribution, HeldRequest, current_client, on_behalf_of};
 pub use audit::{AUDIT_BACKUP_FILE, AUDIT_FILE};
-pub use confirm::{ConfirmDecision, ConfirmEntry, ConfirmId, ConfirmRequest, PendingConfirm};
+pub use confirm::{ConfirmRequest, PendingConfirm};
+pub use entry::{ConfirmDecision, ConfirmEntry, ConfirmId, Entry, EntryState};
 pub use fsync::{FsyncPolicy, ParseFsyncPolicyError};
 pub use lock::LOCK_FILE;
 pub use render::{
@@ -85,6 +86,7 @@ use record::{AuditRecord, RecordedEntry, RecordedState};
 use replay::replay;
 use ring::View;
 use shared::SharedLog;
+use trail::{Inner, Shared, Trail};
 
 pub use shared::{CHANNEL as STORE_CHANNEL, default_retain};
 
@@ -255,74 +257,6 @@ pub enum InboxError {
     },
 }
 
-/// The state of an entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EntryState {
-    /// Not yet acknowledged.
-    Unread,
-    /// Acknowledged (`ack`).
-    Read,
-    /// roster consumed it itself (a `list_changed` that triggered a re-list); never unread.
-    Handled,
-    /// A request waiting for a person's decision. Human-only.
-    PendingConfirm,
-    /// A person said yes.
-    Confirmed,
-    /// A person said no (or cleared the inbox).
-    Declined,
-    /// Nobody decided before the deadline.
-    Expired,
-}
-
-impl EntryState {
-    /// The word used on disk, in JSON and in rendered text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EntryState::Unread => "unread",
-            EntryState::Read => "read",
-            EntryState::Handled => "handled",
-            EntryState::PendingConfirm => "pending_confirm",
-            EntryState::Confirmed => "confirmed",
-            EntryState::Declined => "declined",
-            EntryState::Expired => "expired",
-        }
-    }
-}
-
-impl fmt::Display for EntryState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One notification a server pushed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
-    /// Its position; unique and increasing across restarts.
-    pub seq: Seq,
-    /// When roster received it, RFC 3339 in UTC.
-    pub at: String,
-    /// The server that sent it (its config name).
-    pub channel: String,
-    /// The JSON-RPC method, e.g. `notifications/message`.
-    pub method: String,
-    /// The notification's params (`null` when it had none).
-    pub params: Value,
-    /// Unread, read or handled, as the identity asking sees it.
-    pub state: EntryState,
-    /// The client identities it belongs to; empty when it is everyone's (see the module docs).
-    /// An identity's view names only itself here, never another identity.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub owners: Vec<String>,
-}
-
-impl Entry {
-    fn visible_to(&self, who: &str) -> bool {
-        self.owners.is_empty() || self.owners.iter().any(|o| o == who)
-    }
-}
-
 /// What [`Inbox::clear`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ClearReport {
@@ -344,192 +278,8 @@ fn rfc3339(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
 }
 
-/// Where the records go: this process's JSONL file, or the log replicas share.
-enum Trail {
-    File(AuditFile),
-    Shared(SharedLog),
-}
-
-impl Trail {
-    fn interval(&self) -> Option<Duration> {
-        match self {
-            Trail::File(audit) => audit.interval(),
-            Trail::Shared(_) => None,
-        }
-    }
-
-    fn sync(&mut self) {
-        if let Trail::File(audit) = self {
-            audit.sync();
-        }
-    }
-
-    fn take_due_sync(&mut self) -> Option<Arc<File>> {
-        match self {
-            Trail::File(audit) => audit.take_due_sync(),
-            Trail::Shared(_) => None,
-        }
-    }
-
-    fn failing(&self) -> Option<&str> {
-        match self {
-            Trail::File(audit) => audit.failing(),
-            Trail::Shared(log) => log.failing(),
-        }
-    }
-}
-
 /// Told when another replica recorded a `*/list_changed` of a server: `(server, method)`.
 pub type RemoteChangeHook = Arc<dyn Fn(&str, &str) + Send + Sync>;
-
-struct Inner {
-    view: View,
-    attribution: Attribution,
-    trail: Trail,
-    waiters: HashMap<Seq, oneshot::Sender<ConfirmDecision>>,
-    remote_change: Option<RemoteChangeHook>,
-}
-
-impl Inner {
-    /// Whether replicas share this inbox (its log is in the store).
-    fn shared(&self) -> bool {
-        matches!(self.trail, Trail::Shared(_))
-    }
-
-    /// Records `record` and applies it (with whatever other replicas appended before it). A
-    /// notification or confirm takes the next seq; returns it (0 while the store cannot take
-    /// the record: it waits in memory and gets its seq when it is appended).
-    fn commit(&mut self, mut record: AuditRecord) -> Seq {
-        match &mut self.trail {
-            Trail::File(audit) => {
-                let seq = self.view.next_seq;
-                shared::set_seq(&mut record, seq);
-                let view = &self.view;
-                audit.append_rotating(&record, || view.fresh_file_head());
-                let takes = shared::takes_seq(&record);
-                self.apply(record);
-                if takes { seq } else { 0 }
-            }
-            Trail::Shared(log) => {
-                let flushed = log.append(record);
-                let seq = flushed.seq.unwrap_or(0);
-                let behind = flushed.behind;
-                flushed.ready.into_iter().for_each(|r| self.apply(r));
-                if behind {
-                    self.catch_up();
-                }
-                seq
-            }
-        }
-    }
-
-    /// Applies what other replicas appended since the last catch-up (nothing for a file).
-    fn catch_up(&mut self) {
-        let Trail::Shared(log) = &mut self.trail else {
-            return;
-        };
-        let flushed = log.flush();
-        flushed.ready.into_iter().for_each(|r| self.apply(r));
-        let Trail::Shared(log) = &mut self.trail else {
-            return;
-        };
-        match log.since() {
-            Ok(records) => {
-                for (record, foreign) in records {
-                    if foreign
-                        && let (Some(hook), AuditRecord::Entry(entry)) =
-                            (&self.remote_change, &record)
-                        && entry.method.ends_with("/list_changed")
-                    {
-                        hook(&entry.channel, &entry.method);
-                    }
-                    self.apply(record);
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "inbox: cannot read the shared log; showing what this replica has")
-            }
-        }
-    }
-
-    /// Cuts a shared log that holds more than it keeps (see [`InboxConfig::retain`]).
-    fn compact_if_needed(&mut self) {
-        let Trail::Shared(log) = &self.trail else {
-            return;
-        };
-        if !log.needs_compaction() {
-            return;
-        }
-        if let Err(error) = self.compact(|view| view.log_head()) {
-            tracing::warn!(%error, "inbox: could not cut the shared log");
-        }
-    }
-
-    /// Applies one record to the view; a decision also reaches the request waiting for it.
-    fn apply(&mut self, record: AuditRecord) {
-        apply_record(&mut self.view, &mut self.waiters, record);
-    }
-
-    /// Cuts the shared log: `head(view)` (the view caught up with every record so far, all
-    /// appends held off) is written and everything before it deleted. `Ok(false)`: another
-    /// replica appended meanwhile, or the trail is a file; nothing was cut.
-    fn compact(
-        &mut self,
-        head: impl FnOnce(&mut View) -> Vec<AuditRecord>,
-    ) -> Result<bool, crate::store::StoreError> {
-        let Inner {
-            view,
-            trail,
-            waiters,
-            ..
-        } = self;
-        let Trail::Shared(log) = trail else {
-            return Ok(false);
-        };
-        log.compact(|missing| {
-            for record in missing {
-                apply_record(view, waiters, record);
-            }
-            head(view)
-        })
-    }
-}
-
-fn apply_record(
-    view: &mut View,
-    waiters: &mut HashMap<Seq, oneshot::Sender<ConfirmDecision>>,
-    record: AuditRecord,
-) {
-    if let AuditRecord::Decision { seq, decision, .. } = &record
-        && view.pending.contains_key(seq)
-        && let Some(waiter) = waiters.remove(seq)
-    {
-        let _ = waiter.send(*decision);
-    }
-    view.apply(record);
-}
-
-struct Shared {
-    inner: Mutex<Inner>,
-    stop: Mutex<bool>,
-    wake: Condvar,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding the lock leaves whole records behind (each write is one
-        // write_all), so the state is still fit to use.
-        crate::sync::lock(&self.inner)
-    }
-
-    /// The inner state, caught up with what other replicas appended: every read goes through
-    /// here, so a client whose requests alternate between replicas reads its own changes.
-    fn fresh(&self) -> MutexGuard<'_, Inner> {
-        let mut inner = self.lock();
-        inner.catch_up();
-        inner
-    }
-}
 
 /// The inbox of one state directory. Share it behind an `Arc`; every method takes `&self`.
 pub struct Inbox {

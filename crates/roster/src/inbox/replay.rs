@@ -5,9 +5,8 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::audit::{audit_path, backup_path, read_file};
-use super::confirm::PendingSlot;
 use super::record::AuditRecord;
-use super::ring::View;
+use super::ring::{PendingSlot, View};
 use super::{ConfirmEntry, ConfirmId, Entry, EntryState, Inbox, InboxError, LOCAL_IDENTITY, Seq};
 
 impl View {

@@ -2,10 +2,16 @@
 //! pending and recently decided, and the checkpoint that lets a fresh audit file stand alone.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::time::SystemTime;
 
-use super::confirm::PendingSlot;
 use super::record::{AuditRecord, RecordedEntry, RecordedState};
 use super::{ConfirmEntry, Entry, EntryState, InboxError, LOCAL_IDENTITY, Seq, now_rfc3339};
+
+/// A pending confirm as the view keeps it: what the person sees, and when it expires.
+pub(super) struct PendingSlot {
+    pub(super) entry: ConfirmEntry,
+    pub(super) expires: SystemTime,
+}
 
 /// The inbox's content, rebuilt by replay and kept current by every change.
 pub(super) struct View {
