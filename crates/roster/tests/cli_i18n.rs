@@ -6,14 +6,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use roster::inbox::{FsyncPolicy, Inbox, InboxConfig};
 use roster::store::{PinStore, PinWrite};
 use roster_core::pin::Pin;
 use serde_json::{Value, json};
-
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
 
 /// Portuguese (Brazil), asked for by roster's own variable.
 const PT: &[(&str, &str)] = &[("ROSTER_LANG", "pt-BR")];
@@ -29,38 +26,24 @@ const UNSET: &[(&str, &str)] = &[];
 /// Every language setting the tests run under.
 const ALL: [&[(&str, &str)]; 5] = [PT, ES, LC_ALL_PT, C, UNSET];
 
-/// Runs roster with only the language variables of `lang` set (and the state directory).
-fn roster(lang: &[(&str, &str)], state: &Path, args: &[&str]) -> Output {
-    Command::new(ROSTER)
-        .args(args)
+/// `roster ARGS` with only the language variables of `lang` set (and the state directory).
+fn roster(lang: &[(&str, &str)], state: &Path, args: &[&str]) -> common::Cli {
+    common::cli(args)
         .env_remove("ROSTER_LANG")
         .env_remove("LC_ALL")
         .env_remove("LC_MESSAGES")
         .env_remove("LANG")
         .envs(lang.iter().copied())
-        .env("ROSTER_STATE_DIR", state)
+        .state_dir(state)
         .env_remove("ROSTER_CONFIG")
-        .env_remove("XDG_STATE_HOME")
-        .output()
-        .expect("run roster")
-}
-
-fn stdout_of(lang: &[(&str, &str)], state: &Path, args: &[&str]) -> String {
-    let out = roster(lang, state, args);
-    assert!(
-        out.status.success(),
-        "roster {args:?} under {lang:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
 }
 
 /// The same output under every language in [`ALL`]; returns it.
 fn same_in_every_language(state: &Path, args: &[&str]) -> String {
-    let english = stdout_of(UNSET, state, args);
+    let english = roster(UNSET, state, args).stdout();
     for lang in ALL {
         assert_eq!(
-            stdout_of(lang, state, args),
+            roster(lang, state, args).stdout(),
             english,
             "roster {args:?} differs under {lang:?}"
         );
@@ -132,19 +115,19 @@ fn fill_pins(dir: &Path) {
 #[test]
 fn inbox_speaks_the_terminal_s_language_and_its_json_does_not() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let empty = stdout_of(PT, dir.path(), &["inbox", "list"]);
+    let empty = roster(PT, dir.path(), &["inbox", "list"]).stdout();
     assert_eq!(empty, "(nenhuma entrada)\n");
     assert_eq!(
-        stdout_of(ES, dir.path(), &["inbox", "list"]),
+        roster(ES, dir.path(), &["inbox", "list"]).stdout(),
         "(sin entradas)\n"
     );
     assert_eq!(
-        stdout_of(C, dir.path(), &["inbox", "list"]),
+        roster(C, dir.path(), &["inbox", "list"]).stdout(),
         "(no entries)\n"
     );
 
     fill_inbox(dir.path());
-    let pt = stdout_of(PT, dir.path(), &["inbox", "list"]);
+    let pt = roster(PT, dir.path(), &["inbox", "list"]).stdout();
     let lines: Vec<&str> = pt.lines().collect();
     assert_eq!(lines.len(), 3, "{pt}");
     assert!(
@@ -153,22 +136,22 @@ fn inbox_speaks_the_terminal_s_language_and_its_json_does_not() {
         "{pt}"
     );
     assert!(lines[2].contains(" lida {"), "{pt}");
-    let es = stdout_of(ES, dir.path(), &["inbox", "unread"]);
+    let es = roster(ES, dir.path(), &["inbox", "unread"]).stdout();
     assert!(es.contains(" no leída {\"data\":\"line 2\"}"), "{es}");
-    let lc_all = stdout_of(LC_ALL_PT, dir.path(), &["inbox", "unread"]);
+    let lc_all = roster(LC_ALL_PT, dir.path(), &["inbox", "unread"]).stdout();
     assert!(
         lc_all.contains(" não lida "),
         "LC_ALL wins over LANG: {lc_all}"
     );
-    let en = stdout_of(UNSET, dir.path(), &["inbox", "unread"]);
+    let en = roster(UNSET, dir.path(), &["inbox", "unread"]).stdout();
     assert!(en.contains(" unread {\"data\":\"line 2\"}"), "{en}");
 
     assert_eq!(
-        stdout_of(PT, dir.path(), &["inbox", "pending"]),
+        roster(PT, dir.path(), &["inbox", "pending"]).stdout(),
         "nenhum pedido aguarda uma decisão\n"
     );
     assert_eq!(
-        stdout_of(ES, dir.path(), &["inbox", "pending"]),
+        roster(ES, dir.path(), &["inbox", "pending"]).stdout(),
         "ninguna solicitud espera una decisión\n"
     );
 
@@ -179,11 +162,11 @@ fn inbox_speaks_the_terminal_s_language_and_its_json_does_not() {
     same_in_every_language(dir.path(), &["inbox", "pending", "--json"]);
 
     assert_eq!(
-        stdout_of(ES, dir.path(), &["inbox", "ack", "2"]),
+        roster(ES, dir.path(), &["inbox", "ack", "2"]).stdout(),
         "1 notificación marcada como leída\n"
     );
     assert_eq!(
-        stdout_of(PT, dir.path(), &["inbox", "clear"]),
+        roster(PT, dir.path(), &["inbox", "clear"]).stdout(),
         "3 notificações removidas\n"
     );
 }
@@ -192,7 +175,7 @@ fn inbox_speaks_the_terminal_s_language_and_its_json_does_not() {
 fn tools_drift_and_its_completion_speak_the_terminal_s_language() {
     let dir = tempfile::tempdir().expect("temp dir");
     fill_pins(dir.path());
-    let pt = stdout_of(PT, dir.path(), &["tools", "drift"]);
+    let pt = roster(PT, dir.path(), &["tools", "drift"]).stdout();
     assert!(
         pt.starts_with("dyn__add (servidor dyn, ferramenta add) — nova, retida: nunca aprovada\n"),
         "{pt}"
@@ -208,7 +191,7 @@ fn tools_drift_and_its_completion_speak_the_terminal_s_language() {
         pt.contains("    para aprovar: roster tools approve dyn__add\n"),
         "{pt}"
     );
-    let es = stdout_of(ES, dir.path(), &["tools", "drift"]);
+    let es = roster(ES, dir.path(), &["tools", "drift"]).stdout();
     assert!(
         es.starts_with(
             "dyn__add (servidor dyn, herramienta add) — nueva, retenida: nunca aprobada\n"
@@ -221,7 +204,7 @@ fn tools_drift_and_its_completion_speak_the_terminal_s_language() {
         ),
         "{es}"
     );
-    let en = stdout_of(C, dir.path(), &["tools", "drift"]);
+    let en = roster(C, dir.path(), &["tools", "drift"]).stdout();
     assert!(
         en.contains(
             "dyn__echo (server dyn, tool echo) — changed, withheld: \
@@ -239,27 +222,27 @@ fn tools_drift_and_its_completion_speak_the_terminal_s_language() {
     let pt = "dyn__add\tretida nunca aprovada\n\
               dyn__echo\tretida mudança na descrição e no esquema de entrada\n";
     assert_eq!(
-        stdout_of(PT, dir.path(), &["__complete", "tools-pending"]),
+        roster(PT, dir.path(), &["__complete", "tools-pending"]).stdout(),
         pt
     );
     assert_eq!(
-        stdout_of(LC_ALL_PT, dir.path(), &["__complete", "tools-pending"]),
+        roster(LC_ALL_PT, dir.path(), &["__complete", "tools-pending"]).stdout(),
         pt
     );
     assert_eq!(
-        stdout_of(ES, dir.path(), &["__complete", "tools-pending"]),
+        roster(ES, dir.path(), &["__complete", "tools-pending"]).stdout(),
         "dyn__add\tretenida nunca aprobada\n\
          dyn__echo\tretenida cambios en la descripción y en el esquema de entrada\n"
     );
     assert_eq!(
-        stdout_of(UNSET, dir.path(), &["__complete", "tools-pending"]),
+        roster(UNSET, dir.path(), &["__complete", "tools-pending"]).stdout(),
         "dyn__add\twithheld never approved\n\
          dyn__echo\twithheld its description and input schema changed\n"
     );
 
     let empty = tempfile::tempdir().expect("temp dir");
     assert_eq!(
-        stdout_of(ES, empty.path(), &["tools", "drift"]),
+        roster(ES, empty.path(), &["tools", "drift"]).stdout(),
         "nada espera una decisión\n"
     );
 }
@@ -267,7 +250,7 @@ fn tools_drift_and_its_completion_speak_the_terminal_s_language() {
 #[test]
 fn completion_scripts_describe_commands_in_the_terminal_s_language() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let fish = |lang| stdout_of(lang, dir.path(), &["completions", "fish"]);
+    let fish = |lang| roster(lang, dir.path(), &["completions", "fish"]).stdout();
     let pt = fish(PT);
     assert!(
         pt.contains("-a \"inbox\" -d 'Notificações enviadas pelos servidores e pedidos que aguardam sua decisão'"),
@@ -303,16 +286,16 @@ fn completion_scripts_describe_commands_in_the_terminal_s_language() {
     }
 
     // zsh shows the descriptions too, and those of fixed values.
-    let zsh = stdout_of(PT, dir.path(), &["completions", "zsh"]);
+    let zsh = roster(PT, dir.path(), &["completions", "zsh"]).stdout();
     assert!(zsh.contains("((yes\\:\"Confirmar\""), "{zsh}");
-    let zsh = stdout_of(ES, dir.path(), &["completions", "zsh"]);
+    let zsh = roster(ES, dir.path(), &["completions", "zsh"]).stdout();
     assert!(
         zsh.contains("Muestra las solicitudes de servidores que esperan su sí o su no"),
         "{zsh}"
     );
     assert_eq!(
-        stdout_of(PT, dir.path(), &["completions", "bash"]),
-        stdout_of(UNSET, dir.path(), &["completions", "bash"]),
+        roster(PT, dir.path(), &["completions", "bash"]).stdout(),
+        roster(UNSET, dir.path(), &["completions", "bash"]).stdout(),
         "bash shows no descriptions: one script for every language"
     );
 }
@@ -347,7 +330,7 @@ fn status_speaks_the_terminal_s_language_and_mcp_stays_english() {
     gateway.wait_for_admin();
     let config = gateway.dir.path().join("roster.toml");
     let config = config.to_str().expect("utf-8 path");
-    let status = |lang| stdout_of(lang, &state, &["--config", config, "status"]);
+    let status = |lang| roster(lang, &state, &["--config", config, "status"]).stdout();
 
     let pt = status(PT);
     let lines: Vec<&str> = pt.lines().collect();
@@ -375,7 +358,7 @@ fn status_speaks_the_terminal_s_language_and_mcp_stays_english() {
 
     // `--json` is the same answer in every language (times aside, which move).
     let json_in = |lang| -> Value {
-        let text = stdout_of(lang, &state, &["--config", config, "status", "--json"]);
+        let text = roster(lang, &state, &["--config", config, "status", "--json"]).stdout();
         without_times(serde_json::from_str(&text).expect("status --json is JSON"))
     };
     let english = json_in(UNSET);
@@ -393,9 +376,11 @@ fn status_speaks_the_terminal_s_language_and_mcp_stays_english() {
         "{report}"
     );
     common::wait_until("the list_changed reaches the inbox", || {
-        stdout_of(UNSET, &state, &["inbox", "list", "--json"]).contains("list_changed")
+        roster(UNSET, &state, &["inbox", "list", "--json"])
+            .stdout()
+            .contains("list_changed")
     });
-    let person = stdout_of(PT, &state, &["inbox", "list"]);
+    let person = roster(PT, &state, &["inbox", "list"]).stdout();
     assert!(
         person.contains("notifications/tools/list_changed tratada"),
         "{person}"

@@ -1,27 +1,21 @@
 //! One state directory rule for every command: `roster inbox` and `roster status` read
 //! `[gateway] state_dir` from the same `--config`, through the real binary.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use roster::inbox::{FsyncPolicy, Inbox, InboxConfig};
 use serde_json::json;
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
-
-/// Runs roster from `cwd` with nothing in the environment that names a state directory, so
+/// `roster ARGS` from `cwd` with nothing in the environment that names a state directory, so
 /// only the configuration can.
-fn roster(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(ROSTER)
-        .args(args)
+fn roster(cwd: &Path, args: &[&str]) -> common::Cli {
+    common::cli(args)
         .current_dir(cwd)
-        // The English these tests read, whatever the machine's LANG.
-        .env("ROSTER_LANG", "en")
         .env_remove("ROSTER_STATE_DIR")
         .env_remove("ROSTER_CONFIG")
         .env("XDG_STATE_HOME", cwd.join("xdg-default"))
-        .output()
-        .expect("run roster")
 }
 
 /// A config at `<tmp>/conf/roster.toml` whose `state_dir` is relative to it, an inbox entry
@@ -59,13 +53,7 @@ fn inbox_reads_the_state_dir_of_its_config() {
         &["inbox", "--config", config, "list"][..],
         &["--config", config, "inbox", "unread"][..],
     ] {
-        let out = roster(&cwd, args);
-        assert!(
-            out.status.success(),
-            "roster {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stdout = roster(&cwd, args).stdout();
         assert!(
             stdout.contains("storm over the config's state dir"),
             "{args:?}: {stdout}"
@@ -83,22 +71,15 @@ fn inbox_and_status_agree_on_the_state_dir() {
     let cwd = tmp.path().join("elsewhere");
     let config = config.to_str().expect("utf-8 path");
     // No gateway runs: status names the socket it looked for, in the config's state dir.
-    let status = roster(&cwd, &["--config", config, "status"]);
-    assert!(!status.status.success(), "no gateway runs");
-    let stderr = String::from_utf8_lossy(&status.stderr);
+    let stderr = roster(&cwd, &["--config", config, "status"]).fails();
     let socket = state.join("admin.sock");
     assert!(
         stderr.contains(&socket.display().to_string()),
         "status looked elsewhere than {}: {stderr}",
         socket.display()
     );
-    let inbox = roster(&cwd, &["inbox", "--config", config, "list", "--json"]);
-    assert!(
-        inbox.status.success(),
-        "{}",
-        String::from_utf8_lossy(&inbox.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&inbox.stdout).lines().count(), 1);
+    let inbox = roster(&cwd, &["inbox", "--config", config, "list", "--json"]).stdout();
+    assert_eq!(inbox.lines().count(), 1);
     // --state-dir still wins over the configuration.
     let other = tmp.path().join("other");
     let flagged = roster(
@@ -112,13 +93,9 @@ fn inbox_and_status_agree_on_the_state_dir() {
             "list",
             "--json",
         ],
-    );
-    assert!(
-        flagged.status.success(),
-        "{}",
-        String::from_utf8_lossy(&flagged.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&flagged.stdout).trim(), "");
+    )
+    .stdout();
+    assert_eq!(flagged.trim(), "");
 }
 
 #[test]
@@ -131,9 +108,7 @@ fn a_broken_config_is_reported_by_inbox_as_by_status() {
         &["--config", broken, "status"][..],
         &["--config", broken, "inbox", "list"][..],
     ] {
-        let out = roster(tmp.path(), args);
-        assert!(!out.status.success(), "{args:?} must fail");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = roster(tmp.path(), args).fails();
         assert!(
             stderr.contains("configuration has an error") && stderr.contains("broken.toml"),
             "{args:?}: {stderr}"

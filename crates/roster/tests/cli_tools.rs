@@ -1,50 +1,21 @@
 //! `roster tools drift | approve | reject` as real processes against a temp state directory
 //! whose pin store is filled through the library, as the gateway fills it.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use roster::store::{DecidedBy, PinStore, PinWrite};
 use roster_core::pin::Pin;
 use serde_json::{Value, json};
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
-
-/// Runs roster on the state directory `dir` with no configuration file (the default naming),
-/// unless `args` name one.
-fn roster(dir: &Path, args: &[&str]) -> Output {
-    Command::new(ROSTER)
-        .args(args)
-        .env("ROSTER_STATE_DIR", dir)
-        // The English these tests read, whatever the machine's LANG.
-        .env("ROSTER_LANG", "en")
+/// `roster ARGS` on the state directory `dir` with no configuration file (the default naming),
+/// unless `args` name one; `.fails_with(1)` is how its refusals end.
+fn roster(dir: &Path, args: &[&str]) -> common::Cli {
+    common::cli(args)
+        .state_dir(dir)
         .env("ROSTER_CONFIG", dir.join("no-such-roster.toml"))
-        .env_remove("XDG_STATE_HOME")
         .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("run roster")
-}
-
-fn stdout_of(dir: &Path, args: &[&str]) -> String {
-    let out = roster(dir, args);
-    assert!(
-        out.status.success(),
-        "roster {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
-
-/// Runs roster expecting it to fail with exit code 1; returns its stderr.
-fn failure_of(dir: &Path, args: &[&str]) -> String {
-    let out = roster(dir, args);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "roster {args:?} should fail: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8(out.stderr).expect("utf-8 output")
 }
 
 fn definition(description: &str, schema: Value) -> Pin {
@@ -138,7 +109,7 @@ fn load(dir: &Path) -> roster::store::PinBook {
 #[test]
 fn drift_shows_each_waiting_tool_with_its_diff_hidden_characters_and_command() {
     let dir = setup();
-    let text = stdout_of(dir.path(), &["tools", "drift"]);
+    let text = roster(dir.path(), &["tools", "drift"]).stdout();
     let expected_echo = "\
 dyn__echo (server dyn, tool echo) — changed, withheld: its description and input schema changed; it hides 1 character
     description:
@@ -191,7 +162,7 @@ dyn__echo (server dyn, tool echo) — changed, withheld: its description and inp
 #[test]
 fn drift_json_is_an_array_of_every_waiting_tool() {
     let dir = setup();
-    let out = stdout_of(dir.path(), &["tools", "drift", "--json"]);
+    let out = roster(dir.path(), &["tools", "drift", "--json"]).stdout();
     let all: Value = serde_json::from_str(&out).expect("JSON");
     let all = all.as_array().expect("an array");
     assert_eq!(all.len(), 3);
@@ -237,19 +208,21 @@ fn with_no_store_nothing_waits_and_no_file_is_made() {
     let dir = tempfile::tempdir().expect("temp dir");
     let state = dir.path().join("state");
     assert_eq!(
-        stdout_of(&state, &["tools", "drift"]),
+        roster(&state, &["tools", "drift"]).stdout(),
         "nothing waits for a decision\n"
     );
     assert_eq!(
-        stdout_of(&state, &["tools", "drift", "--json"]).trim(),
+        roster(&state, &["tools", "drift", "--json"])
+            .stdout()
+            .trim(),
         "[]"
     );
     assert_eq!(
-        stdout_of(&state, &["tools", "approve", "--all"]),
+        roster(&state, &["tools", "approve", "--all"]).stdout(),
         "nothing waits for a decision\n"
     );
     assert!(!state.exists(), "a read makes no state directory");
-    let error = failure_of(&state, &["tools", "approve", "dyn__echo"]);
+    let error = roster(&state, &["tools", "approve", "dyn__echo"]).fails_with(1);
     assert!(error.contains("\"dyn__echo\""), "{error}");
     assert!(!state.exists(), "nor does a failed decision");
 }
@@ -257,7 +230,7 @@ fn with_no_store_nothing_waits_and_no_file_is_made() {
 #[test]
 fn approve_by_exposed_name_makes_the_waiting_definition_the_pin() {
     let dir = setup();
-    let out = stdout_of(dir.path(), &["tools", "approve", "dyn__echo"]);
+    let out = roster(dir.path(), &["tools", "approve", "dyn__echo"]).stdout();
     assert_eq!(
         out,
         "approved dyn__echo: the gateway serves this definition from its next listing\n"
@@ -274,7 +247,7 @@ fn approve_by_exposed_name_makes_the_waiting_definition_the_pin() {
 #[test]
 fn approve_by_server_slash_tool_and_by_a_unique_bare_name() {
     let dir = setup();
-    let out = stdout_of(dir.path(), &["tools", "approve", "other/echo", "add"]);
+    let out = roster(dir.path(), &["tools", "approve", "other/echo", "add"]).stdout();
     assert_eq!(
         out,
         "approved other__echo: the gateway serves this definition from its next listing\n\
@@ -289,7 +262,7 @@ fn approve_by_server_slash_tool_and_by_a_unique_bare_name() {
 #[test]
 fn reject_keeps_the_definition_withheld_and_rejected() {
     let dir = setup();
-    let out = stdout_of(dir.path(), &["tools", "reject", "dyn__echo", "other__echo"]);
+    let out = roster(dir.path(), &["tools", "reject", "dyn__echo", "other__echo"]).stdout();
     assert_eq!(
         out,
         "rejected dyn__echo: it stays withheld until the server lists a different definition\n\
@@ -306,13 +279,13 @@ fn reject_keeps_the_definition_withheld_and_rejected() {
         definition("Echo the text.", text_schema()),
         "the pin stays what was approved"
     );
-    let text = stdout_of(dir.path(), &["tools", "drift"]);
+    let text = roster(dir.path(), &["tools", "drift"]).stdout();
     assert!(
         text.contains("dyn__echo (server dyn, tool echo) — changed, rejected: "),
         "{text}"
     );
     // --all approves what waits, and leaves a rejected definition to be named.
-    let out = stdout_of(dir.path(), &["tools", "approve", "--all"]);
+    let out = roster(dir.path(), &["tools", "approve", "--all"]).stdout();
     assert!(
         out.contains("approved dyn__add: ") && out.contains("left dyn__echo rejected: "),
         "{out}"
@@ -328,7 +301,7 @@ fn reject_keeps_the_definition_withheld_and_rejected() {
 fn an_unknown_name_fails_names_it_lists_what_waits_and_decides_nothing() {
     let dir = setup();
     let before = load(dir.path());
-    let error = failure_of(dir.path(), &["tools", "approve", "dyn__echo", "nope"]);
+    let error = roster(dir.path(), &["tools", "approve", "dyn__echo", "nope"]).fails_with(1);
     assert!(
         error.contains("\"nope\" matches no tool waiting"),
         "{error}"
@@ -338,7 +311,7 @@ fn an_unknown_name_fails_names_it_lists_what_waits_and_decides_nothing() {
         "{error}"
     );
     assert_eq!(load(dir.path()), before, "nothing was decided");
-    let error = failure_of(dir.path(), &["tools", "reject", "--server", "nobody"]);
+    let error = roster(dir.path(), &["tools", "reject", "--server", "nobody"]).fails_with(1);
     assert!(error.contains("\"nobody\""), "{error}");
     assert_eq!(load(dir.path()), before, "nothing was decided");
 }
@@ -347,7 +320,7 @@ fn an_unknown_name_fails_names_it_lists_what_waits_and_decides_nothing() {
 fn an_ambiguous_bare_name_names_both_candidates() {
     let dir = setup();
     let before = load(dir.path());
-    let error = failure_of(dir.path(), &["tools", "approve", "echo"]);
+    let error = roster(dir.path(), &["tools", "approve", "echo"]).fails_with(1);
     assert!(
         error.contains("dyn__echo, other__echo"),
         "both candidates: {error}"
@@ -358,7 +331,7 @@ fn an_ambiguous_bare_name_names_both_candidates() {
 #[test]
 fn server_and_all_decide_every_waiting_tool_they_name() {
     let dir = setup();
-    let out = stdout_of(dir.path(), &["tools", "approve", "--server", "dyn"]);
+    let out = roster(dir.path(), &["tools", "approve", "--server", "dyn"]).stdout();
     assert_eq!(out.lines().count(), 2, "{out}");
     let left: Vec<(String, String)> = load(dir.path())
         .reviews()
@@ -368,7 +341,7 @@ fn server_and_all_decide_every_waiting_tool_they_name() {
     assert_eq!(left, vec![("other".to_owned(), "echo".to_owned())]);
 
     let dir = setup();
-    let out = stdout_of(dir.path(), &["tools", "reject", "--all"]);
+    let out = roster(dir.path(), &["tools", "reject", "--all"]).stdout();
     assert_eq!(out.lines().count(), 3, "{out}");
     assert!(
         load(dir.path())
@@ -376,17 +349,18 @@ fn server_and_all_decide_every_waiting_tool_they_name() {
             .iter()
             .all(|r| r.review.review.rejected)
     );
-    let out = stdout_of(dir.path(), &["tools", "approve", "--all"]);
+    let out = roster(dir.path(), &["tools", "approve", "--all"]).stdout();
     assert_eq!(out.lines().count(), 3, "{out}");
     assert!(out.lines().all(|l| l.starts_with("left ")), "{out}");
-    let out = stdout_of(
+    let out = roster(
         dir.path(),
         &["tools", "approve", "dyn__echo", "dyn__add", "other/echo"],
-    );
+    )
+    .stdout();
     assert_eq!(out.lines().count(), 3, "{out}");
     assert!(load(dir.path()).reviews().is_empty());
     assert_eq!(
-        stdout_of(dir.path(), &["tools", "drift"]),
+        roster(dir.path(), &["tools", "drift"]).stdout(),
         "nothing waits for a decision\n"
     );
 }
@@ -397,19 +371,20 @@ fn names_follow_the_configuration_s_separator() {
     let config = dir.path().join("roster.toml");
     std::fs::write(&config, "[gateway]\nseparator = \".\"\n").expect("write config");
     let config = config.to_str().expect("utf-8 path");
-    let text = stdout_of(dir.path(), &["--config", config, "tools", "drift"]);
+    let text = roster(dir.path(), &["--config", config, "tools", "drift"]).stdout();
     assert!(text.contains("dyn.echo (server dyn, tool echo)"), "{text}");
-    let out = stdout_of(
+    let out = roster(
         dir.path(),
         &["--config", config, "tools", "approve", "dyn.add"],
-    );
+    )
+    .stdout();
     assert!(out.starts_with("approved dyn.add: "), "{out}");
 }
 
 #[test]
 fn completion_lists_the_waiting_names_and_the_scripts_ask_for_them() {
     let dir = setup();
-    let out = stdout_of(dir.path(), &["__complete", "tools-pending"]);
+    let out = roster(dir.path(), &["__complete", "tools-pending"]).stdout();
     assert_eq!(
         out,
         "dyn__add\twithheld never approved\n\
@@ -418,13 +393,13 @@ fn completion_lists_the_waiting_names_and_the_scripts_ask_for_them() {
     );
     let empty = tempfile::tempdir().expect("temp dir");
     assert_eq!(
-        stdout_of(&empty.path().join("none"), &["__complete", "tools-pending"]),
+        roster(&empty.path().join("none"), &["__complete", "tools-pending"]).stdout(),
         ""
     );
     // The scripts hand roster the command line: a name after `approve`/`reject` is a waiting
     // tool's, a `--server` value is not.
     for shell in ["bash", "zsh", "fish"] {
-        let script = stdout_of(dir.path(), &["completions", shell]);
+        let script = roster(dir.path(), &["completions", shell]).stdout();
         assert!(script.contains("__complete line --"), "{shell}");
     }
     let line = |words: &[&str]| -> Vec<String> {
@@ -434,12 +409,12 @@ fn completion_lists_the_waiting_names_and_the_scripts_ask_for_them() {
     for decide in ["approve", "reject"] {
         let line = line(&[decide, "dyn__add", ""]);
         let line: Vec<&str> = line.iter().map(String::as_str).collect();
-        assert_eq!(stdout_of(dir.path(), &line), out, "{decide}");
+        assert_eq!(roster(dir.path(), &line).stdout(), out, "{decide}");
     }
     let line = line(&["approve", "--server", ""]);
     let line: Vec<&str> = line.iter().map(String::as_str).collect();
     assert!(
-        failure_of(dir.path(), &line).is_empty(),
+        roster(dir.path(), &line).fails_with(1).is_empty(),
         "no live value, and no error"
     );
 }
@@ -448,7 +423,7 @@ fn completion_lists_the_waiting_names_and_the_scripts_ask_for_them() {
 fn plain_tools_still_asks_the_running_gateway() {
     let dir = tempfile::tempdir().expect("temp dir");
     for args in [&["tools"][..], &["tools", "--json"][..]] {
-        let error = failure_of(dir.path(), args);
+        let error = roster(dir.path(), args).fails_with(1);
         assert!(error.contains("no running gateway"), "{error}");
     }
 }

@@ -17,8 +17,6 @@ use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
-
 /// Chromium and chromedriver: `ROSTER_TEST_CHROMIUM` / `ROSTER_TEST_CHROMEDRIVER`, else Debian's
 /// paths. `scripts/test` installs them; a test never skips for want of them.
 fn browser_paths() -> (PathBuf, PathBuf) {
@@ -120,19 +118,9 @@ fn start_gateway(env: &[(&str, &str)], gateway_extra: &str) -> common::Gateway {
 
 /// `roster ui` against the gateway's state dir: the one-time link it prints.
 fn ui_link(state: &Path) -> String {
-    let out = Command::new(ROSTER)
-        .args(["ui"])
-        .env("ROSTER_STATE_DIR", state)
-        .env_remove("XDG_STATE_HOME")
-        .output()
-        .expect("run roster ui");
-    assert!(
-        out.status.success(),
-        "roster ui failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let link = String::from_utf8(out.stdout)
-        .expect("utf-8")
+    let link = common::cli(["ui"])
+        .state_dir(state)
+        .stdout()
         .trim()
         .to_owned();
     assert!(
@@ -143,14 +131,8 @@ fn ui_link(state: &Path) -> String {
 }
 
 fn roster_json(state: &Path, args: &[&str]) -> Value {
-    let out = Command::new(ROSTER)
-        .args(args)
-        .env("ROSTER_STATE_DIR", state)
-        .env_remove("XDG_STATE_HOME")
-        .output()
-        .expect("run roster");
-    assert!(out.status.success(), "roster {args:?} failed: {out:?}");
-    serde_json::from_slice(&out.stdout).expect("JSON output")
+    let out = common::cli(args).state_dir(state).stdout();
+    serde_json::from_str(&out).expect("JSON output")
 }
 
 fn spawn_client(url: &str, calls: Value) -> Child {
@@ -477,11 +459,9 @@ async fn a_person_runs_the_gateway_from_the_browser() {
         browser.find(Locator::Css("#entries")).await.is_err(),
         "the inbox is empty"
     );
-    let pending = Command::new(ROSTER)
-        .args(["inbox", "pending", "--json"])
-        .env("ROSTER_STATE_DIR", &state)
-        .output()
-        .expect("roster inbox pending");
+    let pending = common::cli(["inbox", "pending", "--json"])
+        .state_dir(&state)
+        .output();
     assert!(
         pending.stdout.is_empty(),
         "nothing waits after the clear: {pending:?}"

@@ -8,28 +8,19 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
+use common::stderr_of;
 
-fn roster(config: &Path, args: &[&str]) -> Output {
-    Command::new(ROSTER)
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("ROSTER_STATE_DIR")
+/// `roster --config CONFIG ARGS`, without the developer's `ROSTER_TEST_UNSET_URL`.
+fn roster(config: &Path, args: &[&str]) -> common::Cli {
+    common::cli(args)
+        .config(config)
         .env_remove("ROSTER_TEST_UNSET_URL")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run roster")
-}
-
-fn stderr_of(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
@@ -38,9 +29,7 @@ fn status_and_serve_report_a_broken_config_as_such() {
     let broken = dir.path().join("broken.toml");
     std::fs::write(&broken, "[gateway]\nnaming = \"always\"\n[servers.x\n").expect("write");
     for args in [&["status"][..], &["serve"][..]] {
-        let out = roster(&broken, args);
-        assert!(!out.status.success(), "{args:?} must fail");
-        let stderr = stderr_of(&out);
+        let stderr = roster(&broken, args).fails();
         assert!(
             stderr.contains("configuration has an error") && stderr.contains("broken.toml"),
             "{args:?}: {stderr}"
@@ -51,7 +40,7 @@ fn status_and_serve_report_a_broken_config_as_such() {
         );
     }
     // A file that is not there is still that, for serve.
-    let out = roster(&dir.path().join("missing.toml"), &["serve"]);
+    let out = roster(&dir.path().join("missing.toml"), &["serve"]).output();
     assert!(
         stderr_of(&out).contains("cannot start without a configuration"),
         "{}",
@@ -68,7 +57,7 @@ fn an_unset_variable_in_a_url_is_named() {
         "[servers.web]\nurl = \"${ROSTER_TEST_UNSET_URL}/mcp\"\n",
     )
     .expect("write");
-    let out = roster(&config, &["serve"]);
+    let out = roster(&config, &["serve"]).output();
     assert!(!out.status.success());
     let stderr = stderr_of(&out);
     assert!(
@@ -225,8 +214,7 @@ fn the_admin_socket_refuses_a_line_over_its_limit_and_keeps_serving() {
     // A request within the limit is answered as ever.
     let config = dir.path().join("status.toml");
     std::fs::write(&config, format!("[gateway]\nstate_dir = {state:?}\n")).expect("write");
-    let out = roster(&config, &["status", "--json"]);
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    roster(&config, &["status", "--json"]).stdout();
 }
 
 const SKILL: &str = "---\nname: NAME\ndescription: A test skill.\ntags: [test]\n---\n\n# Body\n";
@@ -264,7 +252,8 @@ fn skills_check_applies_the_size_limit_and_stays_inside_the_root() {
     let out = roster(
         &dir.path().join("none.toml"),
         &["skills", "check", root_arg],
-    );
+    )
+    .output();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("ok       local/small"), "{stdout}");
@@ -289,7 +278,7 @@ fn skills_check_applies_the_size_limit_and_stays_inside_the_root() {
     // The limit is the config's.
     let config = dir.path().join("roster.toml");
     std::fs::write(&config, "[skills]\nmax_file_size = \"4MiB\"\n").expect("write");
-    let out = roster(&config, &["skills", "check", root_arg]);
+    let out = roster(&config, &["skills", "check", root_arg]).output();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("ok       local/big"), "{stdout}");
 }

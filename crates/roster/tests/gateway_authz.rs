@@ -516,20 +516,7 @@ fn a_reload_puts_new_permissions_and_an_auth_table_in_force() {
     let path = gateway.dir.path().join("roster.toml");
     let reload = |extra: &str| {
         std::fs::write(&path, write_config(gateway.dir.path(), extra)).expect("write");
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
-            .arg("--config")
-            .arg(&path)
-            .arg("reload")
-            .env_remove("ROSTER_STATE_DIR")
-            .output()
-            .expect("roster reload runs");
-        let said = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{said}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        said
+        common::cli(["reload"]).config(&path).stdout()
     };
     let calls = ["--calls", r#"[["dynamic__echo", {"text": "hi"}]]"#];
     let before = view(&gateway, "one-secret", &calls);

@@ -222,7 +222,7 @@ fn healthz_and_admin_commands_report_the_running_gateway() {
     assert_eq!(health["servers"][0]["transport"], "stdio", "{health}");
 
     let config = gateway.dir.path().join("roster.toml");
-    let admin = |args: &[&str]| common::roster_stdout(&config, args);
+    let admin = |args: &[&str]| common::cli(args).config(&config).stdout();
     let status = admin(&["status"]);
     let row = status
         .lines()

@@ -355,13 +355,9 @@ fn without_the_capability_sampling_is_an_error_naming_why() {
 }
 
 fn roster_inbox(state: &Path, args: &[&str]) -> String {
-    common::stdout_of(
-        Command::new(env!("CARGO_BIN_EXE_roster"))
-            .args(["inbox"])
-            .args(args)
-            .env("ROSTER_STATE_DIR", state)
-            .env_remove("XDG_STATE_HOME"),
-    )
+    common::cli(std::iter::once(&"inbox").chain(args))
+        .state_dir(state)
+        .stdout()
 }
 
 #[test]

@@ -2,9 +2,11 @@
 //! filled through the library. Every run is a fresh process, so every run is a restart that
 //! replays the audit trail.
 
+mod common;
+
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 use roster::inbox::{
@@ -12,27 +14,11 @@ use roster::inbox::{
 };
 use serde_json::{Value, json};
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
+use common::ROSTER;
 
-fn roster(dir: &Path, args: &[&str]) -> Output {
-    Command::new(ROSTER)
-        .args(args)
-        .env("ROSTER_STATE_DIR", dir)
-        // The English these tests read, whatever the machine's LANG.
-        .env("ROSTER_LANG", "en")
-        .env_remove("XDG_STATE_HOME")
-        .output()
-        .expect("run roster")
-}
-
-fn stdout_of(dir: &Path, args: &[&str]) -> String {
-    let out = roster(dir, args);
-    assert!(
-        out.status.success(),
-        "roster {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
+/// `roster ARGS` on the state directory `dir`.
+fn roster(dir: &Path, args: &[&str]) -> common::Cli {
+    common::cli(args).state_dir(dir)
 }
 
 fn open(dir: &Path) -> Inbox {
@@ -86,7 +72,7 @@ fn list_and_unread_replay_what_the_library_recorded() {
     let dir = tempfile::tempdir().expect("temp dir");
     fill(dir.path());
 
-    let listed = stdout_of(dir.path(), &["inbox", "list"]);
+    let listed = roster(dir.path(), &["inbox", "list"]).stdout();
     assert_eq!(shown_seqs(&listed), [4, 3, 2, 1], "{listed}");
     assert!(
         listed.contains("#2 ") && listed.contains(" handled"),
@@ -94,19 +80,19 @@ fn list_and_unread_replay_what_the_library_recorded() {
     );
     assert!(listed.contains("{\"uri\":\"file:///x\"}"), "{listed}");
 
-    let files = stdout_of(dir.path(), &["inbox", "list", "--channel", "files"]);
+    let files = roster(dir.path(), &["inbox", "list", "--channel", "files"]).stdout();
     assert_eq!(shown_seqs(&files), [2, 1]);
-    let limited = stdout_of(dir.path(), &["inbox", "list", "--limit", "2"]);
+    let limited = roster(dir.path(), &["inbox", "list", "--limit", "2"]).stdout();
     assert_eq!(shown_seqs(&limited), [4, 3]);
 
-    let unread = stdout_of(dir.path(), &["inbox", "unread"]);
+    let unread = roster(dir.path(), &["inbox", "unread"]).stdout();
     assert_eq!(
         shown_seqs(&unread),
         [3, 4],
         "oldest first, handled and acked left out"
     );
 
-    let json = stdout_of(dir.path(), &["inbox", "unread", "--json"]);
+    let json = roster(dir.path(), &["inbox", "unread", "--json"]).stdout();
     let values: Vec<Value> = json
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
@@ -122,19 +108,19 @@ fn ack_in_one_process_is_seen_by_the_next_and_by_the_library() {
     let dir = tempfile::tempdir().expect("temp dir");
     fill(dir.path());
     assert_eq!(
-        stdout_of(dir.path(), &["inbox", "ack", "3"]).trim(),
+        roster(dir.path(), &["inbox", "ack", "3"]).stdout().trim(),
         "acknowledged 1 notification"
     );
     assert_eq!(
-        shown_seqs(&stdout_of(dir.path(), &["inbox", "unread"])),
+        shown_seqs(&roster(dir.path(), &["inbox", "unread"]).stdout()),
         [4]
     );
     assert_eq!(
-        stdout_of(dir.path(), &["inbox", "ack"]).trim(),
+        roster(dir.path(), &["inbox", "ack"]).stdout().trim(),
         "acknowledged 1 notification"
     );
     assert_eq!(
-        stdout_of(dir.path(), &["inbox", "unread"]).trim(),
+        roster(dir.path(), &["inbox", "unread"]).stdout().trim(),
         "(no entries)"
     );
 
@@ -161,21 +147,21 @@ fn ack_in_one_process_is_seen_by_the_next_and_by_the_library() {
 fn clear_then_restart_replays_but_clear_all_then_restart_is_empty() {
     let dir = tempfile::tempdir().expect("temp dir");
     fill(dir.path());
-    let cleared = stdout_of(dir.path(), &["inbox", "clear"]);
+    let cleared = roster(dir.path(), &["inbox", "clear"]).stdout();
     assert_eq!(cleared.trim(), "cleared 4 notifications");
     assert_eq!(
-        shown_seqs(&stdout_of(dir.path(), &["inbox", "list"])),
+        shown_seqs(&roster(dir.path(), &["inbox", "list"]).stdout()),
         [4, 3, 2, 1],
         "the trail stayed on disk"
     );
     assert_eq!(
-        stdout_of(dir.path(), &["inbox", "unread"]).trim(),
+        roster(dir.path(), &["inbox", "unread"]).stdout().trim(),
         "(no entries)"
     );
 
-    stdout_of(dir.path(), &["inbox", "clear", "--all"]);
+    roster(dir.path(), &["inbox", "clear", "--all"]).stdout();
     assert_eq!(
-        stdout_of(dir.path(), &["inbox", "list"]).trim(),
+        roster(dir.path(), &["inbox", "list"]).stdout().trim(),
         "(no entries)"
     );
     let inbox = open(dir.path());
@@ -191,7 +177,7 @@ fn clear_all_with_an_unremovable_backup_fails_loudly_but_drains() {
     fs::create_dir(&blocker).expect("mkdir");
     fs::write(blocker.join("keep"), b"x").expect("write");
 
-    let out = roster(dir.path(), &["inbox", "clear", "--all"]);
+    let out = roster(dir.path(), &["inbox", "clear", "--all"]).output();
     assert!(!out.status.success(), "a partial purge is not a success");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -204,13 +190,16 @@ fn clear_all_with_an_unremovable_backup_fails_loudly_but_drains() {
     );
     // The purge record keeps the active file's old entries from coming back.
     assert_eq!(
-        stdout_of(dir.path(), &["inbox", "list"]).trim(),
+        roster(dir.path(), &["inbox", "list"]).stdout().trim(),
         "(no entries)"
     );
     let inbox = open(dir.path());
     assert_eq!(inbox.record("git", "m", Value::Null, false), 5);
     drop(inbox);
-    assert_eq!(shown_seqs(&stdout_of(dir.path(), &["inbox", "list"])), [5]);
+    assert_eq!(
+        shown_seqs(&roster(dir.path(), &["inbox", "list"]).stdout()),
+        [5]
+    );
 }
 
 #[test]
@@ -225,15 +214,13 @@ fn changes_are_refused_while_a_gateway_owns_the_inbox_but_reads_work() {
         false,
     );
 
-    let out = roster(dir.path(), &["inbox", "ack"]);
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = roster(dir.path(), &["inbox", "ack"]).fails();
     assert!(
         stderr.contains("another roster process owns the inbox"),
         "{stderr}"
     );
     assert_eq!(
-        shown_seqs(&stdout_of(dir.path(), &["inbox", "unread"])),
+        shown_seqs(&roster(dir.path(), &["inbox", "unread"]).stdout()),
         [3, 4, 5]
     );
     assert_eq!(
@@ -261,12 +248,20 @@ fn pending_confirms_show_only_to_the_person_and_expire_with_the_process() {
             ttl: Duration::from_secs(600),
         },
     );
-    assert!(!stdout_of(dir.path(), &["inbox", "list"]).contains("wipe the disk"));
-    assert!(!stdout_of(dir.path(), &["inbox", "unread"]).contains("elicitation"));
-    let shown = stdout_of(dir.path(), &["inbox", "pending"]);
+    assert!(
+        !roster(dir.path(), &["inbox", "list"])
+            .stdout()
+            .contains("wipe the disk")
+    );
+    assert!(
+        !roster(dir.path(), &["inbox", "unread"])
+            .stdout()
+            .contains("elicitation")
+    );
+    let shown = roster(dir.path(), &["inbox", "pending"]).stdout();
     assert!(shown.starts_with(&format!("#{} ", pending.id)), "{shown}");
     assert!(shown.contains("wipe the disk"), "{shown}");
-    let ids = stdout_of(dir.path(), &["__complete", "inbox-confirm"]);
+    let ids = roster(dir.path(), &["__complete", "inbox-confirm"]).stdout();
     assert_eq!(ids, format!("{}\tfiles elicitation/create\n", pending.id));
 
     // The gateway goes away without an answer; a later run owns the inbox and the request is
@@ -277,11 +272,13 @@ fn pending_confirms_show_only_to_the_person_and_expire_with_the_process() {
         pending.blocking_decision(),
         roster::inbox::ConfirmDecision::Expired
     );
-    let out = roster(dir.path(), &["inbox", "confirm", &id, "yes"]);
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = roster(dir.path(), &["inbox", "confirm", &id, "yes"]).fails();
     assert!(stderr.contains("already decided: expired"), "{stderr}");
-    assert!(stdout_of(dir.path(), &["inbox", "pending"]).contains("no requests are waiting"));
+    assert!(
+        roster(dir.path(), &["inbox", "pending"])
+            .stdout()
+            .contains("no requests are waiting")
+    );
 }
 
 #[test]
@@ -289,16 +286,16 @@ fn complete_lists_live_values() {
     let dir = tempfile::tempdir().expect("temp dir");
     fill(dir.path());
     assert_eq!(
-        stdout_of(dir.path(), &["__complete", "inbox-ack"]),
+        roster(dir.path(), &["__complete", "inbox-ack"]).stdout(),
         "3\tgit notifications/message\n4\tgit notifications/resources/updated\n"
     );
     assert_eq!(
-        stdout_of(dir.path(), &["__complete", "inbox-channel"]),
+        roster(dir.path(), &["__complete", "inbox-channel"]).stdout(),
         "files\ngit\n"
     );
     let empty = tempfile::tempdir().expect("temp dir");
     assert_eq!(
-        stdout_of(&empty.path().join("missing"), &["__complete", "inbox-ack"]),
+        roster(&empty.path().join("missing"), &["__complete", "inbox-ack"]).stdout(),
         ""
     );
 }
@@ -307,7 +304,7 @@ fn complete_lists_live_values() {
 fn completion_scripts_cover_every_subcommand() {
     let dir = tempfile::tempdir().expect("temp dir");
     for shell in ["bash", "zsh", "fish"] {
-        let script = stdout_of(dir.path(), &["completions", shell]);
+        let script = roster(dir.path(), &["completions", shell]).stdout();
         for word in [
             "inbox",
             "list",
@@ -341,7 +338,7 @@ fn bash_complete(dir: &Path, words: &[&str]) -> Vec<String> {
 /// [`bash_complete`], with `ROSTER_STATE_DIR` unset when not `state_dir_env` (and the default
 /// state directory under `dir`, empty).
 fn bash_complete_in(dir: &Path, words: &[&str], state_dir_env: bool) -> Vec<String> {
-    let script = stdout_of(dir, &["completions", "bash"]);
+    let script = roster(dir, &["completions", "bash"]).stdout();
     let script_path = dir.join("roster.bash");
     fs::write(&script_path, script).expect("write the script");
     let mut all = vec![ROSTER.to_string()];
@@ -451,16 +448,17 @@ fn completion_reads_the_state_of_the_config_and_state_dir_on_the_command_line() 
             "3",
             "",
         ],
-    );
+    )
+    .output();
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
     let out = roster(
         filled.path(),
         &["__complete", "line", "--", "roster", "inbox", "ack", ""],
-    );
-    assert!(out.status.success(), "{out:?}");
+    )
+    .stdout();
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        out,
         "3\tgit notifications/message\n4\tgit notifications/resources/updated\n"
     );
 }

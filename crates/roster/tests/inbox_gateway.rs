@@ -7,11 +7,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 
 use serde_json::{Value, json};
-
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
 
 /// A gateway fronting the dynamic server on an `initialize` session: a 2026-07-28 session has
 /// no back-channel for the server's elicitation.
@@ -31,35 +29,9 @@ fn start_gateway() -> common::Gateway {
     gateway
 }
 
-fn roster(state: &Path, args: &[&str]) -> Output {
-    Command::new(ROSTER)
-        .args(args)
-        .env("ROSTER_STATE_DIR", state)
-        // The English these tests read, whatever the machine's LANG.
-        .env("ROSTER_LANG", "en")
-        .env_remove("XDG_STATE_HOME")
-        .output()
-        .expect("run roster")
-}
-
-fn stdout_of(state: &Path, args: &[&str]) -> String {
-    let out = roster(state, args);
-    assert!(
-        out.status.success(),
-        "roster {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
-
-fn stderr_of_failure(state: &Path, args: &[&str]) -> String {
-    let out = roster(state, args);
-    assert!(
-        !out.status.success(),
-        "roster {args:?} should fail; printed {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
+/// `roster ARGS` on the gateway's state directory `state`.
+fn roster(state: &Path, args: &[&str]) -> common::Cli {
+    common::cli(args).state_dir(state)
 }
 
 /// Starts the Python SDK client making `calls` (see `tests/python/clients/call_tools.py`).
@@ -101,40 +73,39 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
     );
     assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
     common::wait_until("the list_changed shows in `roster inbox list`", || {
-        common::json_lines(&stdout_of(state, &["inbox", "list", "--json"]))
+        common::json_lines(&roster(state, &["inbox", "list", "--json"]).stdout())
             .iter()
             .any(|e| e["method"] == "notifications/tools/list_changed" && e["channel"] == "dynamic")
     });
-    let listed = common::json_lines(&stdout_of(
-        state,
-        &["inbox", "list", "--channel", "dynamic", "--json"],
-    ));
+    let listed = common::json_lines(
+        &roster(state, &["inbox", "list", "--channel", "dynamic", "--json"]).stdout(),
+    );
     let changed = listed
         .iter()
         .find(|e| e["method"] == "notifications/tools/list_changed")
         .unwrap_or_else(|| panic!("no list_changed in {listed:?}"));
     assert_eq!(changed["state"], "handled", "{changed}");
-    let text = stdout_of(state, &["inbox", "list"]);
+    let text = roster(state, &["inbox", "list"]).stdout();
     assert!(
         text.contains("notifications/tools/list_changed") && text.contains("handled"),
         "{text}"
     );
     assert!(
-        common::json_lines(&stdout_of(
-            state,
-            &["inbox", "list", "--channel", "nobody", "--json"]
-        ))
+        common::json_lines(
+            &roster(state, &["inbox", "list", "--channel", "nobody", "--json"]).stdout()
+        )
         .is_empty()
     );
     // Handled is never unread; ack changes nothing, and succeeds although the gateway holds
     // the inbox's lock (the direct backend would be refused).
-    assert!(common::json_lines(&stdout_of(state, &["inbox", "unread", "--json"])).is_empty());
+    assert!(common::json_lines(&roster(state, &["inbox", "unread", "--json"]).stdout()).is_empty());
     assert_eq!(
-        stdout_of(state, &["inbox", "ack"]).trim(),
+        roster(state, &["inbox", "ack"]).stdout().trim(),
         "acknowledged 0 notifications"
     );
     assert!(
-        stderr_of_failure(state, &["inbox", "confirm", "9999", "yes"])
+        roster(state, &["inbox", "confirm", "9999", "yes"])
+            .fails()
             .contains("no pending confirm has id 9999"),
     );
 
@@ -145,7 +116,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
         );
         let mut pending = Vec::new();
         common::wait_until("the elicitation waits in `roster inbox pending`", || {
-            pending = common::json_lines(&stdout_of(state, &["inbox", "pending", "--json"]));
+            pending = common::json_lines(&roster(state, &["inbox", "pending", "--json"]).stdout());
             !pending.is_empty()
         });
         assert_eq!(pending.len(), 1, "{pending:?}");
@@ -155,12 +126,12 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
         assert_eq!(confirm["params"]["message"], "Delete /tmp/x?", "{confirm}");
         assert_eq!(confirm["state"], "pending_confirm", "{confirm}");
         let id = confirm["id"].as_u64().expect("a numeric id").to_string();
-        let text = stdout_of(state, &["inbox", "pending"]);
+        let text = roster(state, &["inbox", "pending"]).stdout();
         assert!(
             text.contains(&format!("#{id} ")) && text.contains("Delete /tmp/x?"),
             "{text}"
         );
-        let completed = stdout_of(state, &["__complete", "inbox-confirm"]);
+        let completed = roster(state, &["__complete", "inbox-confirm"]).stdout();
         assert_eq!(
             completed.lines().next().and_then(|l| l.split('\t').next()),
             Some(id.as_str()),
@@ -168,12 +139,16 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
         );
 
         // Human-only: neither `roster inbox list`/`unread` nor the model's `channels` shows it.
-        let everything = stdout_of(state, &["inbox", "list", "--limit", "1000", "--json"]);
+        let everything = roster(state, &["inbox", "list", "--limit", "1000", "--json"]).stdout();
         for entry in common::json_lines(&everything) {
             assert_ne!(entry["method"], "elicitation/create", "{entry}");
             assert_ne!(entry["seq"].to_string(), id, "{entry}");
         }
-        assert!(!stdout_of(state, &["inbox", "unread"]).contains("Delete /tmp/x?"));
+        assert!(
+            !roster(state, &["inbox", "unread"])
+                .stdout()
+                .contains("Delete /tmp/x?")
+        );
         let model = call(
             &gateway.url,
             json!([
@@ -195,7 +170,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
             "a pending confirm is never shown to the model: {seen}"
         );
 
-        let decided = stdout_of(state, &["inbox", "confirm", &id, answer]);
+        let decided = roster(state, &["inbox", "confirm", &id, answer]).stdout();
         let word = if answer == "yes" {
             "confirmed"
         } else {
@@ -209,17 +184,20 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
             "the server got the person's answer: {report}"
         );
         assert!(
-            stderr_of_failure(state, &["inbox", "confirm", &id, "yes"])
+            roster(state, &["inbox", "confirm", &id, "yes"])
+                .fails()
                 .contains(&format!("confirm {id} was already decided: {word}"))
         );
-        assert!(common::json_lines(&stdout_of(state, &["inbox", "pending", "--json"])).is_empty());
+        assert!(
+            common::json_lines(&roster(state, &["inbox", "pending", "--json"]).stdout()).is_empty()
+        );
     }
 
     // Clear through the gateway: its live ring is empty afterwards (a replay of the trail,
     // which `clear` leaves on disk, would still show the entries).
-    let cleared = stdout_of(state, &["inbox", "clear"]);
+    let cleared = roster(state, &["inbox", "clear"]).stdout();
     assert!(cleared.starts_with("cleared "), "{cleared}");
-    assert!(common::json_lines(&stdout_of(state, &["inbox", "list", "--json"])).is_empty());
+    assert!(common::json_lines(&roster(state, &["inbox", "list", "--json"]).stdout()).is_empty());
 }
 
 #[test]
@@ -232,13 +210,13 @@ fn with_the_gateway_gone_the_cli_works_on_the_trail_again() {
     );
     assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
     common::wait_until("the list_changed is recorded", || {
-        !common::json_lines(&stdout_of(&state, &["inbox", "list", "--json"])).is_empty()
+        !common::json_lines(&roster(&state, &["inbox", "list", "--json"]).stdout()).is_empty()
     });
     // SIGKILL leaves the socket file behind; nothing answers on it any more.
     gateway.child.0.kill().expect("kill the gateway");
     gateway.child.0.wait().expect("the gateway exits");
     assert!(state.join("admin.sock").exists(), "a stale socket remains");
-    let listed = common::json_lines(&stdout_of(&state, &["inbox", "list", "--json"]));
+    let listed = common::json_lines(&roster(&state, &["inbox", "list", "--json"]).stdout());
     assert!(
         listed
             .iter()
@@ -247,6 +225,10 @@ fn with_the_gateway_gone_the_cli_works_on_the_trail_again() {
     );
     // A changing command owns the trail now that the gateway's lock is gone; `--all` purges
     // it, so the next replay (every direct read is one) is empty.
-    assert!(stdout_of(&state, &["inbox", "clear", "--all"]).starts_with("cleared "));
-    assert!(common::json_lines(&stdout_of(&state, &["inbox", "list", "--json"])).is_empty());
+    assert!(
+        roster(&state, &["inbox", "clear", "--all"])
+            .stdout()
+            .starts_with("cleared ")
+    );
+    assert!(common::json_lines(&roster(&state, &["inbox", "list", "--json"]).stdout()).is_empty());
 }

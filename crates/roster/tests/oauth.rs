@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -36,32 +35,15 @@ args = ["{dynamic}"]
     )
 }
 
-fn roster(config: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_roster"))
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("ROSTER_STATE_DIR")
-        // The English these tests read, whatever the machine's LANG.
-        .env("ROSTER_LANG", "en")
-        .output()
-        .expect("run roster")
-}
-
-fn stdout(config: &Path, args: &[&str]) -> String {
-    let out = roster(config, args);
-    assert!(
-        out.status.success(),
-        "roster {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// `roster --config CONFIG ARGS`.
+fn roster(config: &Path, args: &[&str]) -> common::Cli {
+    common::cli(args).config(config)
 }
 
 /// The running gateway's status entry of `server`; `None` while its admin socket is not up.
 fn try_server_status(gateway: &Gateway, server: &str) -> Option<Value> {
     let config = gateway.dir.path().join("roster.toml");
-    let out = roster(&config, &["status", "--json"]);
+    let out = roster(&config, &["status", "--json"]).output();
     if !out.status.success() {
         return None;
     }
@@ -155,15 +137,16 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
     wait_for_status(&gateway, "plain", |s| {
         s["connection"] == "connected" && s["tools"].as_u64() > Some(0)
     });
-    let tools = stdout(&config, &["tools", "--json"]);
+    let tools = roster(&config, &["tools", "--json"]).stdout();
     assert!(!tools.contains("notes__"), "{tools}");
     assert_eq!(
-        stdout(&config, &["auth", "status"])
+        roster(&config, &["auth", "status"])
+            .stdout()
             .split_whitespace()
             .nth(1),
         Some("needs-login")
     );
-    let inbox = stdout(&config, &["inbox", "list", "--json"]);
+    let inbox = roster(&config, &["inbox", "list", "--json"]).stdout();
     assert!(
         inbox.contains("roster/needs_login") && inbox.contains("roster auth login notes"),
         "{inbox}"
@@ -171,11 +154,11 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
 
     let printed = login_then_serve(&gateway, &config);
 
-    let status = stdout(&config, &["auth", "status"]);
+    let status = roster(&config, &["auth", "status"]).stdout();
     assert!(status.contains("logged in (expires in"), "{status}");
     let token = stored_access_token(&gateway.state(), "notes");
     assert!(!status.contains(&token) && !printed.contains(&token));
-    let status_json = stdout(&config, &["auth", "status", "--json"]);
+    let status_json = roster(&config, &["auth", "status", "--json"]).stdout();
     assert!(!status_json.contains(&token), "{status_json}");
 
     #[cfg(unix)]
@@ -186,10 +169,11 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
         assert_eq!(mode(&gateway.state().join("oauth")), 0o700);
     }
 
-    let out = stdout(&config, &["auth", "logout", "notes"]);
+    let out = roster(&config, &["auth", "logout", "notes"]).stdout();
     assert!(out.contains("Logged out of `notes`"), "{out}");
     assert_eq!(
-        stdout(&config, &["auth", "status"])
+        roster(&config, &["auth", "status"])
+            .stdout()
             .split_whitespace()
             .nth(1),
         Some("needs-login")
@@ -213,7 +197,7 @@ fn a_server_that_refuses_the_listing_after_an_open_initialize_waits_for_a_login(
     );
     let config = gateway.dir.path().join("roster.toml");
     wait_for_a_login(&gateway);
-    let inbox = stdout(&config, &["inbox", "list", "--json"]);
+    let inbox = roster(&config, &["inbox", "list", "--json"]).stdout();
     assert!(inbox.contains("roster/needs_login"), "{inbox}");
 
     login_then_serve(&gateway, &config);
@@ -246,7 +230,7 @@ fn a_call_refused_after_every_token_was_revoked_waits_for_a_login() {
         server_status(&gateway, "notes")["logins_asked"].as_u64(),
         Some(asked + 1)
     );
-    let inbox = stdout(&config, &["inbox", "list", "--json"]);
+    let inbox = roster(&config, &["inbox", "list", "--json"]).stdout();
     assert_eq!(inbox.matches("roster/needs_login").count(), 2, "{inbox}");
 
     login_then_serve(&gateway, &config);

@@ -10,7 +10,7 @@ use std::path::Path;
 use common::{args, dynamic_server_toml, test_config, text_of};
 use serde_json::{Value, json};
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
+use common::ROSTER;
 
 fn names(roster: &roster::Roster) -> Vec<String> {
     roster.tools().into_iter().map(|t| t.exposed_name).collect()
@@ -241,13 +241,7 @@ fn a_reload_puts_new_client_tokens_in_force_and_one_it_cannot_read_changes_nothi
     let path = gateway.dir.path().join("roster.toml");
     let reload = |clients: &[&str]| {
         std::fs::write(&path, with_clients(gateway.dir.path(), clients)).expect("write");
-        std::process::Command::new(ROSTER)
-            .arg("--config")
-            .arg(&path)
-            .arg("reload")
-            .env_remove("ROSTER_STATE_DIR")
-            .output()
-            .expect("roster reload runs")
+        common::cli(["reload"]).config(&path).output()
     };
     let status = |token| common::post_initialize(&gateway.url, Some(token));
     assert_eq!(status("one-secret"), 200);

@@ -7,34 +7,22 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
-
 /// `roster --config CONFIG ARGS` on the gateway's state directory (named outright: an empty
 /// file names none).
-fn roster(gateway: &common::Gateway, args: &[&str]) -> Output {
-    Command::new(ROSTER)
-        .arg("--config")
-        .arg(gateway.dir.path().join("roster.toml"))
-        .args(args)
-        .env("ROSTER_STATE_DIR", gateway.state())
-        .env("ROSTER_LANG", "en")
-        .output()
-        .expect("run roster")
+fn roster(gateway: &common::Gateway, args: &[&str]) -> common::Cli {
+    common::cli(args)
+        .config(gateway.dir.path().join("roster.toml"))
+        .state_dir(gateway.state())
 }
 
 /// The servers `roster status --json` shows.
 fn servers(gateway: &common::Gateway) -> Vec<String> {
-    let out = roster(gateway, &["status", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let status: Value = serde_json::from_slice(&out.stdout).expect("status is JSON");
+    let out = roster(gateway, &["status", "--json"]).stdout();
+    let status: Value = serde_json::from_str(&out).expect("status is JSON");
     status["servers"]
         .as_array()
         .or_else(|| status.as_array())
@@ -113,26 +101,19 @@ fn a_file_that_names_no_server_is_refused_by_every_reload_until_a_person_allows_
     let half = config(gateway.dir.path());
     let half = &half[..half.find("[servers.").expect("a server table")];
     std::fs::write(&path, half).expect("write half the file");
-    let out = roster(&gateway, &["reload"]);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    let said = roster(&gateway, &["reload"]).fails_with(1);
     assert!(said.contains("the running configuration stays"), "{said}");
     assert_refused_naming_the_way_out(&said);
     assert_eq!(servers(&gateway), ["a"]);
-    let status = String::from_utf8_lossy(&roster(&gateway, &["status"]).stdout).into_owned();
+    let status =
+        String::from_utf8_lossy(&roster(&gateway, &["status"]).output().stdout).into_owned();
     assert!(
         status.contains("--allow-empty"),
         "the last reload: {status}"
     );
 
     // A person who means it.
-    let out = roster(&gateway, &["reload", "--allow-empty"]);
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = roster(&gateway, &["reload", "--allow-empty"]).stdout();
     assert!(said.contains("removed a"), "{said}");
     assert!(servers(&gateway).is_empty(), "every server removed");
 }

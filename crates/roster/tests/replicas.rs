@@ -10,12 +10,12 @@ mod common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use common::infra::{Balancer, Postgres};
 use serde_json::{Value, json};
 
-const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
+use common::ROSTER;
 const PASSWORD_ENV: &str = "ROSTER_TEST_STORE_PASSWORD";
 const ADMIN_TOKEN: &str = "replica-admin";
 
@@ -77,20 +77,10 @@ fn config_of(replica: &common::Gateway) -> PathBuf {
 }
 
 /// `roster --config CONFIG ARGS` as a person at one replica's machine runs it.
-fn roster(config: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(ROSTER);
-    command
-        .arg("--config")
-        .arg(config)
-        .args(args)
+fn roster(config: &Path, args: &[&str]) -> common::Cli {
+    common::cli(args)
+        .config(config)
         .env(PASSWORD_ENV, Postgres::PASSWORD)
-        .env("ROSTER_LANG", "en")
-        .env_remove("ROSTER_STATE_DIR");
-    command
-}
-
-fn stdout_of(config: &Path, args: &[&str]) -> String {
-    common::stdout_of(&mut roster(config, args))
 }
 
 fn call(url: &str, calls: Value) -> Value {
@@ -209,7 +199,8 @@ fn two_replicas_appending_at_once_lose_and_duplicate_no_line() {
     }
 
     // The audit trail, exported from the store: every note once, seqs one sequence.
-    let exported = common::json_lines(&stdout_of(&config_of(&replicas[0]), &["inbox", "export"]));
+    let exported =
+        common::json_lines(&roster(&config_of(&replicas[0]), &["inbox", "export"]).stdout());
     let notes: Vec<&Value> = exported
         .iter()
         .filter(|r| r["kind"] == "entry" && r["method"] == "notifications/message")
@@ -263,12 +254,12 @@ fn a_confirm_waiting_on_one_replica_is_decided_from_any_machine() {
     let elsewhere = config_of(&replicas[1]);
     let mut pending = Vec::new();
     common::wait_until("the elicitation waits in the shared inbox", || {
-        pending = common::json_lines(&stdout_of(&elsewhere, &["inbox", "pending", "--json"]));
+        pending = common::json_lines(&roster(&elsewhere, &["inbox", "pending", "--json"]).stdout());
         !pending.is_empty()
     });
     assert_eq!(pending[0]["params"]["message"], "Delete /tmp/shared?");
     let id = pending[0]["id"].as_u64().expect("an id").to_string();
-    let decided = stdout_of(&elsewhere, &["inbox", "confirm", &id, "yes"]);
+    let decided = roster(&elsewhere, &["inbox", "confirm", &id, "yes"]).stdout();
     assert_eq!(decided.trim(), format!("request {id}: confirmed"));
     let output = client.wait_with_output().expect("the client ends");
     let report = common::client_report("call_tools.py", &output);
@@ -277,7 +268,10 @@ fn a_confirm_waiting_on_one_replica_is_decided_from_any_machine() {
         "accept confirm=True",
         "the server on the first replica got the answer given at the second: {report}"
     );
-    assert!(common::json_lines(&stdout_of(&elsewhere, &["inbox", "pending", "--json"])).is_empty());
+    assert!(
+        common::json_lines(&roster(&elsewhere, &["inbox", "pending", "--json"]).stdout())
+            .is_empty()
+    );
 }
 
 #[test]
@@ -579,10 +573,11 @@ async fn a_pin_and_a_persons_approval_hold_on_every_replica() {
     until_unlisted(&second, "dynamic__echo").await;
 
     // A person approves at the second replica's machine: both serve the new definition.
-    let approved = stdout_of(
+    let approved = roster(
         &config_of(&replicas[1]),
         &["tools", "approve", "dynamic__echo"],
-    );
+    )
+    .stdout();
     assert!(approved.contains("dynamic__echo"), "{approved}");
     for client in [&first, &second] {
         until_listed(client, "dynamic__echo").await;
@@ -603,9 +598,7 @@ async fn a_pin_and_a_persons_approval_hold_on_every_replica() {
 
 /// `roster status --json`'s entry of `server` at `replica` (its admin socket), if it answers.
 fn server_status(replica: &common::Gateway, server: &str) -> Option<Value> {
-    let out = roster(&config_of(replica), &["status", "--json"])
-        .output()
-        .expect("run roster");
+    let out = roster(&config_of(replica), &["status", "--json"]).output();
     if !out.status.success() {
         return None;
     }

@@ -4,7 +4,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use {
     roster::core::catalog::{ListFilter, Subscriptions},
@@ -287,24 +286,10 @@ fn the_store_forgets_a_removed_skill_directory() {
     );
 }
 
-fn roster(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_roster"))
-        .args(args)
-        // The English these tests read, whatever the machine's LANG.
-        .env("ROSTER_LANG", "en")
-        .output()
-        .expect("roster runs");
-    (
-        output.status.code().expect("exited with a code"),
-        String::from_utf8(output.stdout).expect("utf-8 stdout"),
-        String::from_utf8(output.stderr).expect("utf-8 stderr"),
-    )
-}
-
 #[test]
 fn skills_check_passes_on_the_examples() {
-    let (code, stdout, _) = roster(&["skills", "check", examples().to_str().expect("utf-8 path")]);
-    assert_eq!(code, 0, "{stdout}");
+    let stdout =
+        common::cli(["skills", "check", examples().to_str().expect("utf-8 path")]).stdout();
     assert!(
         stdout.contains("ok       demo/save-note (flow_template)"),
         "{stdout}"
@@ -315,8 +300,9 @@ fn skills_check_passes_on_the_examples() {
 #[test]
 fn skills_check_reports_each_invalid_skill_and_exits_1() {
     let root = invalid_fixture();
-    let (code, stdout, _) = roster(&["skills", "check", root.to_str().expect("utf-8 path")]);
-    assert_eq!(code, 1, "{stdout}");
+    let out = common::cli(["skills", "check", root.to_str().expect("utf-8 path")]).output();
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
     let invalid: Vec<_> = stdout
         .lines()
         .filter(|l| l.starts_with("invalid"))
@@ -343,8 +329,8 @@ fn skills_check_reports_each_invalid_skill_and_exits_1() {
 fn skills_check_exits_2_when_the_path_cannot_be_read() {
     let dir = tempfile::tempdir().expect("temp dir");
     let missing = dir.path().join("nope");
-    let (code, _, stderr) = roster(&["skills", "check", missing.to_str().expect("utf-8 path")]);
-    assert_eq!(code, 2);
+    let stderr =
+        common::cli(["skills", "check", missing.to_str().expect("utf-8 path")]).fails_with(2);
     assert!(
         stderr.contains("cannot read skills directory") && stderr.contains("nope"),
         "{stderr}"
@@ -401,12 +387,9 @@ fn edited_skills_are_served_without_a_restart_and_a_broken_edit_keeps_the_last_g
     let config = gateway.dir.path().join("roster.toml");
     let mut problem = serde_json::Value::Null;
     common::wait_until("the broken edit is reported in the inbox", || {
-        let out = common::stdout_of(
-            std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
-                .arg("--config")
-                .arg(&config)
-                .args(["inbox", "list", "--json"]),
-        );
+        let out = common::cli(["inbox", "list", "--json"])
+            .config(&config)
+            .stdout();
         problem = common::json_lines(&out)
             .into_iter()
             .find(|e| e["method"] == "roster/skill_problem")

@@ -256,12 +256,11 @@ fn a_client_finds_reads_and_resolves_a_skill_only_the_upstream_publishes() {
     wait_for_skill(&front, None, "docs/pdf/forms");
     // `roster status` counts the server's skills beside its tools.
     front.wait_for_admin();
-    let status: Value = serde_json::from_str(&common::stdout_of(
-        std::process::Command::new(roster_bin())
-            .arg("--config")
-            .arg(front.dir.path().join("roster.toml"))
-            .args(["status", "--json"]),
-    ))
+    let status: Value = serde_json::from_str(
+        &common::cli(["status", "--json"])
+            .config(front.dir.path().join("roster.toml"))
+            .stdout(),
+    )
     .expect("status --json");
     let docs = status
         .as_array()

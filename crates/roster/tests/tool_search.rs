@@ -293,15 +293,7 @@ fn a_reload_into_search_mode_indexes_the_tools_already_held() {
 
     let path = gateway.dir.path().join("roster.toml");
     std::fs::write(&path, config(gateway.dir.path(), "search")).expect("write");
-    let reloaded = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
-        .arg("--config")
-        .arg(&path)
-        .arg("reload")
-        .env_remove("ROSTER_STATE_DIR")
-        .output()
-        .expect("roster reload runs");
-    let said = String::from_utf8_lossy(&reloaded.stdout);
-    assert!(reloaded.status.success(), "{said}");
+    let said = common::cli(["reload"]).config(&path).stdout();
     assert!(said.contains("gateway.tools_mode"), "{said}");
 
     let after = view();

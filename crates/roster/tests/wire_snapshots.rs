@@ -135,7 +135,7 @@ async fn status_json_of_the_running_example() {
     // A turn first, so the demo server has been listed when status is read.
     client.peer().list_tools(None).await.expect("tools/list");
     let config = gateway.dir.path().join("roster.toml");
-    let text = common::roster_stdout(&config, &["status", "--json"]);
+    let text = common::cli(["status", "--json"]).config(&config).stdout();
     let status: Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("status --json is not JSON ({e}): {text}"));
     let root = regex_escape(&common::workspace_root().display().to_string());

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{KillOnDrop, python_client_report, serve_http, stdout_of, workspace_root};
+use super::{KillOnDrop, python_client_report, serve_http, workspace_root};
 
 /// `roster --config CONFIG serve --http 127.0.0.1:0`, without the caller's `ROSTER_STATE_DIR`:
 /// a test's state lives where its config says, never in the developer's state dir.
@@ -192,20 +192,6 @@ fn table_at<'a>(table: &'a mut toml::Table, keys: &[&str]) -> &'a mut toml::Tabl
             .and_then(|t| t.as_table_mut())
             .unwrap_or_else(|| panic!("the example has [{}]", keys.join(".")))
     })
-}
-
-/// What `roster --config CONFIG ARGS` (an admin command such as `status --json`) printed;
-/// panics showing its stderr when it failed.
-pub fn roster_stdout(config: &Path, args: &[&str]) -> String {
-    stdout_of(
-        Command::new(env!("CARGO_BIN_EXE_roster"))
-            .arg("--config")
-            .arg(config)
-            .args(args)
-            .env_remove("ROSTER_STATE_DIR")
-            // The English tests read, whatever the machine's LANG.
-            .env("ROSTER_LANG", "en"),
-    )
 }
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;

@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+mod cli;
 mod gateway;
 pub mod infra;
 pub mod oauth;
@@ -15,9 +16,11 @@ mod raw_http;
 
 // Each test binary compiles this module and uses only some of it.
 #[allow(unused_imports)]
+pub use cli::{Cli, ROSTER, cli, stderr_of};
+#[allow(unused_imports)]
 pub use gateway::{
-    Gateway, call_tools, example_config, person, post_initialize, roster_stdout, serve_command,
-    session_id, session_steps,
+    Gateway, call_tools, example_config, person, post_initialize, serve_command, session_id,
+    session_steps,
 };
 #[allow(unused_imports)]
 pub use raw_http::{RawHttp, modern_meta};
@@ -291,13 +294,7 @@ pub fn wait_started(config: &std::path::Path) {
     let started_at = Instant::now();
     let deadline = started_at + Duration::from_secs(60);
     loop {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
-            .arg("--config")
-            .arg(config)
-            .args(["status", "--json"])
-            .env_remove("ROSTER_STATE_DIR")
-            .output()
-            .expect("run roster status");
+        let output = cli(["status", "--json"]).config(config).output();
         let rows: Option<Vec<serde_json::Value>> = serde_json::from_slice(&output.stdout).ok();
         let started = rows.is_some_and(|rows| {
             rows.iter()
@@ -421,7 +418,8 @@ pub fn call_tools_while(
     client_report("call_tools.py", &client.wait_with_output().expect("done"))
 }
 
-/// What `command` printed on stdout; panics showing its stderr when it failed.
+/// What `command` printed on stdout; panics showing its stderr when it failed. For another
+/// program than roster: a `roster` command line runs through [`cli`].
 pub fn stdout_of(command: &mut std::process::Command) -> String {
     let output = command.output().expect("run the command");
     let stderr = String::from_utf8_lossy(&output.stderr);
