@@ -146,7 +146,7 @@ struct ReloadArgs {
 /// (the client's connection, the session, the server's connection), and with a worker per core
 /// each hop to a task another worker may take wakes that thread — over HTTP 6.4 against 2.0
 /// context switches and 199.6 against 146.0 µs of CPU per call at 1 session, and fewer calls
-/// per second at 16 sessions too (bench/fast-path-http-front.md); one core forwarded some
+/// per second at 16 sessions too (bench/analysis.md, the fast-path profiles); one core forwarded some
 /// 15,000 calls/s there.
 /// Everything else gets a worker per core (or `TOKIO_WORKER_THREADS`).
 fn runtime_for(command: Option<&Command>) -> std::io::Result<tokio::runtime::Runtime> {
