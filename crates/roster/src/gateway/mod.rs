@@ -48,17 +48,16 @@ pub(crate) mod lane;
 mod native;
 pub mod reload;
 mod resource_server;
-pub(crate) mod skills;
 pub mod stdio;
 mod tasks;
 pub mod ui;
 mod watches;
 
+pub use crate::skills::Skills;
 use auth::AdmittedClient;
 pub use auth::{ClientEntry, ClientEntryError, ClientIdentity};
 pub use handler::GatewayHandler;
 pub(crate) use resource_server::{Refusal, ResourceServer};
-pub use skills::Skills;
 pub use tasks::TaskSettings;
 use tasks::Tasks;
 
