@@ -31,6 +31,7 @@ pub mod reviews;
 mod roster;
 pub mod servers;
 mod session;
+mod skills;
 pub mod store;
 mod sync;
 pub mod telemetry;

@@ -29,8 +29,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::config::{Config, ConfigError};
-use crate::gateway::Skills;
 use crate::servers::ServerState;
+use crate::skills::Skills;
 use crate::{Roster, RosterOptions};
 
 /// The server name the probe gives the one server it connects to.
@@ -337,7 +337,7 @@ async fn probe_skills(skills: &Skills, load: &[String]) -> Value {
         for uri in uris {
             match skills.read_synced(&uri, &everyone).await {
                 Some(Ok(read)) => {
-                    files.insert(uri, json!(crate::gateway::skills::read_size(&read)));
+                    files.insert(uri, json!(crate::skills::read_size(&read)));
                 }
                 Some(Err(why)) => {
                     // Content that does not check out is not used: nothing more is read.
