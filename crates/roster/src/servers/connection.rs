@@ -513,13 +513,13 @@ impl Connection {
     /// Pages `tools/list` to its end. One listing at a time per connection; each page must
     /// come within the server's `list_timeout` (else `notifications/cancelled` is sent).
     pub async fn list_tools(&self) -> Result<ToolListing, RequestError> {
-        let listing =
+        let mut listing =
             crate::telemetry::ServerRequest::around(&self.server, "tools/list", self.tool_pages())
                 .await?;
         if let DirectPath::Http(http) = &self.direct
             && !self.negotiated.legacy
         {
-            http.set_tools(&listing.tools);
+            http.set_tools(&self.server, &mut listing.tools);
         }
         Ok(listing)
     }

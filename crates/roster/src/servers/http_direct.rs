@@ -161,7 +161,18 @@ impl HttpDirect {
 
     /// Keeps the `x-mcp-header` marks of a 2026-07-28 server's listed tools (rmcp's transport
     /// already dropped a tool whose marks are not well-formed).
-    pub(crate) fn set_tools(&self, tools: &[Tool]) {
+    ///
+    /// A tool whose marks break SEP-2243's rules is left out of `tools` first, with a warning
+    /// naming it and the rule: a client must not call it (roster could not say which headers
+    /// its calls carry), as rmcp's own client does when it reads the listing.
+    pub(crate) fn set_tools(&self, server: &str, tools: &mut Vec<Tool>) {
+        tools.retain(|tool| match header_marks_problem(&tool.input_schema) {
+            None => true,
+            Some(problem) => {
+                tracing::warn!(server, tool = %tool.name, "tool left out: {problem}");
+                false
+            }
+        });
         let marked = tools
             .iter()
             .filter_map(|tool| {
@@ -562,6 +573,107 @@ fn param_headers(schema: &Map<String, Value>) -> Vec<ParamHeader> {
     out
 }
 
+/// Why the `x-mcp-header` marks of an input schema break SEP-2243's rules, if they do: a mark
+/// sits only on a property reached from the root through `properties` alone, is a non-empty
+/// HTTP token (RFC 9110 `tchar`s), unique whatever its case, and marks a `string`, `integer`
+/// or `boolean` property.
+fn header_marks_problem(schema: &Map<String, Value>) -> Option<String> {
+    /// Whether `value` (a schema, or schemas in a list or a map) holds a mark anywhere; the
+    /// values of keys that hold data, not schemas, are not looked into.
+    fn holds_mark(value: &Value) -> bool {
+        match value {
+            Value::Object(map) => map.iter().any(|(key, value)| match key.as_str() {
+                "x-mcp-header" => true,
+                "default" | "const" | "enum" | "examples" | "dependentRequired" => false,
+                _ => holds_mark(value),
+            }),
+            Value::Array(items) => items.iter().any(holds_mark),
+            _ => false,
+        }
+    }
+    /// Checks the marks of `schema`, reached from the root through `properties` at `path`.
+    fn check<'a>(
+        schema: &'a Map<String, Value>,
+        path: &mut Vec<&'a str>,
+        seen: &mut std::collections::HashSet<String>,
+    ) -> Result<(), String> {
+        for (key, value) in schema {
+            match key.as_str() {
+                "properties" => {
+                    let Value::Object(properties) = value else {
+                        continue;
+                    };
+                    for (name, property) in properties {
+                        path.push(name);
+                        match property {
+                            Value::Object(property) => check_property(property, path, seen)?,
+                            other if holds_mark(other) => {
+                                return Err(format!("`{}`: a mark off a property", path.join(".")));
+                            }
+                            _ => {}
+                        }
+                        path.pop();
+                    }
+                }
+                "x-mcp-header" if path.is_empty() => {
+                    return Err("a mark on the schema's root, not on a property".to_owned());
+                }
+                "x-mcp-header" | "default" | "const" | "enum" | "examples"
+                | "dependentRequired" => {}
+                _ if holds_mark(value) => {
+                    let at = if path.is_empty() {
+                        "the root".to_owned()
+                    } else {
+                        path.join(".")
+                    };
+                    return Err(format!(
+                        "a mark under `{key}` of {at}, off the `properties` path from the root"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+    fn check_property<'a>(
+        property: &'a Map<String, Value>,
+        path: &mut Vec<&'a str>,
+        seen: &mut std::collections::HashSet<String>,
+    ) -> Result<(), String> {
+        if let Some(mark) = property.get("x-mcp-header") {
+            let at = path.join(".");
+            let Value::String(header) = mark else {
+                return Err(format!("`{at}`: x-mcp-header is not a string"));
+            };
+            let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+            if header.is_empty() || !header.chars().all(tchar) {
+                return Err(format!(
+                    "`{at}`: x-mcp-header {header:?} is not an HTTP token"
+                ));
+            }
+            if !seen.insert(header.to_ascii_lowercase()) {
+                return Err(format!("`{at}`: x-mcp-header {header:?} is used twice"));
+            }
+            let primitive = matches!(
+                property.get("type").and_then(Value::as_str),
+                Some("string" | "integer" | "boolean")
+            );
+            if !primitive {
+                return Err(format!(
+                    "`{at}`: x-mcp-header marks a property that is not a string, integer or boolean"
+                ));
+            }
+        }
+        check(property, path, seen)
+    }
+    check(
+        schema,
+        &mut Vec::new(),
+        &mut std::collections::HashSet::new(),
+    )
+    .err()
+}
+
 /// A header value as SEP-2243 carries it: as it is, or `=?base64?…?=` when it could not travel
 /// as it is (space or tab at either end, a control or non-ASCII character, or a value that looks
 /// like that wrapping).
@@ -698,6 +810,110 @@ mod tests {
     }
 
     #[test]
+    fn tools_whose_marks_break_the_rules_are_left_out() {
+        let property = |mark: Value, kind: &str| json!({"type": kind, "x-mcp-header": mark});
+        let object = |properties: Value| json!({"type": "object", "properties": properties});
+        let bad = [
+            ("empty", object(json!({"a": property(json!(""), "string")}))),
+            (
+                "an object",
+                object(json!({"a": property(json!({}), "string")})),
+            ),
+            (
+                "a number",
+                object(json!({"a": property(json!(7), "string")})),
+            ),
+            (
+                "a space",
+                object(json!({"a": property(json!("A B"), "string")})),
+            ),
+            (
+                "a colon",
+                object(json!({"a": property(json!("A:B"), "string")})),
+            ),
+            (
+                "not ASCII",
+                object(json!({"a": property(json!("Zürich"), "string")})),
+            ),
+            (
+                "a control",
+                object(json!({"a": property(json!("A\u{1}"), "string")})),
+            ),
+            (
+                "an array",
+                object(json!({"a": property(json!("A"), "array")})),
+            ),
+            (
+                "a null type",
+                object(json!({"a": property(json!("A"), "null")})),
+            ),
+            (
+                "a number type",
+                object(json!({"a": property(json!("A"), "number")})),
+            ),
+            (
+                "twice, in another case",
+                object(
+                    json!({"a": property(json!("Id"), "string"), "b": property(json!("ID"), "string")}),
+                ),
+            ),
+            (
+                "under items",
+                object(json!({"a": {"type": "array", "items": property(json!("A"), "string")}})),
+            ),
+            (
+                "under $defs",
+                json!({"type": "object", "$defs": {"x": property(json!("A"), "string")}}),
+            ),
+            (
+                "on the root",
+                json!({"type": "object", "x-mcp-header": "A"}),
+            ),
+        ];
+        let good = [
+            ("none", object(json!({"a": {"type": "string"}}))),
+            (
+                "nested",
+                object(json!({"a": object(json!({"b": property(json!("B"), "integer")}))})),
+            ),
+            (
+                "a default that looks like one",
+                object(json!({"a": {"type": "object", "default": {"x-mcp-header": 1}}})),
+            ),
+            (
+                "distinct",
+                object(
+                    json!({"a": property(json!("A"), "boolean"), "b": property(json!("B-2_x"), "string")}),
+                ),
+            ),
+        ];
+        for (why, schema) in &bad {
+            let tool = tool("t", schema.clone());
+            assert!(
+                header_marks_problem(&tool.input_schema).is_some(),
+                "{why}: {schema}"
+            );
+        }
+        for (why, schema) in &good {
+            let tool = tool("t", schema.clone());
+            assert_eq!(
+                header_marks_problem(&tool.input_schema),
+                None,
+                "{why}: {schema}"
+            );
+        }
+        let http = direct();
+        let mut tools: Vec<Tool> = bad
+            .iter()
+            .chain(&good)
+            .map(|(why, schema)| tool(why, schema.clone()))
+            .collect();
+        http.set_tools("s", &mut tools);
+        let kept: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(kept, good.iter().map(|(why, _)| *why).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn a_2026_request_names_its_method_its_target_and_its_marked_arguments() {
         let http = direct();
         let schema = json!({"type": "object", "properties": {
@@ -706,10 +922,12 @@ mod tests {
             "flag": {"type": "boolean", "x-mcp-header": "Flag"},
             "gone": {"type": "string", "x-mcp-header": "Gone"}
         }});
-        http.set_tools(&[
+        let mut tools = vec![
             tool("marked", schema),
             tool("plain", json!({"type": "object"})),
-        ]);
+        ];
+        http.set_tools("s", &mut tools);
+        assert_eq!(tools.len(), 2, "both are well marked");
         let text = Bytes::from(r#"{"region":"Zürich","count":12,"flag":true,"gone":null}"#);
         let params = json!({"name": "marked"});
         let headers = http.era_headers("2026-07-28", "tools/call", &params, Some(&text));
@@ -741,7 +959,7 @@ mod tests {
         let params = json!({"uri": "file:///a b"});
         let headers = http.era_headers("2026-07-28", "resources/read", &params, None);
         assert_eq!(header(&headers, "mcp-name"), Some("file:///a b"));
-        http.set_tools(&[]);
+        http.set_tools("s", &mut Vec::new());
         let params = json!({"name": "marked", "arguments": {"region": "eu"}});
         let headers = http.era_headers("2026-07-28", "tools/call", &params, None);
         assert_eq!(header(&headers, "mcp-param-region"), None);
