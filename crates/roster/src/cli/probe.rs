@@ -235,6 +235,10 @@ async fn log_in_if_asked(
     )
 }
 
+/// How long the probe waits for its server to be connected or waiting for a login, after the
+/// first turn.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Logins the probe makes in a row for one refusal before it gives up.
 const MAX_LOGINS: usize = 3;
 
@@ -262,6 +266,17 @@ async fn probe(
 ) -> anyhow::Result<Value> {
     // A turn lists a server whose first listing has not happened yet.
     roster.open_session().begin_turn().await;
+    // A listing refused for want of a login may end its connection before the refusal is
+    // recorded: the server reads `disconnected` for a moment, then `needs-login`. Settled
+    // first, at most SETTLE (a server that stays down is reported as it is then).
+    let settle = tokio::time::Instant::now() + SETTLE;
+    while !matches!(
+        probe_state(roster)?.state,
+        ServerState::Connected | ServerState::NeedsLogin
+    ) && tokio::time::Instant::now() < settle
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     log_in_if_asked(roster, spec, oauth).await?;
     let status = roster.status_json();
     let server = probe_state(roster)?;

@@ -348,8 +348,12 @@ impl Runtime {
             }
             Err(error) => {
                 let closed = matches!(error, super::RequestError::Closed) || connection.is_closed();
+                // Another request on this connection was refused for want of a login, which
+                // ends the connection: this one is abandoned with it, and the server waits for
+                // the login (recording a failure would hide that it does).
+                let refused = lock(&slot.live).state == ServerState::NeedsLogin;
                 let error = error.to_string();
-                if closed {
+                if closed || refused {
                     // The server died under the listing: the supervisor records that crash
                     // once; counting it here too would reach crash-loop twice as fast.
                     tracing::info!(server = %slot.name, %error, "listing ended with the connection");
