@@ -12,6 +12,7 @@ pub mod debounce;
 pub mod delta;
 pub mod fingerprint;
 pub mod flow;
+pub mod methods;
 pub mod naming;
 pub mod pin;
 pub mod registry;

@@ -9,48 +9,6 @@ use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue,
 
 use crate::servers::{Answer, RequestError};
 
-/// The request methods of the MCP specification (2025-06-18, 2025-11-25, 2026-07-28 and the
-/// extensions roster serves) a client may send roster; any other method is counted as
-/// [`OTHER`].
-pub(crate) const CLIENT_REQUEST_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "server/discover",
-    "subscriptions/listen",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "resources/directory/read",
-    "completion/complete",
-    "logging/setLevel",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-    "tasks/list",
-    "tasks/result",
-    "skills/list",
-    "skills/get",
-];
-
-/// The notification methods of the specification a server may send; any other is [`OTHER`].
-pub(crate) const SERVER_NOTIFICATION_METHODS: &[&str] = &[
-    "notifications/tools/list_changed",
-    "notifications/prompts/list_changed",
-    "notifications/resources/list_changed",
-    "notifications/resources/updated",
-    "notifications/progress",
-    "notifications/message",
-    "notifications/cancelled",
-    "notifications/tasks/status",
-    "notifications/elicitation/complete",
-];
-
 /// The value of a method label outside the fixed list.
 pub(crate) const OTHER: &str = "other";
 
@@ -61,6 +19,12 @@ pub(crate) const OTHER: &str = "other";
 pub(crate) const MAX_TOOL_LABELS: usize = 100;
 
 /// `method` when it is one of `known`, else [`OTHER`].
+/// The label of a client's request `method`: the method, when it is one of the spec's
+/// (`roster_core::methods`), else [`OTHER`].
+pub(crate) fn client_request_label(method: &str) -> &'static str {
+    roster_core::methods::client_request(method).map_or(OTHER, |request| request.name)
+}
+
 pub(crate) fn bounded_method(method: &str, known: &[&'static str]) -> &'static str {
     known
         .iter()
@@ -208,26 +172,26 @@ mod tests {
 
     #[test]
     fn methods_outside_the_spec_are_other() {
-        assert_eq!(
-            bounded_method("tools/call", CLIENT_REQUEST_METHODS),
-            "tools/call"
-        );
-        assert_eq!(bounded_method("tools/call ", CLIENT_REQUEST_METHODS), OTHER);
-        assert_eq!(bounded_method("x/custom", CLIENT_REQUEST_METHODS), OTHER);
+        assert_eq!(client_request_label("tools/call"), "tools/call");
+        assert_eq!(client_request_label("tools/call "), OTHER);
+        assert_eq!(client_request_label("x/custom"), OTHER);
         assert_eq!(
             bounded_method(
                 "notifications/tools/list_changed",
-                SERVER_NOTIFICATION_METHODS
+                roster_core::methods::SERVER_NOTIFICATIONS
             ),
             "notifications/tools/list_changed"
         );
         assert_eq!(
-            bounded_method("notifications/roster/dropped", SERVER_NOTIFICATION_METHODS),
+            bounded_method(
+                "notifications/roster/dropped",
+                roster_core::methods::SERVER_NOTIFICATIONS
+            ),
             OTHER
         );
         // A thousand invented methods make one label value.
         let values: HashSet<&str> = (0..1000)
-            .map(|n| bounded_method(&format!("m/{n}"), CLIENT_REQUEST_METHODS))
+            .map(|n| client_request_label(&format!("m/{n}")))
             .collect();
         assert_eq!(values, HashSet::from([OTHER]));
     }

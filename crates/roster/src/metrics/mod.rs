@@ -36,8 +36,8 @@ pub(crate) mod stdio;
 pub use crate::config::MetricsConfig;
 pub(crate) use collect::{watch_gateway, watch_runtime};
 use labels::{
-    CLIENT_REQUEST_METHODS, CallLabels, CallOutcome, Labels, MAX_TOOL_LABELS,
-    SERVER_NOTIFICATION_METHODS, ToolLabels, Value, bounded_method,
+    CallLabels, CallOutcome, Labels, MAX_TOOL_LABELS, ToolLabels, Value, bounded_method,
+    client_request_label,
 };
 
 /// Seconds: 100 µs to ~105 s, doubling (a call through roster to a local server is well under
@@ -257,18 +257,9 @@ impl Metrics {
             .observe(started.elapsed().as_secs_f64());
     }
 
-    /// A `tools/call` refused before any server with `error`; gives it back.
-    pub(crate) fn call_refused(&self, error: crate::CallError) -> crate::CallError {
-        let reason = match &error {
-            crate::CallError::Withheld(_) => "withheld",
-            crate::CallError::AmbiguousTool(_) => "ambiguous",
-            _ => "unknown_tool",
-        };
-        self.count_refused(reason);
-        error
-    }
-
-    fn count_refused(&self, reason: &'static str) {
+    /// A `tools/call` refused before any server, for `reason` (`withheld`, `ambiguous`,
+    /// `unknown_tool`: a fixed set, so the label stays bounded).
+    pub(crate) fn call_refused(&self, reason: &'static str) {
         if let Some(inner) = &self.inner {
             inner
                 .calls_refused
@@ -284,13 +275,13 @@ impl Metrics {
             roster_core::CallRouteError::Unknown(_) => "unknown_tool",
             _ => "ambiguous",
         };
-        self.count_refused(reason);
+        self.call_refused(reason);
     }
 
     /// A client request of `method`.
     pub(crate) fn request(&self, method: &str) {
         if let Some(inner) = &self.inner {
-            let method = bounded_method(method, CLIENT_REQUEST_METHODS);
+            let method = client_request_label(method);
             inner
                 .requests
                 .get_or_create(&Labels([("method", Value::Fixed(method))]))
@@ -368,7 +359,9 @@ impl Metrics {
                 ("change", Value::Fixed(change)),
             ]));
         }
-        let methods = SERVER_NOTIFICATION_METHODS.iter().chain([&labels::OTHER]);
+        let methods = roster_core::methods::SERVER_NOTIFICATIONS
+            .iter()
+            .chain([&labels::OTHER]);
         for method in methods {
             inner.notifications.remove(&Labels([
                 ("server", name()),
@@ -388,7 +381,8 @@ impl Metrics {
         let server = server.to_owned();
         notifications.add_notification_listener(move |event| {
             if let Some(inner) = weak.upgrade() {
-                let method = bounded_method(event.method(), SERVER_NOTIFICATION_METHODS);
+                let method =
+                    bounded_method(event.method(), roster_core::methods::SERVER_NOTIFICATIONS);
                 inner
                     .notifications
                     .get_or_create(&Labels([
@@ -574,11 +568,10 @@ mod tests {
     }
 
     #[test]
-    fn refused_calls_count_by_reason_and_keep_their_error() {
+    fn refused_calls_count_by_reason() {
         let metrics = on();
-        let error = metrics.call_refused(crate::CallError::Withheld("why".into()));
-        assert!(matches!(error, crate::CallError::Withheld(ref why) if why == "why"));
-        metrics.call_refused(crate::CallError::UnknownTool("x__y".into()));
+        metrics.call_refused("withheld");
+        metrics.route_refused(&roster_core::CallRouteError::Unknown("x__y".into()), false);
         let page = metrics.encode().expect("on");
         for reason in ["withheld", "unknown_tool"] {
             let line = format!("roster_tool_calls_refused_total{{reason=\"{reason}\"}} 1");

@@ -47,6 +47,17 @@ pub enum CallError {
     },
 }
 
+impl CallError {
+    /// Why a call was refused before any server, as the metrics count it.
+    fn refusal(&self) -> &'static str {
+        match self {
+            CallError::Withheld(_) => "withheld",
+            CallError::AmbiguousTool(_) => "ambiguous",
+            _ => "unknown_tool",
+        }
+    }
+}
+
 /// One exposed tool as clients see it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolEntry {
@@ -223,7 +234,7 @@ impl Roster {
                     },
                     ambiguous => CallError::AmbiguousTool(ambiguous),
                 })
-                .map_err(|e| self.rt.metrics.call_refused(e))?;
+                .inspect_err(|e| self.rt.metrics.call_refused(e.refusal()))?;
             (route.server.to_owned(), route.tool.name.clone())
         };
         let slot = self

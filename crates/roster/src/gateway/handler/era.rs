@@ -18,8 +18,12 @@ impl GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
         let method = request.method.as_str();
-        let removed = caller::is_modern(&context) && REMOVED_IN_2026_07_28.contains(&method);
-        if SPEC_REQUESTS.contains(&method) && !removed {
+        // A request of the spec that roster serves in the caller's era: one rmcp could not
+        // type had params that do not fit (2026-07-28 removed some, SEP-2575).
+        let served = roster_core::methods::client_request(method).is_some_and(|request| {
+            request.served && !(request.removed_in_2026_07_28 && caller::is_modern(&context))
+        });
+        if served {
             let why = match method {
                 "tools/call" => "`params.name` (the tool's name, a string) is required",
                 "prompts/get" => "`params.name` (the prompt's name, a string) is required",
@@ -62,35 +66,3 @@ impl GatewayHandler {
         Ok(())
     }
 }
-
-/// Requests 2026-07-28 removed: in that era they are unknown methods (SEP-2575).
-const REMOVED_IN_2026_07_28: &[&str] = &[
-    "initialize",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
-
-/// Requests of the MCP spec that roster serves: one rmcp could not type had params that do not
-/// fit (see `on_custom_request`).
-const SPEC_REQUESTS: &[&str] = &[
-    "initialize",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "completion/complete",
-    "logging/setLevel",
-    "server/discover",
-    "subscriptions/listen",
-    "skills/list",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-];
