@@ -53,13 +53,13 @@ pub const CLIENT_REQUESTS: &[ClientRequest] = &[
     served("resources/templates/list"),
     served("resources/read"),
     served_before_2026("resources/subscribe"),
-    served("resources/unsubscribe"),
+    served_before_2026("resources/unsubscribe"),
     known("resources/directory/read"),
     served("completion/complete"),
     served_before_2026("logging/setLevel"),
     served("tasks/get"),
     served("tasks/update"),
-    served_before_2026("tasks/cancel"),
+    served("tasks/cancel"),
     known("tasks/list"),
     known("tasks/result"),
     served("skills/list"),
@@ -103,6 +103,21 @@ mod tests {
             );
         }
         assert_eq!(client_request("tools/call").map(|r| r.served), Some(true));
+        let removed: Vec<&str> = CLIENT_REQUESTS
+            .iter()
+            .filter(|r| r.removed_in_2026_07_28)
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(
+            removed,
+            [
+                "initialize",
+                "resources/subscribe",
+                "resources/unsubscribe",
+                "logging/setLevel"
+            ],
+            "SEP-2575's removed requests"
+        );
         assert_eq!(client_request("skills/get").map(|r| r.served), Some(false));
         assert_eq!(client_request("tools/call "), None);
     }
