@@ -269,13 +269,11 @@ async fn probe(
     // A listing refused for want of a login may end its connection before the refusal is
     // recorded: the server reads `disconnected` for a moment, then `needs-login`. Settled
     // first, at most SETTLE (a server that stays down is reported as it is then).
-    let settle = tokio::time::Instant::now() + SETTLE;
-    while !matches!(
-        probe_state(roster)?.state,
-        ServerState::Connected | ServerState::NeedsLogin
-    ) && tokio::time::Instant::now() < settle
-    {
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let settled = wait_for(roster, spec, "settle", |s| {
+        matches!(s.state, ServerState::Connected | ServerState::NeedsLogin)
+    });
+    if let Ok(settled) = tokio::time::timeout(SETTLE, settled).await {
+        settled?;
     }
     log_in_if_asked(roster, spec, oauth).await?;
     let status = roster.status_json();

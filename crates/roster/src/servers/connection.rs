@@ -197,7 +197,7 @@ impl Connection {
         // and the next one waits for the login.
         let step_up = CancellationToken::new();
         // Told each 403 `insufficient_scope`: recorded for the next login, and the connection ends.
-        let step_up_hook = |_: &crate::config::OAuthConfig| {
+        let step_up_hook = || {
             let (server, tokens, seen) = (server.to_owned(), tokens.clone(), step_up.clone());
             move |challenge: &str| {
                 crate::oauth::record_step_up(&server, &*tokens, challenge);
@@ -238,9 +238,10 @@ impl Connection {
                         ),
                         None => None,
                     };
-                    let on_scope = config.oauth.as_ref().map(|oauth| {
-                        Box::new(step_up_hook(oauth)) as Box<dyn Fn(&str) + Send + Sync>
-                    });
+                    let on_scope = config
+                        .oauth
+                        .as_ref()
+                        .map(|_| Box::new(step_up_hook()) as Box<dyn Fn(&str) + Send + Sync>);
                     let (transport, sse) = super::sse::connect(
                         name.clone(),
                         url,
@@ -303,7 +304,7 @@ impl Connection {
                             rmcp::serve_client_with_lifecycle(client, transport, mode).await
                         }
                         Some(oauth) => {
-                            let http = http.on_insufficient_scope(step_up_hook(oauth));
+                            let http = http.on_insufficient_scope(step_up_hook());
                             let http = crate::oauth::authorized(server, url, oauth, tokens, http)
                                 .await
                                 .map_err(|e| needs_scope(server, e))?;

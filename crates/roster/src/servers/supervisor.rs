@@ -43,8 +43,8 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         let login_seen = slot
             .config
             .oauth
-            .as_ref()
-            .map(|_| crate::oauth::stamp(&slot.name, &*rt.tokens).ok().flatten());
+            .is_some()
+            .then(|| crate::oauth::stamp(&slot.name, &*rt.tokens).ok().flatten());
         // What this task awaits on the way to `watch` is boxed: the task lives as long as the
         // server, and its future would otherwise keep room for the largest of those steps
         // (connecting, listing) all that time — some 8 KiB a server.
