@@ -83,6 +83,11 @@ pub struct Row {
     /// Each client's run.
     #[serde(skip)]
     pub cells: Vec<Cell>,
+    /// How many rounds of this row the run made (`bench/run` repeats roster's rows,
+    /// interleaved): each cell is its client's median round by p50, the row's own figures
+    /// (start, CPU, memory) its median round by CPU during the calls.
+    #[serde(skip)]
+    pub rounds: usize,
 }
 
 impl Row {
@@ -204,8 +209,10 @@ pub fn read(dir: &Path) -> Result<Vec<Row>, ReportError> {
                 });
             }
         }
+        row.rounds = 1;
         rows.push(row);
     }
+    let mut rows = medians(rows);
     // Targets in the order they were measured (roster first), then kinds and counts in order.
     let target_rank = |t: &str| {
         [
@@ -227,6 +234,57 @@ pub fn read(dir: &Path) -> Result<Vec<Row>, ReportError> {
         ))
     });
     Ok(rows)
+}
+
+/// One row per target, kind and count: the rounds of a row (`NAME--rK` folders) made one,
+/// each client's cell its median round by p50 (a cell without latency ranks last), the row's
+/// own figures its median round by CPU during the calls. A middle round, not an average: every
+/// figure of a cell comes from one run of its client.
+fn medians(rows: Vec<Row>) -> Vec<Row> {
+    let mut groups: Vec<Vec<Row>> = Vec::new();
+    for row in rows {
+        match groups.iter_mut().find(|g| {
+            g[0].target == row.target
+                && g[0].misbehaving == row.misbehaving
+                && g[0].count == row.count
+        }) {
+            Some(group) => group.push(row),
+            None => groups.push(vec![row]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|mut group| {
+            let rounds = group.len();
+            if rounds == 1 {
+                return group.remove(0);
+            }
+            let mut cells = Vec::new();
+            for (client, _) in CLIENTS {
+                let mut runs: Vec<Cell> = group
+                    .iter()
+                    .filter_map(|r| r.cell(client).cloned())
+                    .collect();
+                runs.sort_by(|a, b| {
+                    let p50 = |c: &Cell| c.latency_us.map_or(f64::INFINITY, |l| l.p50);
+                    p50(a).total_cmp(&p50(b))
+                });
+                if !runs.is_empty() {
+                    let middle = runs.len() / 2;
+                    cells.push(runs.swap_remove(middle));
+                }
+            }
+            group.sort_by(|a, b| {
+                let cpu = |r: &Row| r.cpu_calls_pct.unwrap_or(f64::INFINITY);
+                cpu(a).total_cmp(&cpu(b))
+            });
+            let middle = group.len() / 2;
+            let mut row = group.swap_remove(middle);
+            row.cells = cells;
+            row.rounds = rounds;
+            row
+        })
+        .collect()
 }
 
 fn client_name(client: &str) -> &str {
@@ -286,6 +344,29 @@ fn short_error(e: &str) -> String {
     e.replace('|', "/").chars().take(90).collect()
 }
 
+/// What the rounds of each target were, in words (nothing when every row ran once).
+fn rounds_note(rows: &[Row]) -> String {
+    let mut repeated: Vec<(&str, usize)> = Vec::new();
+    for r in rows.iter().filter(|r| r.rounds > 1) {
+        if !repeated.iter().any(|(t, _)| *t == r.target) {
+            repeated.push((&r.target, r.rounds));
+        }
+    }
+    if repeated.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = repeated
+        .iter()
+        .map(|(t, n)| format!("{t}'s rows ran {n} times"))
+        .collect();
+    format!(
+        " {} (the rows taken in turn, round after round, so that the machine's drift over \
+         minutes falls on every row alike); each figure is its client's median round by p50, one \
+         run's figures, not an average. The other targets' rows ran once.",
+        each.join(", ")
+    )
+}
+
 /// The isolation section (nothing when the run had no isolation rows).
 pub fn markdown(md: &mut String, rows: &[Row], wall_s: Option<f64>) {
     if rows.is_empty() {
@@ -307,10 +388,11 @@ pub fn markdown(md: &mut String, rows: &[Row], wall_s: Option<f64>) {
          TypeScript SDK client and the Python SDK 2.x client each open one session, list once \
          and make sequential calls (a few untimed warm-up calls first, then the timed ones), each \
          client's whole run bounded in time. Ratios are to the same target's and client's row with nothing beside it, in \
-         the same run. supergateway serves one stdio server per process, so only its row with \
+         the same run.{} supergateway serves one stdio server per process, so only its row with \
          nothing beside it exists. mcp-proxy (Python) serves each server at its own path \
          (`/servers/NAME/mcp`) of one process; the others serve every server's tools at one \
          endpoint.{}\n",
+        rounds_note(rows),
         wall_s.map_or(String::new(), |w| format!(
             " The whole table took {w:.0} s of the run."
         ))
@@ -678,6 +760,47 @@ mod tests {
             cells,
             ..Row::default()
         }
+    }
+
+    #[test]
+    fn the_rounds_of_a_row_are_one_row_of_median_rounds() {
+        let round = |p50: [f64; 2], cpu: f64, ready_ms: f64| Row {
+            cpu_calls_pct: Some(cpu),
+            ..row(
+                "ttl0",
+                1,
+                ready_ms,
+                vec![cell("loadgen", p50[0], 200, 0), cell("ts", p50[1], 200, 0)],
+            )
+        };
+        let other = row("none", 0, 30.0, vec![cell("loadgen", 290.0, 200, 0)]);
+        let rows = medians(vec![
+            round([300.0, 1000.0], 9.0, 10.0),
+            other,
+            round([500.0, 800.0], 3.0, 30.0),
+            round([400.0, 1200.0], 5.0, 20.0),
+        ]);
+        assert_eq!(rows.len(), 2, "one row per target, kind and count");
+        let merged = rows
+            .iter()
+            .find(|r| r.misbehaving == "ttl0")
+            .expect("the row");
+        assert_eq!(merged.rounds, 3);
+        let p50 = |client: &str| {
+            merged
+                .cell(client)
+                .and_then(|c| c.latency_us)
+                .map(|l| l.p50)
+        };
+        // Each client's middle round, each on its own: loadgen's is the third, ts's the first.
+        assert_eq!(p50("loadgen"), Some(400.0));
+        assert_eq!(p50("ts"), Some(1000.0));
+        // The row's own figures: the round with the middle CPU during the calls.
+        assert_eq!(merged.cpu_calls_pct, Some(5.0));
+        assert_eq!(merged.ready_ms, Some(20.0));
+        let mut md = String::new();
+        markdown(&mut md, &rows, None);
+        assert!(md.contains("roster's rows ran 3 times"), "{md}");
     }
 
     #[test]

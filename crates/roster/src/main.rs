@@ -343,12 +343,11 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     let stores = roster::store::Stores::open(config.store.as_ref(), &config.gateway.state_dir)
         .map_err(anyhow::Error::from)
         .map_err(|e| e.context("cannot reach the [store] database replicas share"))?;
-    let store = stores.shared().cloned();
     // One gateway owns a state directory's inbox; another one on the same directory (a second
     // stdio client) runs without it, and without the `channels` tool. A shared inbox has no
     // owner: every replica has it.
     let inbox_config = InboxConfig {
-        store: store.clone(),
+        stores: Some(stores.clone()),
         // Read state is kept per client identity: every configured client has a place.
         max_identities: config
             .clients
@@ -358,7 +357,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     };
     let inbox = match Inbox::open(inbox_config) {
         Ok(inbox) => Some(Arc::new(inbox)),
-        Err(e) if store.is_some() => {
+        Err(e) if stores.shared().is_some() => {
             return Err(anyhow::Error::from(e).context("cannot open the inbox replicas share"));
         }
         Err(e) => {
@@ -366,10 +365,10 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
             None
         }
     };
-    if let (Some(store), Some(inbox)) = (&store, &inbox) {
+    if let Some(inbox) = &inbox {
         // What another replica appends reaches this one at once (a decision included).
         let inbox = Arc::downgrade(inbox);
-        store.listen(&[roster::inbox::STORE_CHANNEL], move |_, position| {
+        stores.follow(&[roster::inbox::STORE_CHANNEL], move |_, position| {
             if let Some(inbox) = inbox.upgrade() {
                 inbox.catch_up(position.parse().ok());
             }
@@ -382,7 +381,6 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         },
         on_reconcile: None,
         // Pins outlive the process: a redefined tool is caught after a restart too.
-        pins_dir: Some(config.gateway.state_dir.clone()),
         stores: Some(stores.clone()),
         // Serving starts at once; a request waits for what it needs of servers still starting.
         wait_for_servers: false,
@@ -411,9 +409,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         skills,
         inbox,
     )?;
-    if let Some(store) = &store {
-        gateway.share(store)?;
-    }
+    gateway.share(&stores)?;
     let reloader = Reloader::new(config_path, &gateway);
     gateway.set_reloader(reloader.clone());
     if config.gateway.watch_config {
@@ -444,7 +440,7 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         Some(addr) if !args.stdio => {
             let addr = if addr.is_empty() { listen } else { addr };
             let settings = roster::gateway::http::HttpSettings::from_gateway(&config.gateway)?
-                .with_store(store.clone());
+                .with_stores(stores.clone());
             let endpoint = roster::gateway::http::HttpEndpoint::bind(gateway.clone(), &addr)
                 .await?
                 .with_settings(settings);

@@ -12,7 +12,7 @@ use roster_core::pin::is_hidden;
 use serde::Serialize;
 
 use crate::i18n::text;
-use crate::store::{Decision, PinBook, PinsAt};
+use crate::store::{Decision, PinBook, Stores};
 
 /// Whether a waiting definition replaces a pin or would be the first one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -320,10 +320,10 @@ pub fn select<'a>(
     Ok(selection)
 }
 
-/// What waits in the pin store at `at`, named by `naming`. No store file means nothing waits
+/// What waits in the pins of `stores`, named by `naming`. No store file means nothing waits
 /// (and no file is made).
-pub fn load_pending(at: &PinsAt, naming: &NamingConfig) -> anyhow::Result<Vec<Pending>> {
-    let Some(store) = at.open_existing()? else {
+pub fn load_pending(stores: &Stores, naming: &NamingConfig) -> anyhow::Result<Vec<Pending>> {
+    let Some(store) = stores.pins_existing()? else {
         return Ok(Vec::new());
     };
     Ok(pending(&store.load()?, naming))
@@ -341,19 +341,19 @@ pub struct Decided {
     pub left_rejected: Vec<String>,
 }
 
-/// A person's decision on what waits in the pin store of `dir`, as `roster tools approve` and
+/// A person's decision on what waits in the pins of `stores`, as `roster tools approve` and
 /// `reject` make it (and the dashboard's buttons): `names`, every waiting tool of `servers`, or
 /// `all`. A name or server that picks nothing is an error and nothing is decided; `Ok(None)`:
 /// nothing waits.
 pub fn decide(
-    at: &PinsAt,
+    stores: &Stores,
     naming: &NamingConfig,
     decision: Decision,
     names: &[String],
     servers: &[String],
     all: bool,
 ) -> anyhow::Result<Option<Decided>> {
-    let store = at.open_existing()?;
+    let store = stores.pins_existing()?;
     let pending = match &store {
         Some(store) => pending(&store.load()?, naming),
         None => Vec::new(),
@@ -369,7 +369,7 @@ pub fn decide(
         let keys: Vec<(String, String)> = selection.chosen.iter().map(|p| p.key()).collect();
         decided = store
             .decide(decision, &keys)
-            .with_context(|| format!("nothing was decided (the store {at})"))?;
+            .with_context(|| format!("nothing was decided (the store {stores})"))?;
     }
     let mut done = Decided::default();
     for entry in &selection.chosen {

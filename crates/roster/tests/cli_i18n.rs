@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use roster::inbox::{FsyncPolicy, Inbox, InboxConfig};
-use roster::store::{PinStore, PinWrite};
+use roster::store::{PinWrite, Stores};
 use roster_core::pin::Pin;
 use serde_json::{Value, json};
 
@@ -80,7 +80,7 @@ fn definition(description: &str, input_schema: Value) -> Pin {
 /// A pin store where `dyn/add` was never approved and `dyn/echo` changed its description and
 /// input schema; both wait, withheld.
 fn fill_pins(dir: &Path) {
-    let mut store = PinStore::open(dir).expect("the store opens");
+    let mut store = Stores::embedded(dir).pins().expect("the store opens");
     store
         .apply(
             "dyn",

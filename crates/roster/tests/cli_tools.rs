@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use roster::store::{DecidedBy, PinStore, PinWrite};
+use roster::store::{DecidedBy, PinWrite, Stores};
 use roster_core::pin::Pin;
 use serde_json::{Value, json};
 
@@ -50,7 +50,9 @@ fn new_add() -> Pin {
 /// `other/echo` pinned and redefined under `warn` (served).
 fn setup() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut store = PinStore::open(dir.path()).expect("the store opens");
+    let mut store = Stores::embedded(dir.path())
+        .pins()
+        .expect("the store opens");
     store
         .apply(
             "dyn",
@@ -100,7 +102,8 @@ fn setup() -> tempfile::TempDir {
 }
 
 fn load(dir: &Path) -> roster::store::PinBook {
-    PinStore::open(dir)
+    Stores::embedded(dir)
+        .pins()
         .expect("the store opens")
         .load()
         .expect("the store loads")

@@ -653,22 +653,22 @@ fn one_login_serves_every_replica() {
 
 /// The store of `pg`'s database, as a replica connects to it (the password in the URL: the
 /// test process has no `password_env` variable).
-fn store_of(pg: &Postgres) -> roster::store::postgres::Pg {
+fn store_of(pg: &Postgres) -> roster::store::Stores {
     let store = roster::config::StoreConfig {
         url: pg.url_with_password(),
         password_env: None,
     };
-    roster::store::postgres::Pg::connect(&store).expect("the store")
+    roster::store::Stores::open(Some(&store), Path::new("unused")).expect("the store")
 }
 
 /// An inbox on `shared`, as a replica opens it with `[store]` (`tune` changes its config).
 fn shared_inbox(
-    shared: &roster::store::postgres::Pg,
+    shared: &roster::store::Stores,
     dir: &Path,
     tune: impl FnOnce(&mut roster::inbox::InboxConfig),
 ) -> roster::inbox::Inbox {
     let mut config = roster::inbox::InboxConfig {
-        store: Some(shared.clone()),
+        stores: Some(shared.clone()),
         ..roster::inbox::InboxConfig::new(dir)
     };
     tune(&mut config);

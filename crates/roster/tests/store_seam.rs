@@ -2,13 +2,142 @@
 //! — the state dir's files and a real PostgreSQL cluster (`common::infra::Postgres`) — so a
 //! backend that answers differently fails here, not on a user's replica.
 //!
-//! Behind the seam so far: the OAuth tokens.
+//! Suites: the OAuth tokens, the tool pins.
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::infra::Postgres;
 use roster::config::StoreConfig;
-use roster::store::{Stores, Tokens};
+use roster::store::{DecidedBy, Decision, PinStore, PinWrite, Stores, Tokens};
+use roster_core::pin::Pin;
+
+fn pin(description: &str) -> Pin {
+    let schema = serde_json::json!({"type": "object"});
+    Pin::of(
+        &roster_core::Tool::new("echo")
+            .with_description(description)
+            .with_input_schema(schema.as_object().cloned().expect("a schema object")),
+    )
+}
+
+fn key(server: &str, tool: &str) -> (String, String) {
+    (server.to_owned(), tool.to_owned())
+}
+
+/// Waits (at most 10 s) until `gateway`'s data version is no longer `before`: a backend tells
+/// its followers of another connection's commit on its own time (a `NOTIFY` arrives on a
+/// thread of its own), so this waits for the change rather than for a fixed while.
+fn version_moves(backend: &str, gateway: &mut PinStore, before: i64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while gateway.data_version().expect("version") == before {
+        assert!(
+            Instant::now() < deadline,
+            "{backend}: another connection's commit never changed the data version"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// What every pin store must do: the first definition is the pin (a later first use does not
+/// replace it), a different one waits for a person, a person's approval makes it the pin and
+/// a rejection stands for that definition only; an old pin is completed unless a person
+/// decided since; every commit of another connection (a person's, elsewhere) moves the
+/// gateway's data version. `gateway` follows the store; `person` is another connection to it.
+fn pins_suite(backend: &str, gateway: &mut PinStore, person: &mut PinStore) {
+    assert!(
+        gateway.load().expect("load").servers.is_empty(),
+        "{backend}: empty"
+    );
+    let first_use = |description: &str| PinWrite::FirstUse {
+        tool: "echo".into(),
+        pin: pin(description),
+    };
+    gateway.apply("a", &[first_use("v1")]).expect("pin");
+    gateway
+        .apply("a", &[first_use("other")])
+        .expect("pin again");
+    let book = person.load().expect("the person reads");
+    let record = &book.servers["a"].pins["echo"];
+    assert_eq!(record.pin, pin("v1"), "{backend}: the first use stands");
+    assert_eq!(record.decided_by, DecidedBy::FirstUse, "{backend}");
+    // A redefinition waits, withheld; the person approves it.
+    let review = |description: &str| PinWrite::Review {
+        tool: "echo".into(),
+        definition: pin(description),
+        withheld: true,
+    };
+    gateway.apply("a", &[review("v2")]).expect("review");
+    let before = gateway.data_version().expect("version");
+    let decided = person
+        .decide(Decision::Approve, &[key("a", "echo"), key("a", "nothing")])
+        .expect("approve");
+    assert_eq!(
+        decided,
+        vec![key("a", "echo")],
+        "{backend}: only what waits"
+    );
+    version_moves(backend, gateway, before);
+    let book = gateway.load().expect("load");
+    let server = &book.servers["a"];
+    assert_eq!(server.pins["echo"].pin, pin("v2"), "{backend}: approved");
+    assert_eq!(
+        server.pins["echo"].decided_by,
+        DecidedBy::Person,
+        "{backend}"
+    );
+    assert!(server.reviews.is_empty(), "{backend}: nothing waits");
+    // A rejection stands while the definition is the same, not for the next one.
+    gateway.apply("a", &[review("v3")]).expect("review");
+    let before = gateway.data_version().expect("version");
+    person
+        .decide(Decision::Reject, &[key("a", "echo")])
+        .expect("reject");
+    version_moves(backend, gateway, before);
+    let waits = |store: &PinStore| store.load().expect("load").servers["a"].reviews["echo"].clone();
+    assert!(waits(gateway).review.rejected, "{backend}: rejected");
+    assert!(waits(gateway).withheld, "{backend}: withheld");
+    gateway.apply("a", &[review("v3")]).expect("listed again");
+    assert!(waits(gateway).review.rejected, "{backend}: still rejected");
+    gateway.apply("a", &[review("v4")]).expect("redefined");
+    assert!(!waits(gateway).review.rejected, "{backend}: asks again");
+    // Settled: nothing waits any more.
+    gateway
+        .apply(
+            "a",
+            &[PinWrite::Settled {
+                tool: "echo".into(),
+            }],
+        )
+        .expect("settle");
+    assert!(
+        gateway.load().expect("load").servers["a"]
+            .reviews
+            .is_empty()
+    );
+    // A held pin is completed, unless what is stored is no longer what was read.
+    let complete = |held: &str, whole: &str| PinWrite::Complete {
+        tool: "echo".into(),
+        held: Box::new(pin(held)),
+        whole: Box::new(pin(whole)),
+    };
+    gateway
+        .apply("a", &[complete("stale", "lost")])
+        .expect("complete");
+    assert_eq!(
+        gateway.load().expect("load").servers["a"].pins["echo"].pin,
+        pin("v2")
+    );
+    gateway
+        .apply("a", &[complete("v2", "v2 whole")])
+        .expect("complete");
+    assert_eq!(
+        gateway.load().expect("load").servers["a"].pins["echo"].pin,
+        pin("v2 whole"),
+        "{backend}: completed"
+    );
+}
 
 /// What every token store must do: records per server, stamps that only grow, a step-up that
 /// a refresh leaves and a login clears, and forgetting.
@@ -94,6 +223,49 @@ fn the_shared_stores_tokens_keep_the_rules() {
         std::fs::read_dir(dir.path()).expect("dir").next().is_none(),
         "nothing is written to the state dir"
     );
+}
+
+#[test]
+fn the_state_dirs_pins_keep_the_rules() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let stores = Stores::embedded(dir.path());
+    assert!(
+        stores.pins_existing().expect("reads").is_none(),
+        "nothing pinned, no file made"
+    );
+    let mut gateway = stores.pins().expect("opens");
+    let mut person = Stores::embedded(dir.path())
+        .pins_existing()
+        .expect("reads")
+        .expect("the gateway made the file");
+    pins_suite("state dir", &mut gateway, &mut person);
+    assert!(
+        Stores::in_memory()
+            .pins_existing()
+            .expect("reads")
+            .is_none()
+    );
+}
+
+#[test]
+fn the_shared_stores_pins_keep_the_rules() {
+    let pg = Postgres::start();
+    let config = StoreConfig {
+        url: pg.url_with_password(),
+        password_env: None,
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut gateway = Stores::open(Some(&config), dir.path())
+        .expect("connects")
+        .pins()
+        .expect("opens");
+    // The person on another replica: its own connection.
+    let mut person = Stores::open(Some(&config), dir.path())
+        .expect("connects")
+        .pins_existing()
+        .expect("reads")
+        .expect("a shared store always has its pins");
+    pins_suite("postgres", &mut gateway, &mut person);
 }
 
 #[test]

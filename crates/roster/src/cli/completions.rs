@@ -18,7 +18,8 @@ use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, ValueEnum, ValueHint};
 use clap_complete::Shell;
 
-use super::inbox::{backend_for, resolve_state_dir};
+use super::inbox::backend_for;
+use super::state::resolve_state_dir;
 
 /// `roster completions`.
 #[derive(Debug, Args)]

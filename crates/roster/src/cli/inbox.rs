@@ -9,6 +9,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::state::{resolve_state_dir, stores_for};
 use crate::gateway::admin::{self, InboxRequest};
 use crate::i18n::text;
 use crate::inbox::{
@@ -142,10 +143,10 @@ pub struct SharedBackend {
 }
 
 impl SharedBackend {
-    /// Opens the shared inbox.
-    pub fn open(dir: &Path, store: crate::store::postgres::Pg) -> anyhow::Result<Self> {
+    /// Opens the inbox replicas share (`stores` are `[store]`'s).
+    pub fn open(dir: &Path, stores: crate::store::Stores) -> anyhow::Result<Self> {
         let config = InboxConfig {
-            store: Some(store),
+            stores: Some(stores),
             max_identities: usize::MAX,
             ..InboxConfig::new(dir)
         };
@@ -305,15 +306,6 @@ impl InboxBackend for AdminBackend {
     }
 }
 
-/// The state directory a command works on: `--state-dir` (or `ROSTER_STATE_DIR`), else what
-/// the configuration at `config_path` says, by the rule `roster serve` and `roster status` use.
-pub fn resolve_state_dir(given: Option<PathBuf>, config_path: &Path) -> anyhow::Result<PathBuf> {
-    crate::config::state_dir_for(given, config_path).context(
-        "the configuration has an error, so roster cannot tell which state directory to use \
-         (pass --state-dir to name one)",
-    )
-}
-
 /// The backend for `dir`: the running gateway's, when one answers on the admin socket there;
 /// else the direct one (also when the socket file is a leftover of a gateway that died).
 pub fn backend_for(dir: &Path) -> anyhow::Result<Box<dyn InboxBackend>> {
@@ -324,29 +316,17 @@ pub fn backend_for(dir: &Path) -> anyhow::Result<Box<dyn InboxBackend>> {
     Ok(Box::new(DirectBackend::new(dir)))
 }
 
-/// The shared store the configuration at `config_path` names (`[store]`), connected; `None`
-/// without one (or without a readable configuration: the state directory's inbox then).
-fn shared_store(config_path: &Path) -> anyhow::Result<Option<crate::store::postgres::Pg>> {
-    let Ok(config) = crate::config::Config::load(config_path) else {
-        return Ok(None);
-    };
-    match config.store {
-        Some(store) => Ok(Some(crate::store::postgres::Pg::connect(&store)?)),
-        None => Ok(None),
-    }
-}
-
 /// Runs one `roster inbox` command; `config_path` is the configuration `--config` names.
 pub fn run(args: InboxArgs, config_path: &Path) -> anyhow::Result<()> {
-    let dir = resolve_state_dir(args.state_dir, config_path)?;
-    let store = shared_store(config_path)?;
+    let dir = resolve_state_dir(args.state_dir.clone(), config_path)?;
+    let stores = stores_for(args.state_dir, config_path)?;
     let mut out = std::io::stdout().lock();
     if let InboxCommand::Export = args.command {
-        crate::inbox::export(&dir, store.as_ref(), &mut out)?;
+        crate::inbox::export(&stores, &mut out)?;
         return Ok(());
     }
-    let backend: Box<dyn InboxBackend> = match store {
-        Some(store) => Box::new(SharedBackend::open(&dir, store)?),
+    let backend: Box<dyn InboxBackend> = match stores.shared() {
+        Some(_) => Box::new(SharedBackend::open(&dir, stores)?),
         None => backend_for(&dir)?,
     };
     match args.command {

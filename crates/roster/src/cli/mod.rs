@@ -6,4 +6,5 @@ pub mod completions;
 pub mod inbox;
 pub mod probe;
 pub mod skills;
+pub mod state;
 pub mod tools;

@@ -15,14 +15,14 @@ use std::path::{Path, PathBuf};
 use clap::{ArgGroup, Args, Subcommand, ValueHint};
 use roster_core::naming::NamingConfig;
 
-use super::inbox::resolve_state_dir;
+use super::state::stores_for;
 use crate::config::Config;
 use crate::i18n::text;
 pub use crate::reviews::{
     Decided, Kind, NameProblem, Pending, Selection, State, decide, load_pending, match_name,
     pending, select, visible,
 };
-use crate::store::{Decision, PinsAt};
+use crate::store::Decision;
 
 /// `roster tools`: without a subcommand, the running gateway's tools.
 #[derive(Debug, Args)]
@@ -131,25 +131,14 @@ pub fn naming_for(config_path: &Path) -> anyhow::Result<NamingConfig> {
     }
 }
 
-/// Where the pins of the configuration at `config_path` are: the `[store]` database replicas
-/// share, else the state directory (`--state-dir`, else the configuration's).
-pub fn pins_at(state_dir: Option<PathBuf>, config_path: &Path) -> anyhow::Result<PinsAt> {
-    if let Ok(config) = crate::config::Config::load(config_path)
-        && let Some(store) = &config.store
-    {
-        return Ok(PinsAt::Shared(crate::store::postgres::Pg::connect(store)?));
-    }
-    Ok(PinsAt::Dir(resolve_state_dir(state_dir, config_path)?))
-}
-
 /// Runs one `roster tools` subcommand; `config_path` is the configuration `--config` names.
 pub fn run(command: ToolsCommand, config_path: &Path) -> anyhow::Result<()> {
     let naming = naming_for(config_path)?;
     let mut out = std::io::stdout().lock();
     let (decision, args) = match command {
         ToolsCommand::Drift(args) => {
-            let at = pins_at(args.state_dir, config_path)?;
-            let pending = load_pending(&at, &naming)?;
+            let stores = stores_for(args.state_dir, config_path)?;
+            let pending = load_pending(&stores, &naming)?;
             if args.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&pending)?)?;
             } else {
@@ -160,8 +149,16 @@ pub fn run(command: ToolsCommand, config_path: &Path) -> anyhow::Result<()> {
         ToolsCommand::Approve(args) => (Decision::Approve, args),
         ToolsCommand::Reject(args) => (Decision::Reject, args),
     };
-    let at = pins_at(args.state_dir, config_path)?;
-    let Some(done) = decide(&at, &naming, decision, &args.names, &args.server, args.all)? else {
+    let stores = stores_for(args.state_dir, config_path)?;
+    let Some(done) = decide(
+        &stores,
+        &naming,
+        decision,
+        &args.names,
+        &args.server,
+        args.all,
+    )?
+    else {
         writeln!(out, "{}", text("cli.tools.nothing_waits", &[]))?;
         return Ok(());
     };
@@ -192,11 +189,11 @@ pub fn complete_pending(
     config_path: &Path,
     out: &mut impl std::io::Write,
 ) -> std::io::Result<()> {
-    let Ok(at) = pins_at(state_dir, config_path) else {
+    let Ok(stores) = stores_for(state_dir, config_path) else {
         return Ok(());
     };
     let naming = naming_for(config_path).unwrap_or_default();
-    let Ok(pending) = load_pending(&at, &naming) else {
+    let Ok(pending) = load_pending(&stores, &naming) else {
         return Ok(());
     };
     for entry in pending {

@@ -215,7 +215,7 @@ const REFRESH_CHANNEL: &str = "roster_refresh";
 
 /// How this replica's refreshes reach the others.
 struct Fanout {
-    pg: crate::store::postgres::Pg,
+    stores: crate::store::Stores,
     /// This replica's id, so it does not refresh twice on its own notice.
     origin: String,
 }
@@ -347,13 +347,9 @@ impl Gateway {
         if let (Some(fanout), Ok(runtime)) =
             (self.fanout.get(), tokio::runtime::Handle::try_current())
         {
-            let (pg, origin) = (fanout.pg.clone(), fanout.origin.clone());
+            let (stores, origin) = (fanout.stores.clone(), fanout.origin.clone());
             runtime.spawn(async move {
-                let sent = pg
-                    .run_async(move |client| {
-                        client.execute("SELECT pg_notify($1, $2)", &[&REFRESH_CHANNEL, &origin])
-                    })
-                    .await;
+                let sent = stores.tell(REFRESH_CHANNEL, origin).await;
                 if let Err(error) = sent {
                     tracing::warn!(%error, "the other replicas did not hear of this refresh");
                 }
@@ -393,12 +389,15 @@ impl Gateway {
     /// shared where they are made: the HTTP front, `Inbox::open`): its tasks; a server's
     /// `list_changed` another replica recorded re-lists this replica's own copy of that server
     /// (debounced); a `refresh_tools` on any replica marks every replica's servers stale.
+    /// Nothing to share unless `stores` are the ones replicas share.
     pub fn share(
         self: &Arc<Self>,
-        store: &crate::store::postgres::Pg,
+        stores: &crate::store::Stores,
     ) -> Result<(), crate::store::StoreError> {
-        self.tasks
-            .share(crate::store::tasks::SharedTasks::new(store.clone()))?;
+        let Some(tasks) = stores.shared_tasks() else {
+            return Ok(());
+        };
+        self.tasks.share(tasks)?;
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Ok(());
         };
@@ -424,7 +423,7 @@ impl Gateway {
         let origin = uuid::Uuid::new_v4().to_string();
         let weak = Arc::downgrade(self);
         let own = origin.clone();
-        store.listen(&[REFRESH_CHANNEL], move |_, payload| {
+        stores.follow(&[REFRESH_CHANNEL], move |_, payload| {
             if payload.is_empty() || payload == own {
                 return;
             }
@@ -433,7 +432,7 @@ impl Gateway {
             }
         })?;
         let _ = self.fanout.set(Fanout {
-            pg: store.clone(),
+            stores: stores.clone(),
             origin,
         });
         Ok(())

@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use super::{CallError, Gateway, native};
 use crate::config::TaskSupport;
 use crate::servers::{CallerRelay, InputRound};
-use crate::store::tasks::{SharedTasks, TaskOp};
+use crate::store::{SharedTasks, TaskOp};
 
 /// How often a client is asked to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
@@ -121,16 +121,11 @@ impl Tasks {
             return Ok(());
         };
         let tasks = Arc::downgrade(self);
-        shared
-            .pg()
-            .listen(&[crate::store::tasks::CHANNEL], move |_, payload| {
-                let (Some(tasks), Ok(op)) =
-                    (tasks.upgrade(), serde_json::from_str::<TaskOp>(payload))
-                else {
-                    return;
-                };
+        shared.on_op(move |op| {
+            if let Some(tasks) = tasks.upgrade() {
                 runtime.spawn(async move { tasks.carry_out(op) });
-            })?;
+            }
+        })?;
         let _ = self.shared.set(shared);
         Ok(())
     }

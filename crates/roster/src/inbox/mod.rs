@@ -86,7 +86,7 @@ use record::{AuditRecord, RecordedEntry, RecordedState};
 use replay::replay;
 use ring::View;
 use shared::SharedLog;
-use trail::{Inner, Shared, Trail};
+use trail::{Inner, Shared};
 
 pub use shared::{CHANNEL as STORE_CHANNEL, default_retain};
 
@@ -109,17 +109,18 @@ pub const LOCAL_IDENTITY: &str = "";
 
 pub use crate::store::ensure_state_dir;
 
-/// Writes every record of the audit trail as JSON lines, oldest first: the shared log when
-/// `store` is given (`[store]`), else `audit.jsonl.1` then `audit.jsonl` in `dir`, read without
-/// the lock (a running gateway keeps it). Returns how many (`roster inbox export`).
+/// Writes every record of the audit trail of `stores` as JSON lines, oldest first: the shared
+/// log (`[store]`), else `audit.jsonl.1` then `audit.jsonl` in the state dir, read without the
+/// lock (a running gateway keeps it); nothing in memory. Returns how many (`roster inbox
+/// export`).
 pub fn export(
-    dir: &Path,
-    store: Option<&crate::store::postgres::Pg>,
+    stores: &crate::store::Stores,
     out: &mut dyn std::io::Write,
 ) -> Result<usize, InboxError> {
-    let records = match store {
-        Some(pg) => shared::all(pg)?,
-        None => audit::read_all(dir)?,
+    let records = match (stores.shared(), stores.state_dir()) {
+        (Some(pg), _) => shared::all(pg)?,
+        (None, Some(dir)) => audit::read_all(dir)?,
+        (None, None) => Vec::new(),
     };
     for record in &records {
         let line = record
@@ -146,12 +147,13 @@ pub struct InboxConfig {
     /// Client identities (besides the local default) whose read state is kept; an ack by one
     /// more is refused with [`InboxError::TooManyIdentities`].
     pub max_identities: usize,
-    /// With `store`: how many records its log holds before it is cut (a checkpoint, then what
+    /// With shared `stores`: how many records its log holds before it is cut (a checkpoint, then what
     /// follows); the default is [`default_retain`] of the capacity.
     pub retain: usize,
-    /// The store replicas share (`[store]`): with one, the audit trail is its log instead of
-    /// `audit.jsonl`, and every replica's inbox shows the same entries and read state.
-    pub store: Option<crate::store::postgres::Pg>,
+    /// Where roster's state lives: when these are the stores replicas share (`[store]`), the
+    /// audit trail is their log instead of `audit.jsonl`, and every replica's inbox shows the
+    /// same entries and read state. `None`: `audit.jsonl` in `dir`.
+    pub stores: Option<crate::store::Stores>,
 }
 
 impl InboxConfig {
@@ -164,7 +166,7 @@ impl InboxConfig {
             fsync: FsyncPolicy::default(),
             max_identities: DEFAULT_MAX_IDENTITIES,
             retain: shared::default_retain(DEFAULT_CAPACITY),
-            store: None,
+            stores: None,
         }
     }
 }
@@ -308,18 +310,19 @@ impl Inbox {
             dir: config.dir.clone(),
             source,
         })?;
-        let (inner, lock) = match config.store {
+        let shared = config.stores.as_ref().and_then(|stores| stores.shared());
+        let (inner, lock) = match shared {
             // Replicas share the log: no process owns it, and a confirm another replica waits
             // on is not an orphan (one nobody waits on expires at its deadline).
             Some(pg) => {
-                let (log, records) = SharedLog::open(pg, config.retain)?;
+                let (log, records) = SharedLog::open(pg.clone(), config.retain)?;
                 let mut view = View::new(config.capacity, config.max_identities);
                 records.into_iter().for_each(|r| view.apply(r));
                 view.settle();
                 let inner = Inner {
                     view,
                     attribution: Attribution::default(),
-                    trail: Trail::Shared(log),
+                    trail: Box::new(log),
                     waiters: HashMap::new(),
                     remote_change: None,
                 };
@@ -334,7 +337,7 @@ impl Inbox {
                 let mut inner = Inner {
                     view,
                     attribution: Attribution::default(),
-                    trail: Trail::File(audit),
+                    trail: Box::new(audit),
                     waiters: HashMap::new(),
                     remote_change: None,
                 };
@@ -387,8 +390,8 @@ impl Inbox {
     /// appends, mostly).
     pub fn catch_up(&self, position: Option<i64>) {
         let mut inner = self.shared.lock();
-        if let (Some(position), Trail::Shared(log)) = (position, &inner.trail)
-            && log.applied() >= position
+        if let (Some(position), Some(applied)) = (position, inner.trail.applied())
+            && applied >= position
         {
             return;
         }
@@ -550,20 +553,8 @@ impl Inbox {
             }
         } else if all {
             inner.view.purged_through = last;
-            let Trail::File(audit) = &mut inner.trail else {
-                unreachable!("a shared trail is purged above")
-            };
-            let problems = audit.purge();
             let checkpoint = inner.view.checkpoint();
-            let Trail::File(audit) = &mut inner.trail else {
-                unreachable!("a shared trail is purged above")
-            };
-            audit.append(&checkpoint);
-            audit.sync();
-            let mut problems = problems;
-            if let Some(failing) = audit.failing() {
-                problems.push(format!("could not record the purge: {failing}"));
-            }
+            let problems = inner.trail.purge(&checkpoint);
             if !problems.is_empty() {
                 partial_warning = Some(format!(
                     "the inbox is empty, but the audit trail on disk was not fully purged: {}",

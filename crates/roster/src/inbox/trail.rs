@@ -12,48 +12,149 @@ use tokio::sync::oneshot;
 use super::audit::AuditFile;
 use super::record::AuditRecord;
 use super::ring::View;
-use super::shared::{self, SharedLog};
+use super::shared::{self, Flushed, SharedLog};
 use super::{Attribution, ConfirmDecision, RemoteChangeHook, Seq};
+use crate::store::StoreError;
 
-/// Where the records go: this process's JSONL file, or the log replicas share.
-pub(super) enum Trail {
-    File(AuditFile),
-    Shared(SharedLog),
+/// Where the inbox's records go, one backend's side: this process's JSONL file
+/// ([`AuditFile`]) or the log replicas share ([`SharedLog`]), chosen once by
+/// [`super::Inbox::open`] from the [`crate::store::Stores`] it is given. What only one of them
+/// does has a default that does nothing.
+pub(super) trait Trail: Send {
+    /// Whether replicas share it: a confirm may be decided on another replica, a purge is a
+    /// cut of the log every replica applies.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// How often the housekeeper syncs a quiet trail (`None`: it does not).
+    fn interval(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Makes what was appended durable now.
+    fn sync(&mut self) {}
+
+    /// A sync that is due, to be done outside the inbox's lock.
+    fn take_due_sync(&mut self) -> Option<Arc<File>> {
+        None
+    }
+
+    /// The last error while appends are failing.
+    fn failing(&self) -> Option<&str>;
+
+    /// Appends `record` (a notification or a confirm takes `view`'s next seq, or the log's);
+    /// returns what may be applied now.
+    fn append(&mut self, record: AuditRecord, view: &View) -> Flushed;
+
+    /// What waited to be appended, appended now, and what other replicas appended since the
+    /// last call (each with whether another replica appended it).
+    fn catch_up(&mut self) -> (Flushed, Result<Vec<(AuditRecord, bool)>, StoreError>) {
+        (Flushed::default(), Ok(Vec::new()))
+    }
+
+    /// The last position of the log this view applied (`None`: no log).
+    fn applied(&self) -> Option<i64> {
+        None
+    }
+
+    /// Whether the log holds more than it keeps.
+    fn needs_compaction(&self) -> bool {
+        false
+    }
+
+    /// Cuts the log (see [`SharedLog::compact`]); `Ok(false)`: nothing was cut.
+    fn compact(
+        &mut self,
+        _prepare: &mut dyn FnMut(Vec<AuditRecord>) -> Vec<AuditRecord>,
+    ) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+
+    /// Removes what is kept on disk, then appends `checkpoint` (`clear --all` of a trail no
+    /// replica shares); what could not be done, in words.
+    fn purge(&mut self, _checkpoint: &AuditRecord) -> Vec<String> {
+        Vec::new()
+    }
 }
 
-impl Trail {
-    pub(super) fn interval(&self) -> Option<Duration> {
-        match self {
-            Trail::File(audit) => audit.interval(),
-            Trail::Shared(_) => None,
+impl Trail for AuditFile {
+    fn interval(&self) -> Option<Duration> {
+        AuditFile::interval(self)
+    }
+
+    fn sync(&mut self) {
+        AuditFile::sync(self);
+    }
+
+    fn take_due_sync(&mut self) -> Option<Arc<File>> {
+        AuditFile::take_due_sync(self)
+    }
+
+    fn failing(&self) -> Option<&str> {
+        AuditFile::failing(self)
+    }
+
+    fn append(&mut self, mut record: AuditRecord, view: &View) -> Flushed {
+        let seq = view.next_seq;
+        shared::set_seq(&mut record, seq);
+        self.append_rotating(&record, || view.fresh_file_head());
+        Flushed {
+            seq: shared::takes_seq(&record).then_some(seq),
+            ready: vec![record],
+            behind: false,
         }
     }
 
-    pub(super) fn sync(&mut self) {
-        if let Trail::File(audit) = self {
-            audit.sync();
+    fn purge(&mut self, checkpoint: &AuditRecord) -> Vec<String> {
+        let mut problems = AuditFile::purge(self);
+        AuditFile::append(self, checkpoint);
+        AuditFile::sync(self);
+        if let Some(failing) = AuditFile::failing(self) {
+            problems.push(format!("could not record the purge: {failing}"));
         }
+        problems
+    }
+}
+
+impl Trail for SharedLog {
+    fn shared(&self) -> bool {
+        true
     }
 
-    pub(super) fn take_due_sync(&mut self) -> Option<Arc<File>> {
-        match self {
-            Trail::File(audit) => audit.take_due_sync(),
-            Trail::Shared(_) => None,
-        }
+    fn failing(&self) -> Option<&str> {
+        SharedLog::failing(self)
     }
 
-    pub(super) fn failing(&self) -> Option<&str> {
-        match self {
-            Trail::File(audit) => audit.failing(),
-            Trail::Shared(log) => log.failing(),
-        }
+    fn append(&mut self, record: AuditRecord, _view: &View) -> Flushed {
+        SharedLog::append(self, record)
+    }
+
+    fn catch_up(&mut self) -> (Flushed, Result<Vec<(AuditRecord, bool)>, StoreError>) {
+        let flushed = self.flush();
+        (flushed, self.since())
+    }
+
+    fn applied(&self) -> Option<i64> {
+        Some(SharedLog::applied(self))
+    }
+
+    fn needs_compaction(&self) -> bool {
+        SharedLog::needs_compaction(self)
+    }
+
+    fn compact(
+        &mut self,
+        prepare: &mut dyn FnMut(Vec<AuditRecord>) -> Vec<AuditRecord>,
+    ) -> Result<bool, StoreError> {
+        SharedLog::compact(self, prepare)
     }
 }
 
 pub(super) struct Inner {
     pub(super) view: View,
     pub(super) attribution: Attribution,
-    pub(super) trail: Trail,
+    pub(super) trail: Box<dyn Trail>,
     pub(super) waiters: HashMap<Seq, oneshot::Sender<ConfirmDecision>>,
     pub(super) remote_change: Option<RemoteChangeHook>,
 }
@@ -61,47 +162,27 @@ pub(super) struct Inner {
 impl Inner {
     /// Whether replicas share this inbox (its log is in the store).
     pub(super) fn shared(&self) -> bool {
-        matches!(self.trail, Trail::Shared(_))
+        self.trail.shared()
     }
 
     /// Records `record` and applies it (with whatever other replicas appended before it). A
     /// notification or confirm takes the next seq; returns it (0 while the store cannot take
     /// the record: it waits in memory and gets its seq when it is appended).
-    pub(super) fn commit(&mut self, mut record: AuditRecord) -> Seq {
-        match &mut self.trail {
-            Trail::File(audit) => {
-                let seq = self.view.next_seq;
-                shared::set_seq(&mut record, seq);
-                let view = &self.view;
-                audit.append_rotating(&record, || view.fresh_file_head());
-                let takes = shared::takes_seq(&record);
-                self.apply(record);
-                if takes { seq } else { 0 }
-            }
-            Trail::Shared(log) => {
-                let flushed = log.append(record);
-                let seq = flushed.seq.unwrap_or(0);
-                let behind = flushed.behind;
-                flushed.ready.into_iter().for_each(|r| self.apply(r));
-                if behind {
-                    self.catch_up();
-                }
-                seq
-            }
+    pub(super) fn commit(&mut self, record: AuditRecord) -> Seq {
+        let flushed = self.trail.append(record, &self.view);
+        let seq = flushed.seq.unwrap_or(0);
+        flushed.ready.into_iter().for_each(|r| self.apply(r));
+        if flushed.behind {
+            self.catch_up();
         }
+        seq
     }
 
     /// Applies what other replicas appended since the last catch-up (nothing for a file).
     pub(super) fn catch_up(&mut self) {
-        let Trail::Shared(log) = &mut self.trail else {
-            return;
-        };
-        let flushed = log.flush();
+        let (flushed, since) = self.trail.catch_up();
         flushed.ready.into_iter().for_each(|r| self.apply(r));
-        let Trail::Shared(log) = &mut self.trail else {
-            return;
-        };
-        match log.since() {
+        match since {
             Ok(records) => {
                 for (record, foreign) in records {
                     if foreign
@@ -122,10 +203,7 @@ impl Inner {
 
     /// Cuts a shared log that holds more than it keeps (see [`InboxConfig::retain`]).
     pub(super) fn compact_if_needed(&mut self) {
-        let Trail::Shared(log) = &self.trail else {
-            return;
-        };
-        if !log.needs_compaction() {
+        if !self.trail.needs_compaction() {
             return;
         }
         if let Err(error) = self.compact(|view| view.log_head()) {
@@ -144,21 +222,19 @@ impl Inner {
     pub(super) fn compact(
         &mut self,
         head: impl FnOnce(&mut View) -> Vec<AuditRecord>,
-    ) -> Result<bool, crate::store::StoreError> {
+    ) -> Result<bool, StoreError> {
         let Inner {
             view,
             trail,
             waiters,
             ..
         } = self;
-        let Trail::Shared(log) = trail else {
-            return Ok(false);
-        };
-        log.compact(|missing| {
+        let mut head = Some(head);
+        trail.compact(&mut |missing| {
             for record in missing {
                 apply_record(view, waiters, record);
             }
-            head(view)
+            head.take().map_or_else(Vec::new, |head| head(view))
         })
     }
 }

@@ -39,7 +39,6 @@ use crate::servers::{
     ServerStatus,
 };
 use crate::session::{Session, Turn};
-use crate::store::PinStore;
 
 mod offerings;
 mod tools;
@@ -87,12 +86,9 @@ pub struct RosterOptions {
     /// Called with `(server, delta)` after every non-empty delta (plug
     /// `SkillRegistry::refresh_all` in here, with [`Roster::tool_lookup`] as its lookup).
     pub on_reconcile: Option<ReconcileHook>,
-    /// The state directory whose store keeps tool pins across restarts (`roster serve` gives
-    /// `[gateway] state_dir`). `None`: pins live as long as this roster.
-    pub pins_dir: Option<std::path::PathBuf>,
-    /// Where roster's state lives (see [`crate::store::Stores`]): OAuth tokens, and pins
-    /// when it is the store replicas share (`[store]`; else pins follow `pins_dir`).
-    /// `None`: the state dir's (`[gateway] state_dir`).
+    /// Where roster's state lives (see [`crate::store::Stores`]): tool pins and OAuth tokens
+    /// (`roster serve` gives `[store]`'s, else `[gateway] state_dir`'s). `None`: nothing is
+    /// kept beyond this roster ([`crate::store::Stores::in_memory`]).
     pub stores: Option<crate::store::Stores>,
     /// Whether [`Roster::start_with`] waits (at most `[gateway] startup_wait`) for the servers'
     /// first connection attempts. Default `true`. `roster serve` does not: it answers at once,
@@ -106,7 +102,6 @@ impl Default for RosterOptions {
         RosterOptions {
             sink: Arc::new(LogSink),
             on_reconcile: None,
-            pins_dir: None,
             stores: None,
             wait_for_servers: true,
         }
@@ -134,9 +129,6 @@ impl Drop for Lifetime {
 #[derive(Clone)]
 pub struct Roster {
     rt: Arc<Runtime>,
-    /// Where the pin store lives (`RosterOptions::pins_dir`, or the shared store); `None`:
-    /// in memory.
-    pins_at: Option<crate::store::PinsAt>,
     /// Where roster's state lives.
     stores: crate::store::Stores,
     default_session: Arc<Session>,
@@ -167,25 +159,14 @@ impl Roster {
         let running = config.clone();
         let stores = options
             .stores
-            .unwrap_or_else(|| crate::store::Stores::embedded(&config.gateway.state_dir));
-        let (store, pins_at) = match (stores.shared(), &options.pins_dir) {
-            (Some(pg), _) => (
-                PinStore::shared(pg)?,
-                Some(crate::store::PinsAt::Shared(pg.clone())),
-            ),
-            (None, Some(dir)) => (
-                PinStore::open(dir)?,
-                Some(crate::store::PinsAt::Dir(dir.clone())),
-            ),
-            (None, None) => (PinStore::open_in_memory()?, None),
-        };
+            .unwrap_or_else(crate::store::Stores::in_memory);
         let rt = Runtime::new(
             config.gateway,
             &config.servers,
             &config.server_order,
             options.sink,
             options.on_reconcile,
-            Pinning::new(store)?,
+            Pinning::new(stores.pins()?)?,
             stores.tokens(),
         );
         *lock(&rt.running) = running;
@@ -200,7 +181,6 @@ impl Roster {
         let default_session = Session::open(rt.clone());
         Ok(Roster {
             rt,
-            pins_at,
             stores,
             default_session,
             _lifetime: lifetime,
@@ -341,11 +321,9 @@ impl Roster {
         &self.stores
     }
 
-    /// The pin store a person decides in (`None`: pins live in memory), and the naming that
-    /// runs (how `roster tools drift` names a waiting tool).
-    pub(crate) fn pins_place(&self) -> (Option<crate::store::PinsAt>, roster_core::NamingConfig) {
-        let naming = lock(&self.rt.running).gateway.naming_config();
-        (self.pins_at.clone(), naming)
+    /// The naming that runs (how `roster tools drift` names a waiting tool).
+    pub(crate) fn naming(&self) -> roster_core::NamingConfig {
+        lock(&self.rt.running).gateway.naming_config()
     }
 
     /// The recent deltas of every server, newest first (at most

@@ -96,8 +96,12 @@ impl Pinning {
     /// Pins that live as long as this value (unit tests).
     #[cfg(test)]
     pub(crate) fn in_memory() -> Pinning {
-        Pinning::new(PinStore::open_in_memory().expect("an in-memory store"))
-            .expect("an empty store reads")
+        Pinning::new(
+            crate::store::Stores::in_memory()
+                .pins()
+                .expect("an in-memory store"),
+        )
+        .expect("an empty store reads")
     }
 
     /// Splits a listing of `server` into what is served and what is withheld, writing new
@@ -477,7 +481,12 @@ mod tests {
     fn a_pin_and_its_served_tool_share_one_schema_object() {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = ServerConfig::stdio("true", Vec::new());
-        let first = Pinning::new(PinStore::open(dir.path()).expect("store")).expect("pins");
+        let first = Pinning::new(
+            crate::store::Stores::embedded(dir.path())
+                .pins()
+                .expect("store"),
+        )
+        .expect("pins");
         let served = first.gate("s", &config, vec![listed("Search.")]).tools;
         {
             let book = lock(&first.book);
@@ -486,7 +495,12 @@ mod tests {
         }
         drop(first);
 
-        let again = Pinning::new(PinStore::open(dir.path()).expect("store")).expect("pins");
+        let again = Pinning::new(
+            crate::store::Stores::embedded(dir.path())
+                .pins()
+                .expect("store"),
+        )
+        .expect("pins");
         for _ in 0..2 {
             let served = again.gate("s", &config, vec![listed("Search.")]).tools;
             let book = lock(&again.book);

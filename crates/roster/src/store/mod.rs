@@ -6,23 +6,16 @@
 //! trait is all the rest of roster sees, so a shared store (Postgres, for several gateway
 //! replicas) can replace the embedded SQLite one.
 //!
-//! The same embedded SQLite file keeps the tool pins ([`PinStore`]): the approved definition of
-//! every tool and the definitions waiting for a person.
-//!
 //! [`Stores`] is the seam: made once from `[store]` or the state dir and passed down, one trait
-//! per concern (the OAuth [`Tokens`] so far), one folder per backend (`embedded/`,
-//! `postgres/`).
+//! per concern (the OAuth [`Tokens`], the tool pins of [`PinStore`]), one folder per backend
+//! (`embedded/`, `postgres/`).
 
 mod dir;
 mod embedded;
 pub(crate) mod owner_only;
 mod pins;
-mod pins_shared;
 pub mod postgres;
-pub mod sessions;
-mod sqlite;
 mod stores;
-pub mod tasks;
 pub mod tls;
 mod tokens;
 
@@ -32,12 +25,15 @@ use roster_core::skills::{InvalidSkill, SkillSource, load};
 pub use dir::{
     DEFAULT_MAX_SKILL_FILE_SIZE, SkillDirScan, UnreadableSkill, read_skill_file, scan_skills_dir,
 };
+pub use embedded::STORE_FILE;
+pub use embedded::SqliteStore;
 pub use owner_only::ensure_state_dir;
 pub use pins::{
-    DecidedBy, Decision, PinBook, PinRecord, PinStore, PinWrite, PinsAt, ReviewEntry, ReviewRecord,
-    STORE_FILE, ServerPins, now_ms,
+    DecidedBy, Decision, PinBook, PinRecord, PinStore, PinWrite, ReviewEntry, ReviewRecord,
+    ServerPins, now_ms,
 };
-pub use sqlite::SqliteStore;
+pub use postgres::sessions::{self, SharedSessions};
+pub use postgres::tasks::{self, SharedTasks, TaskOp};
 pub use stores::Stores;
 pub use tokens::{TOKENS_FILE, TokenRecord, Tokens, tokens_path};
 

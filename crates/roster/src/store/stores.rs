@@ -4,17 +4,21 @@
 //! stored state on its own.
 //!
 //! One trait per concern, one folder per backend ([`super::embedded`], [`super::postgres`]); a
-//! new backend is a folder and an arm of [`Stores::open`]. Behind the seam so far: the OAuth
-//! [`Tokens`]. Pins, the inbox trail, sessions, tasks and the skill catalog still take the
-//! shared connection from [`Stores::shared`] or the state dir from [`Stores::state_dir`], and
-//! move behind traits of their own next.
+//! new backend is a folder and an arm of [`Stores::open`]. Behind the seam: the OAuth
+//! [`Tokens`], the tool pins ([`PinStore`]), the sessions and tasks replicas share, and the
+//! notices they send each other ([`Stores::follow`], [`Stores::tell`]). The inbox takes
+//! `Stores` and picks its trail from [`Stores::shared`] or [`Stores::state_dir`] (its two
+//! trails live in `inbox/`, beside the records they write).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::StoreError;
-use super::embedded::SqliteTokens;
-use super::postgres::{Pg, PgTokens};
+use super::embedded::{SqlitePins, SqliteTokens};
+use super::pins::PinStore;
+use super::postgres::sessions::SharedSessions;
+use super::postgres::tasks::SharedTasks;
+use super::postgres::{Pg, PgPins, PgTokens};
 use super::tokens::{Tokens, tokens_path};
 use crate::config::StoreConfig;
 
@@ -39,6 +43,17 @@ impl std::fmt::Debug for Stores {
         f.debug_struct("Stores")
             .field("backend", &self.backend)
             .finish_non_exhaustive()
+    }
+}
+
+/// Where: `in DIR`, `at URL` or `in memory`, for messages.
+impl std::fmt::Display for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.backend {
+            Backend::Embedded(Some(dir)) => write!(f, "in {}", dir.display()),
+            Backend::Embedded(None) => f.write_str("in memory"),
+            Backend::Postgres(pg) => write!(f, "at {}", pg.url()),
+        }
     }
 }
 
@@ -81,6 +96,73 @@ impl Stores {
     /// The OAuth tokens roster holds as a client of its servers.
     pub fn tokens(&self) -> Arc<dyn Tokens> {
         self.tokens.clone()
+    }
+
+    /// The tool pins, for the roster that serves them: it follows what a person decides
+    /// elsewhere (the CLI beside it, another replica) at its next turn. In the state dir the
+    /// file is made now.
+    pub fn pins(&self) -> Result<PinStore, StoreError> {
+        match &self.backend {
+            Backend::Embedded(Some(dir)) => SqlitePins::open(dir).map(PinStore::new),
+            Backend::Embedded(None) => SqlitePins::in_memory().map(PinStore::new),
+            Backend::Postgres(pg) => PgPins::open(pg, true).map(PinStore::new),
+        }
+    }
+
+    /// The tool pins for one read or decision (`roster tools`, the dashboard); `None` where
+    /// nothing was ever pinned (no file in the state dir yet) or pins live in one roster's
+    /// memory.
+    pub fn pins_existing(&self) -> Result<Option<PinStore>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(Some(dir)) => Ok(SqlitePins::open_existing(dir)?.map(PinStore::new)),
+            Backend::Embedded(None) => Ok(None),
+            Backend::Postgres(pg) => PgPins::open(pg, false).map(|pins| Some(PinStore::new(pins))),
+        }
+    }
+
+    /// Initialize-era HTTP sessions every replica serves, when these are the stores replicas
+    /// share (else a session lives in the process that made it); they expire after `idle`.
+    pub fn shared_sessions(&self, idle: std::time::Duration) -> Option<SharedSessions> {
+        self.shared()
+            .map(|pg| SharedSessions::new(pg.clone(), idle))
+    }
+
+    /// Tasks every replica answers for, when these are the stores replicas share (else a
+    /// task lives in the process that runs it).
+    pub fn shared_tasks(&self) -> Option<SharedTasks> {
+        self.shared().map(|pg| SharedTasks::new(pg.clone()))
+    }
+
+    /// Calls `on(channel, payload)` for every notice another replica (or this one) sends on
+    /// `channels` of the stores replicas share; nothing to follow in the state dir or memory.
+    pub fn follow(
+        &self,
+        channels: &[&str],
+        on: impl Fn(&str, &str) + Send + Sync + 'static,
+    ) -> Result<(), StoreError> {
+        match self.shared() {
+            Some(pg) => pg.listen(channels, on),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends `payload` on `channel` to every replica following it ([`Stores::follow`]);
+    /// nothing to tell in the state dir or memory.
+    pub async fn tell(&self, channel: &'static str, payload: String) -> Result<(), StoreError> {
+        let Some(pg) = self.shared() else {
+            return Ok(());
+        };
+        pg.run_async(move |client| {
+            client
+                .execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
+                .map(|_| ())
+        })
+        .await
+    }
+
+    /// Whether nothing is kept beyond these values ([`Stores::in_memory`]).
+    pub fn is_in_memory(&self) -> bool {
+        matches!(self.backend, Backend::Embedded(None))
     }
 
     /// The shared database, when these are `[store]`'s: for the concerns not behind a trait

@@ -32,7 +32,7 @@ use super::sessions::BoundSessions;
 use crate::gateway::ClientIdentity;
 use crate::gateway::lane::{AnswerSlot, Probe, response_head, set_aside};
 use crate::servers::answer::members;
-use crate::store::sessions::SharedSessions;
+use crate::store::SharedSessions;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 

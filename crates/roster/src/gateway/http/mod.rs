@@ -25,7 +25,6 @@ mod front;
 mod listener;
 mod sessions;
 
-use crate::store::sessions::SharedSessions;
 use front::Front;
 pub(crate) use listener::ClientAddr;
 use sessions::{BoundSessions, SessionLimits};
@@ -63,14 +62,15 @@ pub struct HttpSettings {
     gateway: GatewayConfig,
     /// SHA-256 of the admin token that unlocks the full `/healthz` (`None`: nothing does).
     admin_digest: Option<[u8; 32]>,
-    /// The store replicas share (`[store]`): initialize-era sessions live there too.
-    store: Option<crate::store::postgres::Pg>,
+    /// Where roster's state lives: with the stores replicas share (`[store]`),
+    /// initialize-era sessions live there too.
+    stores: Option<crate::store::Stores>,
 }
 
 impl HttpSettings {
-    /// Sessions shared with the other replicas through `store`.
-    pub fn with_store(mut self, store: Option<crate::store::postgres::Pg>) -> Self {
-        self.store = store;
+    /// Sessions shared with the other replicas when `stores` are the ones they share.
+    pub fn with_stores(mut self, stores: crate::store::Stores) -> Self {
+        self.stores = Some(stores);
         self
     }
 
@@ -85,7 +85,7 @@ impl HttpSettings {
         };
         Ok(Self {
             gateway: gateway.clone(),
-            store: None,
+            stores: None,
             admin_digest,
         })
     }
@@ -98,7 +98,7 @@ impl Default for HttpSettings {
             // Only the HTTP limits are read, and none of them comes from the environment.
             gateway: GatewayConfig::defaults(&|_| None),
             admin_digest: None,
-            store: None,
+            stores: None,
         }
     }
 }
@@ -211,12 +211,14 @@ pub fn router(gateway: Arc<Gateway>, settings: &HttpSettings) -> Router {
     });
     // With [store], a session any replica made is served here too: rmcp replays its stored
     // `initialize`; a DELETE on any replica ends every replica's copy.
-    let shared = settings.store.clone().map(|pg| {
-        let shared = SharedSessions::new(pg.clone(), settings.gateway.session_idle_timeout);
-        mcp_config.session_store = Some(Arc::new(shared.clone()));
-        sessions.close_deleted(&pg);
-        shared
-    });
+    let shared = settings
+        .stores
+        .as_ref()
+        .and_then(|stores| stores.shared_sessions(settings.gateway.session_idle_timeout))
+        .inspect(|shared| {
+            mcp_config.session_store = Some(Arc::new(shared.clone()));
+            sessions.close_deleted(shared);
+        });
     let factory_gateway = gateway.clone();
     let mcp: StreamableHttpService<GatewayHandler, BoundSessions> = StreamableHttpService::new(
         move || Ok(GatewayHandler::new(factory_gateway.clone())),

@@ -183,12 +183,12 @@ impl BoundSessions {
 
     /// Ends this replica's copy of every session another replica deleted (`DELETE`), as the
     /// store announces them.
-    pub(super) fn close_deleted(self: &Arc<Self>, pg: &crate::store::postgres::Pg) {
+    pub(super) fn close_deleted(self: &Arc<Self>, shared: &crate::store::SharedSessions) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let sessions = Arc::downgrade(self);
-        let listening = pg.listen(&[crate::store::sessions::CHANNEL], move |_, id| {
+        let listening = shared.on_deleted(move |id| {
             let Some(sessions) = sessions.upgrade() else {
                 return;
             };

@@ -1,7 +1,12 @@
 //! The embedded backend of the seam ([`super::Stores`]): files in the state dir, for one
 //! gateway on one machine (and the CLI beside it). Each concern behind the seam has its file
-//! here: [`tokens`] (an owner-only SQLite file).
+//! here: [`tokens`] (an owner-only SQLite file), [`pins`] (`roster.sqlite3`), the skill [`catalog`].
 
+mod catalog;
+mod pins;
 mod tokens;
 
+pub use catalog::SqliteStore;
+pub use pins::STORE_FILE;
+pub(crate) use pins::SqlitePins;
 pub(crate) use tokens::SqliteTokens;

@@ -12,7 +12,7 @@
 //! so replicas starting together do not race; the applied ones are in `roster_schema`.
 //!
 //! The concerns behind the seam ([`super::Stores`]) have their PostgreSQL side here, one file
-//! each: [`tokens`].
+//! each: [`tokens`], [`pins`], [`sessions`], [`tasks`].
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -27,8 +27,12 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use super::StoreError;
 use crate::config::StoreConfig;
 
+mod pins;
+pub mod sessions;
+pub mod tasks;
 mod tokens;
 
+pub(crate) use pins::PgPins;
 pub(crate) use tokens::PgTokens;
 
 /// The key of the advisory lock migrations run under.

@@ -12,11 +12,14 @@ use crate::store::{Decision, PinBook};
 /// The pin store this gateway decides in, read now (`None`: pins live in memory or nothing
 /// was stored yet).
 fn pin_book(view: &View<'_>) -> (Option<PinBook>, roster_core::NamingConfig) {
-    let (dir, naming) = view.gateway.roster().pins_place();
-    let book = dir
-        .and_then(|at| at.open_existing().ok().flatten())
+    let roster = view.gateway.roster();
+    let book = roster
+        .stores()
+        .pins_existing()
+        .ok()
+        .flatten()
         .and_then(|store| store.load().ok());
-    (book, naming)
+    (book, roster.naming())
 }
 
 /// A tool's pin state in words: pinned (by whom), waiting, or not pinned.
@@ -272,10 +275,13 @@ pub(in crate::gateway::ui) fn decide(
     decision: Decision,
     name: &str,
 ) -> Result<String, String> {
-    let (dir, naming) = gateway.roster().pins_place();
-    let dir = dir.ok_or("this gateway keeps its pins in memory; nothing can be decided here")?;
-    let dir = &dir;
-    let done = crate::reviews::decide(dir, &naming, decision, &[name.to_owned()], &[], false)
+    let roster = gateway.roster();
+    let stores = roster.stores();
+    if stores.is_in_memory() {
+        return Err("this gateway keeps its pins in memory; nothing can be decided here".into());
+    }
+    let naming = roster.naming();
+    let done = crate::reviews::decide(stores, &naming, decision, &[name.to_owned()], &[], false)
         .map_err(|e| format!("{e:#}"))?;
     let shown = crate::reviews::visible(name);
     if done.is_none_or(|done| done.decided.is_empty()) {

@@ -1,4 +1,5 @@
-//! The embedded SQLite catalog store.
+//! The skill catalog in one SQLite file (or in memory): what `index_dir` writes and
+//! `load_catalog` reads (see [`crate::store::CatalogStore`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -6,7 +7,7 @@ use std::path::Path;
 use roster_core::skills::SkillSource;
 use rusqlite::{Connection, params};
 
-use super::{CatalogStore, IndexStats, StoreError};
+use crate::store::{CatalogStore, IndexStats, StoreError};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS skill_source (
@@ -26,13 +27,13 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let (conn, path) = super::open_sqlite(Some(path), SCHEMA)?;
+        let (conn, path) = crate::store::open_sqlite(Some(path), SCHEMA)?;
         Ok(SqliteStore { conn, path })
     }
 
     /// A store that lives as long as this value.
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        let (conn, path) = super::open_sqlite(None, SCHEMA)?;
+        let (conn, path) = crate::store::open_sqlite(None, SCHEMA)?;
         Ok(SqliteStore { conn, path })
     }
 

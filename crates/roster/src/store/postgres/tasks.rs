@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::StoreError;
-use super::postgres::Pg;
+use super::Pg;
+use crate::store::StoreError;
 
 /// The `NOTIFY` channel of requests for the replica running a task; the payload is a
 /// [`TaskOp`] as JSON.
@@ -51,9 +51,17 @@ impl SharedTasks {
         SharedTasks { pg }
     }
 
-    /// The store these tasks are in (to listen for [`TaskOp`]s).
-    pub fn pg(&self) -> &Pg {
-        &self.pg
+    /// Calls `carry_out` with every [`TaskOp`] a replica passes on (for any replica's tasks:
+    /// the one running the task carries it out).
+    pub fn on_op(
+        &self,
+        carry_out: impl Fn(TaskOp) + Send + Sync + 'static,
+    ) -> Result<(), StoreError> {
+        self.pg.listen(&[CHANNEL], move |_, payload| {
+            if let Ok(op) = serde_json::from_str::<TaskOp>(payload) {
+                carry_out(op);
+            }
+        })
     }
 
     /// Publishes task `id`'s state (the JSON of its `tasks/get` answer), kept for `ttl`.

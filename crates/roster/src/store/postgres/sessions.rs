@@ -15,7 +15,7 @@ use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
 
-use super::postgres::Pg;
+use super::Pg;
 
 /// The `NOTIFY` channel of deleted sessions; the payload is the session id.
 pub const CHANNEL: &str = "roster_sessions";
@@ -33,13 +33,24 @@ impl SharedSessions {
         SharedSessions { pg, idle }
     }
 
+    /// Calls `deleted` with the id of every session a replica deletes (this one included).
+    pub fn on_deleted(
+        &self,
+        deleted: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Result<(), crate::store::StoreError> {
+        self.pg.listen(&[CHANNEL], move |_, id| deleted(id))
+    }
+
     fn idle_secs(&self) -> f64 {
         self.idle.as_secs_f64()
     }
 
     /// The identity a live session belongs to: `None` when no live session has this id,
     /// `Some(None)` while its `initialize` answer is on its way (nobody's yet).
-    pub async fn owner(&self, id: &str) -> Result<Option<Option<String>>, super::StoreError> {
+    pub async fn owner(
+        &self,
+        id: &str,
+    ) -> Result<Option<Option<String>>, crate::store::StoreError> {
         let id = id.to_owned();
         let idle = self.idle_secs();
         self.pg
@@ -55,7 +66,7 @@ impl SharedSessions {
     }
 
     /// The session `id` belongs to `owner` (its `initialize` was answered).
-    pub async fn claim(&self, id: &str, owner: &str) -> Result<(), super::StoreError> {
+    pub async fn claim(&self, id: &str, owner: &str) -> Result<(), crate::store::StoreError> {
         let (id, owner) = (id.to_owned(), owner.to_owned());
         self.pg
             .run_async(move |client| {
@@ -69,7 +80,7 @@ impl SharedSessions {
     }
 
     /// A request for `id` was served: it is not idle.
-    pub async fn touch(&self, id: &str) -> Result<(), super::StoreError> {
+    pub async fn touch(&self, id: &str) -> Result<(), crate::store::StoreError> {
         let id = id.to_owned();
         self.pg
             .run_async(move |client| {
@@ -83,7 +94,7 @@ impl SharedSessions {
     }
 }
 
-fn boxed(error: super::StoreError) -> SessionStoreError {
+fn boxed(error: crate::store::StoreError) -> SessionStoreError {
     Box::new(error)
 }
 

@@ -1,21 +1,21 @@
 //! Tool pins in the store replicas share (`[store]`): the same tables as the SQLite store's,
-//! in PostgreSQL. A write bumps every replica's [`SharedPins::data_version`] through a `NOTIFY`
+//! in PostgreSQL. A write bumps every replica's [`PgPins::data_version`] through a `NOTIFY`
 //! on [`CHANNEL`], so a person's decision on any machine is picked up at each replica's next
 //! turn without a query per turn.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use super::StoreError;
-use super::pins::{DecidedBy, Decision, PinBook, PinWrite};
-use super::postgres::Pg;
+use super::Pg;
+use crate::store::StoreError;
+use crate::store::pins::{DecidedBy, Decision, PinBook, PinWrite, Pins, now_ms};
 
 /// The `NOTIFY` channel of pin writes.
 pub const CHANNEL: &str = "roster_pins";
 
 /// The pins replicas share.
 #[derive(Debug)]
-pub(super) struct SharedPins {
+pub(crate) struct PgPins {
     pg: Pg,
     /// Bumped by every write this replica hears of (its own included).
     version: Arc<AtomicI64>,
@@ -28,9 +28,9 @@ fn corrupt(pg: &Pg, what: String, error: serde_json::Error) -> StoreError {
     }
 }
 
-impl SharedPins {
+impl PgPins {
     /// The shared pins; with `follow`, a connection listens for every replica's writes.
-    pub(super) fn open(pg: &Pg, follow: bool) -> Result<Self, StoreError> {
+    pub(crate) fn open(pg: &Pg, follow: bool) -> Result<Self, StoreError> {
         let version = Arc::new(AtomicI64::new(1));
         if follow {
             let bump = Arc::downgrade(&version);
@@ -40,17 +40,19 @@ impl SharedPins {
                 }
             })?;
         }
-        Ok(SharedPins {
+        Ok(PgPins {
             pg: pg.clone(),
             version,
         })
     }
+}
 
-    pub(super) fn data_version(&self) -> i64 {
-        self.version.load(Ordering::SeqCst)
+impl Pins for PgPins {
+    fn data_version(&mut self) -> Result<i64, StoreError> {
+        Ok(self.version.load(Ordering::SeqCst))
     }
 
-    pub(super) fn load(&self) -> Result<PinBook, StoreError> {
+    fn load(&self) -> Result<PinBook, StoreError> {
         let (pins, reviews) = self.pg.run(|client| {
             let pins = client.query(
                 "SELECT server, tool, definition, decided_by, decided_at FROM roster_tool_pin",
@@ -82,7 +84,7 @@ impl SharedPins {
         Ok(book)
     }
 
-    pub(super) fn apply_at(
+    fn apply_at(
         &mut self,
         server: &str,
         writes: &[PinWrite],
@@ -135,12 +137,12 @@ impl SharedPins {
         })
     }
 
-    pub(super) fn decide(
+    fn decide(
         &mut self,
         decision: Decision,
         keys: &[(String, String)],
     ) -> Result<Vec<(String, String)>, StoreError> {
-        let now = super::pins::now_ms() as i64;
+        let now = now_ms() as i64;
         let keys = keys.to_vec();
         self.pg.run(move |client| {
             let mut tx = client.transaction()?;
