@@ -42,6 +42,7 @@ mod caller;
 mod forward;
 mod handler;
 pub mod http;
+mod inbox_request;
 pub(crate) mod lane;
 mod native;
 pub mod reload;
