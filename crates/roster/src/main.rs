@@ -416,7 +416,12 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
         reloader.watch(gateway.shutdown_token());
     }
     reload_on_hangup(reloader);
-    roster::metrics::http::spawn_listener(&gateway, config.gateway.metrics.listen.as_deref()).await;
+    roster::metrics::http::spawn_listener(
+        gateway.roster().metrics(),
+        gateway.shutdown_token(),
+        config.gateway.metrics.listen.as_deref(),
+    )
+    .await;
     roster::gateway::ui::spawn_ui_listen(&gateway, &config.gateway).await;
 
     // Several clients may each start their own `roster serve` on one state directory; only

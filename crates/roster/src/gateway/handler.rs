@@ -22,12 +22,11 @@ use rmcp::model::{
     SubscriptionFilter, TASKS_EXTENSION_ID, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::model::{CustomRequest, CustomResult, InitializeRequestParams, InitializeResult};
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use roster_core::catalog::Subscriptions;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::lane::LaneLink;
 use super::watches::SessionWatches;
 use super::{ClientIdentity, Gateway};
 use crate::Session;
@@ -54,6 +53,24 @@ mod offerings;
 mod streams;
 mod tools;
 mod traced;
+
+/// Where a connection's fast lane learns its session's handler and peer: the lane puts one in
+/// its session's first request, and the handler fills it with a twin of itself (see
+/// [`super::lane`]).
+#[derive(Clone, Default)]
+pub(crate) struct LaneLink(Arc<OnceLock<(Arc<GatewayHandler>, Peer<RoleServer>)>>);
+
+impl LaneLink {
+    /// Gives the lane `handler` (a twin of the one rmcp serves) and the session's peer.
+    pub(crate) fn fill(&self, handler: impl FnOnce() -> GatewayHandler, peer: &Peer<RoleServer>) {
+        self.0.get_or_init(|| (Arc::new(handler()), peer.clone()));
+    }
+
+    /// The handler and peer the lane was given, once the handler filled the link.
+    pub(crate) fn get(&self) -> Option<&(Arc<GatewayHandler>, Peer<RoleServer>)> {
+        self.0.get()
+    }
+}
 
 /// roster's MCP server handler.
 pub struct GatewayHandler {

@@ -32,7 +32,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -41,15 +41,15 @@ use rmcp::model::{
     ClientNotification, ClientRequest, Extensions, GetExtensions, GetMeta, JsonRpcMessage,
     JsonRpcNotification, JsonRpcRequest, RequestId, RequestMetaObject,
 };
-use rmcp::service::{Peer, RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage};
+use rmcp::service::{RequestContext, RxJsonRpcMessage, Service, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use super::GatewayHandler;
-use super::stdio::Lines;
+use super::handler::LaneLink;
+use super::stdio::lines::Lines;
 use crate::servers::answer::Members;
 
 /// The most requests one lane runs at once.
@@ -63,17 +63,6 @@ pub(crate) const MAX_IN_LANE: usize = 4096;
      answer, or give each request in flight an id of its own"
 )]
 pub(crate) struct DuplicateRequest(pub(crate) String);
-
-/// Where a lane learns its session's handler and peer (see the module's words).
-#[derive(Clone, Default)]
-pub(crate) struct LaneLink(Arc<OnceLock<(Arc<GatewayHandler>, Peer<RoleServer>)>>);
-
-impl LaneLink {
-    /// Gives the lane `handler` (a twin of the one rmcp serves) and the session's peer.
-    pub(crate) fn fill(&self, handler: impl FnOnce() -> GatewayHandler, peer: &Peer<RoleServer>) {
-        self.0.get_or_init(|| (Arc::new(handler()), peer.clone()));
-    }
-}
 
 /// Where the handler leaves the JSON text of a request's result (a shared `tools/list` page, a
 /// tool result as the server wrote it) for whoever writes the answer: the lane over stdio, the
@@ -283,7 +272,7 @@ where
         &mut self,
         mut message: RxJsonRpcMessage<RoleServer>,
     ) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let (handler, peer) = match (self.link.0.get(), &mut message) {
+        let (handler, peer) = match (self.link.get(), &mut message) {
             (Some((handler, peer)), JsonRpcMessage::Request(JsonRpcRequest { request, .. }))
                 if in_lane(request) && self.running.len() < MAX_IN_LANE =>
             {

@@ -42,6 +42,7 @@ mod caller;
 mod forward;
 mod handler;
 pub mod http;
+mod inbox_request;
 pub(crate) mod lane;
 mod native;
 pub mod reload;
@@ -311,7 +312,7 @@ impl Gateway {
         gateway
             .roster
             .set_tool_search(read(&gateway.live).searches());
-        crate::metrics::watch_gateway(&gateway);
+        crate::metrics::watch_gateway(gateway.roster.metrics(), &gateway);
         Ok(gateway)
     }
 
@@ -528,11 +529,6 @@ impl Gateway {
         }
     }
 
-    /// How many client identities hold a stateless-era session.
-    pub(crate) fn stateless_sessions(&self) -> usize {
-        lock(&self.stateless).len()
-    }
-
     fn stateless_session(&self, who: &ClientIdentity) -> Arc<Session> {
         let key = who.name.clone().unwrap_or_default();
         let now = std::time::Instant::now();
@@ -560,5 +556,27 @@ impl Gateway {
         self.shutdown.cancel();
         self.tasks.shutdown();
         self.roster.shutdown_and_wait().await;
+    }
+}
+
+/// What the metrics read of a gateway at each scrape.
+impl crate::metrics::GatewaySource for Gateway {
+    fn inbox(&self) -> Option<&crate::inbox::Inbox> {
+        self.inbox.as_deref()
+    }
+
+    fn skills_by_availability(&self) -> (u64, u64) {
+        let (mut available, mut unavailable) = (0u64, 0u64);
+        for (_, availability) in self.skills.read().registry().iter() {
+            match availability {
+                roster_core::skills::Availability::Available => available += 1,
+                _ => unavailable += 1,
+            }
+        }
+        (available, unavailable)
+    }
+
+    fn stateless_sessions(&self) -> usize {
+        lock(&self.stateless).len()
     }
 }

@@ -1,7 +1,8 @@
 //! Gauges read from the live state at each scrape: the servers' state, tools, restarts and
 //! debounce savings ([`crate::Roster::status`] and the refresh hooks), pins, and on a gateway
-//! its inbox, skills and stateless sessions. Nothing is kept in step by hooks; a collector
-//! holds its source weakly and reports nothing once the source is gone.
+//! its inbox, skills and stateless sessions (read through [`GatewaySource`], which the gateway
+//! implements). Nothing is kept in step by hooks; a collector holds its source weakly and
+//! reports nothing once the source is gone.
 
 use std::sync::{Arc, Weak};
 
@@ -11,8 +12,9 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
+use super::Metrics;
 use super::labels::{Labels, Value};
-use crate::gateway::Gateway;
+use crate::inbox::Inbox;
 use crate::servers::ServerState;
 use crate::servers::runtime::Runtime;
 
@@ -32,11 +34,22 @@ pub(crate) fn watch_runtime(rt: &Arc<Runtime>) {
     rt.metrics.add_collector(RuntimeGauges(Arc::downgrade(rt)));
 }
 
-/// Registers a gateway's gauges (inbox, skills, stateless sessions) with its roster's metrics.
-pub(crate) fn watch_gateway(gateway: &Arc<Gateway>) {
-    let metrics = gateway.roster().metrics();
-    metrics.add_collector(GatewayGauges(Arc::downgrade(gateway)));
-    let weak = Arc::downgrade(gateway);
+/// What a gateway's gauges read at each scrape. The gateway implements it: metrics sit below
+/// the gateway and know it only through this.
+pub(crate) trait GatewaySource: Send + Sync {
+    /// The inbox, if this gateway owns one.
+    fn inbox(&self) -> Option<&Inbox>;
+    /// The skills in the catalog: how many are available, and how many are not.
+    fn skills_by_availability(&self) -> (u64, u64);
+    /// How many client identities hold a stateless-era session.
+    fn stateless_sessions(&self) -> usize;
+}
+
+/// Registers a gateway's gauges (inbox, skills, stateless sessions) with its roster's
+/// `metrics`.
+pub(crate) fn watch_gateway<G: GatewaySource + 'static>(metrics: &Metrics, gateway: &Arc<G>) {
+    let weak: Weak<G> = Arc::downgrade(gateway);
+    metrics.add_collector(GatewayGauges(weak.clone()));
     metrics.count_sessions("stateless", move || {
         weak.upgrade().map(|g| g.stateless_sessions())
     });
@@ -143,7 +156,7 @@ impl Collector for RuntimeGauges {
     }
 }
 
-struct GatewayGauges(Weak<Gateway>);
+struct GatewayGauges(Weak<dyn GatewaySource>);
 
 impl std::fmt::Debug for GatewayGauges {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -184,13 +197,7 @@ impl Collector for GatewayGauges {
                 )?;
             }
         }
-        let (mut available, mut unavailable) = (0u64, 0u64);
-        for (_, availability) in gateway.skills().read().registry().iter() {
-            match availability {
-                roster_core::skills::Availability::Available => available += 1,
-                _ => unavailable += 1,
-            }
-        }
+        let (available, unavailable) = gateway.skills_by_availability();
         family(
             &mut encoder,
             "roster_skills",

@@ -76,14 +76,15 @@ impl MetricsEndpoint {
     }
 }
 
-/// Serves `[gateway] metrics_listen` for `gateway`'s roster in the background, if it is set.
-/// An address that cannot be bound is a warning, not a stop: a second `roster serve` on the
-/// same config (another stdio client) serves MCP without the metrics listener.
-pub async fn spawn_listener(gateway: &crate::gateway::Gateway, listen: Option<&str>) {
+/// Serves `[gateway] metrics_listen` for `metrics` (a gateway's roster's) in the background,
+/// if it is set, until `shutdown` (the gateway's) is cancelled. An address that cannot be
+/// bound is a warning, not a stop: a second `roster serve` on the same config (another stdio
+/// client) serves MCP without the metrics listener.
+pub async fn spawn_listener(metrics: &Metrics, shutdown: CancellationToken, listen: Option<&str>) {
     let Some(addr) = listen else {
         return;
     };
-    let endpoint = match MetricsEndpoint::bind(gateway.roster().metrics().clone(), addr).await {
+    let endpoint = match MetricsEndpoint::bind(metrics.clone(), addr).await {
         Ok(endpoint) => endpoint,
         Err(error) => {
             tracing::warn!("{error}; metrics are served at /metrics of the HTTP listener only");
@@ -93,7 +94,6 @@ pub async fn spawn_listener(gateway: &crate::gateway::Gateway, listen: Option<&s
     if let Some(bound) = endpoint.local_addr() {
         eprintln!("roster: serving metrics on {bound} (GET /metrics)");
     }
-    let shutdown = gateway.shutdown_token();
     tokio::spawn(async move {
         if let Err(error) = endpoint.serve(shutdown).await {
             tracing::warn!(%error, "the metrics listener stopped");

@@ -34,7 +34,7 @@ pub(crate) mod labels;
 pub(crate) mod stdio;
 
 pub use crate::config::MetricsConfig;
-pub(crate) use collect::{watch_gateway, watch_runtime};
+pub(crate) use collect::{GatewaySource, watch_gateway, watch_runtime};
 use labels::{
     CallLabels, CallOutcome, Labels, MAX_TOOL_LABELS, ToolLabels, Value, bounded_method,
     client_request_label,

@@ -37,6 +37,21 @@ pub(super) struct ConnectionLimits {
     pub(super) header_read_timeout: Duration,
 }
 
+/// Serves `router` on `listener` with the listener limits of `gateway` until the gateway
+/// shuts down (the dashboard's own listeners).
+pub(crate) async fn serve_router(
+    listener: TcpListener,
+    router: Router,
+    gateway: &crate::config::GatewayConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let limits = ConnectionLimits {
+        max_connections: gateway.max_connections,
+        header_read_timeout: gateway.header_read_timeout,
+    };
+    serve(listener, router, limits, shutdown).await
+}
+
 /// Serves `router` on `listener` until `shutdown` is cancelled, then lets open connections
 /// finish (bounded by [`SHUTDOWN_GRACE`]).
 pub(super) async fn serve(

@@ -2,8 +2,9 @@
 //! DNS-rebinding protection (Host and Origin checks).
 //!
 //! `listener` accepts connections (TCP_NODELAY, a connection cap, a header-read timeout,
-//! graceful shutdown); `front` sits before rmcp's service on `/mcp` (session ownership and
-//! bounds, status codes, parse errors, plain JSON answers); `sessions` holds the sessions.
+//! graceful shutdown); `guard` holds the checks every route shares (Host and Origin, the bearer
+//! token); `front` sits before rmcp's service on `/mcp` (session ownership and bounds, status
+//! codes, parse errors, plain JSON answers); `sessions` holds the sessions.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,18 +16,18 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 
 use super::{Gateway, GatewayHandler, Refusal, ResourceServer};
 use crate::config::GatewayConfig;
 
 mod front;
-mod listener;
+pub(crate) mod guard;
+pub(crate) mod listener;
 mod sessions;
 
 use front::Front;
-pub(crate) use listener::ClientAddr;
+use guard::{Rebinding, bearer, digest, redact};
 use sessions::{BoundSessions, SessionLimits};
 
 /// Why the HTTP endpoint could not run.
@@ -150,43 +151,6 @@ impl HttpEndpoint {
             .await
             .map_err(HttpError::Serve)
     }
-}
-
-/// The Host and Origin values `/mcp`, `/healthz` and the dashboard accept.
-#[derive(Debug, Clone)]
-pub(crate) struct Rebinding {
-    hosts: Vec<String>,
-    origins: Vec<String>,
-}
-
-impl Rebinding {
-    /// Loopback hosts and origins, and those `[gateway] allowed_hosts` / `allowed_origins` add.
-    pub(crate) fn for_config(config: &super::ServeConfig) -> Self {
-        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-        hosts.extend(config.allowed_hosts.iter().cloned());
-        let mut origins: Vec<String> = vec![
-            "http://localhost:*".into(),
-            "http://127.0.0.1:*".into(),
-            "http://[::1]:*".into(),
-        ];
-        origins.extend(config.allowed_origins.iter().cloned());
-        Self { hosts, origins }
-    }
-}
-
-/// Serves `router` on `listener` with the listener limits of `gateway` until the gateway
-/// shuts down (the dashboard's own listeners).
-pub(crate) async fn serve_router(
-    listener: TcpListener,
-    router: Router,
-    gateway: &crate::config::GatewayConfig,
-    shutdown: tokio_util::sync::CancellationToken,
-) -> std::io::Result<()> {
-    let limits = listener::ConnectionLimits {
-        max_connections: gateway.max_connections,
-        header_read_timeout: gateway.header_read_timeout,
-    };
-    listener::serve(listener, router, limits, shutdown).await
 }
 
 /// The HTTP routes of the gateway.
@@ -329,100 +293,6 @@ async fn metrics_page(State(health): State<Arc<Health>>, headers: HeaderMap) -> 
     crate::metrics::http::page(health.gateway.roster().metrics())
 }
 
-/// Masks userinfo and query strings of every URL in every string of `value`.
-pub(crate) fn redact(value: &mut serde_json::Value) {
-    match value {
-        serde_json::Value::String(s) => *s = crate::config::redact_urls(s),
-        serde_json::Value::Array(items) => items.iter_mut().for_each(redact),
-        serde_json::Value::Object(map) => map.values_mut().for_each(redact),
-        _ => {}
-    }
-}
-
-impl Rebinding {
-    /// The same rule rmcp applies to `/mcp`: a loopback or configured Host, and an Origin
-    /// (when sent) that is configured.
-    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), String> {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .ok_or("the request has no Host header")?;
-        if !self
-            .hosts
-            .iter()
-            .any(|allowed| authority_matches(allowed, host))
-        {
-            return Err(format!(
-                "Host {host:?} is not allowed (add it to [gateway] allowed_hosts)"
-            ));
-        }
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or_default();
-            if !self
-                .origins
-                .iter()
-                .any(|allowed| origin_matches(allowed, origin))
-            {
-                return Err(format!(
-                    "Origin {origin:?} is not allowed (add it to [gateway] allowed_origins)"
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Splits `host[:port]` (brackets around an IPv6 host dropped).
-fn split_authority(authority: &str) -> (String, Option<&str>) {
-    let authority = authority.trim();
-    if let Some(rest) = authority.strip_prefix('[') {
-        let (host, after) = rest.split_once(']').unwrap_or((rest, ""));
-        return (host.to_ascii_lowercase(), after.strip_prefix(':'));
-    }
-    match authority.rsplit_once(':') {
-        // More than one colon and no brackets: a bare IPv6 address.
-        Some((host, _)) if host.contains(':') => (authority.to_ascii_lowercase(), None),
-        Some((host, port)) => (host.to_ascii_lowercase(), Some(port)),
-        None => (authority.to_ascii_lowercase(), None),
-    }
-}
-
-/// An allowed host without a port takes any port; with one, only that port.
-fn authority_matches(allowed: &str, host: &str) -> bool {
-    let (allowed_host, allowed_port) = split_authority(allowed);
-    let (host, port) = split_authority(host);
-    allowed_host == host && (allowed_port.is_none() || allowed_port == port)
-}
-
-/// `scheme://host[:port]`, where a `*` port takes any port.
-fn origin_matches(allowed: &str, origin: &str) -> bool {
-    let (Some((allowed_scheme, allowed_rest)), Some((scheme, rest))) =
-        (allowed.split_once("://"), origin.split_once("://"))
-    else {
-        return allowed.eq_ignore_ascii_case(origin);
-    };
-    if !allowed_scheme.eq_ignore_ascii_case(scheme) {
-        return false;
-    }
-    let (allowed_host, allowed_port) = split_authority(allowed_rest.trim_end_matches('/'));
-    let (host, port) = split_authority(rest.trim_end_matches('/'));
-    allowed_host == host && (allowed_port == Some("*") || allowed_port == port)
-}
-
-/// The token of an `Authorization: Bearer …` header; the scheme is case-insensitive.
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
-    let (scheme, token) = value.split_once(char::is_whitespace)?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim())
-        .filter(|t| !t.is_empty())
-}
-
-pub(crate) fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
-
 /// Attaches the caller's identity, or answers 401 when clients or `[auth]` are configured and
 /// the request has no valid bearer token (403 when a verified token lacks a required scope).
 async fn authenticate(
@@ -520,44 +390,5 @@ async fn resource_metadata(State(health): State<Arc<Health>>, headers: HeaderMap
             "roster is not an OAuth resource server here: no [auth] table is configured\n",
         )
             .into_response(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hosts_and_origins_match_like_rmcp() {
-        assert!(authority_matches("localhost", "localhost:8931"));
-        assert!(authority_matches("::1", "[::1]:8931"));
-        assert!(authority_matches("example.com:443", "EXAMPLE.com:443"));
-        assert!(!authority_matches("example.com:443", "example.com:80"));
-        assert!(!authority_matches("localhost", "evil.example"));
-        assert!(origin_matches(
-            "http://localhost:*",
-            "http://localhost:3000"
-        ));
-        assert!(origin_matches("http://[::1]:*", "http://[::1]:3000"));
-        assert!(!origin_matches(
-            "http://localhost:*",
-            "https://localhost:3000"
-        ));
-        assert!(!origin_matches(
-            "http://localhost:*",
-            "http://evil.example:3000"
-        ));
-        assert!(origin_matches("https://app.example", "https://app.example"));
-    }
-
-    #[test]
-    fn the_bearer_scheme_is_case_insensitive() {
-        let mut headers = HeaderMap::new();
-        for value in ["Bearer t0k", "BEARER t0k", "bearer   t0k "] {
-            headers.insert(header::AUTHORIZATION, HeaderValue::from_static(value));
-            assert_eq!(bearer(&headers), Some("t0k"), "{value}");
-        }
-        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic t0k"));
-        assert_eq!(bearer(&headers), None);
     }
 }

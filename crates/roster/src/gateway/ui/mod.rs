@@ -4,9 +4,9 @@
 //!
 //! Server-rendered HTML with one small script (`assets/app.js`) that re-reads the page's
 //! `<main>` every few seconds; every form works without it. Every action goes through the code
-//! the CLI and the admin socket use: [`admin::run_inbox`] for the inbox, `Roster::refresh_server`
-//! and `Roster::restart_server` for servers, [`crate::reviews::select`] and
-//! [`crate::store::PinStore::decide`] for pins.
+//! the CLI and the admin socket use: [`inbox_request::run_inbox`] for the inbox,
+//! `Roster::refresh_server` and `Roster::restart_server` for servers, [`crate::reviews::select`]
+//! and [`crate::store::PinStore::decide`] for pins.
 //!
 //! Nobody gets in without a credential: the admin token (`[gateway] admin_token_env`), typed into
 //! the login form (never taken from a query string), or a one-time link that `roster ui` gets
@@ -31,8 +31,9 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use super::Gateway;
-use super::admin::{self, InboxRequest};
-use super::http::{ClientAddr, Rebinding, digest};
+use super::http::guard::{Rebinding, digest};
+use super::http::listener::{ClientAddr, serve_router};
+use super::inbox_request::{self, InboxRequest};
 use crate::sync::lock;
 
 mod attempts;
@@ -221,7 +222,7 @@ pub fn spawn_listener(
     );
     let shutdown = gateway.shutdown_token();
     tokio::spawn(async move {
-        if let Err(error) = super::http::serve_router(listener, router, &config, shutdown).await {
+        if let Err(error) = serve_router(listener, router, &config, shutdown).await {
             tracing::warn!(%error, "the dashboard's listener stopped");
         }
     });
@@ -712,8 +713,8 @@ async fn run_action(
 /// An inbox request, as the admin socket carries it out.
 fn inbox(gateway: &Gateway, request: InboxRequest) -> Result<serde_json::Value, String> {
     match gateway.inbox() {
-        Some(inbox) => admin::run_inbox(inbox, request),
-        None => Err(admin::NO_INBOX.to_owned()),
+        Some(inbox) => inbox_request::run_inbox(inbox, request),
+        None => Err(inbox_request::NO_INBOX.to_owned()),
     }
 }
 

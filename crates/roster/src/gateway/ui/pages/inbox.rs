@@ -26,7 +26,7 @@ pub(in crate::gateway::ui) fn inbox(view: &View<'_>) -> (String, String) {
         let _ = write!(
             out,
             "<p class=\"flash error\">{}</p>",
-            esc(crate::gateway::admin::NO_INBOX)
+            esc(crate::gateway::inbox_request::NO_INBOX)
         );
         return (title, out);
     };

@@ -19,7 +19,7 @@ fn era(view: &View<'_>, version: Option<&str>) -> String {
 pub(in crate::gateway::ui) fn servers(view: &View<'_>) -> (String, String) {
     let title = view.t("ui.nav.servers");
     let mut servers = view.gateway.roster().servers_json();
-    crate::gateway::http::redact(&mut servers);
+    crate::gateway::http::guard::redact(&mut servers);
     let mut out = format!(
         "<h1>{}</h1><div class=\"actions\">{}</div>",
         esc(&title),
