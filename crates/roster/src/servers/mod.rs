@@ -50,6 +50,7 @@ mod connection;
 mod error;
 mod event;
 pub mod gate;
+mod gated;
 pub(crate) mod http_direct;
 pub(crate) mod listing;
 mod notifications;
