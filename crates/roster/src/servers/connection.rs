@@ -276,7 +276,7 @@ impl Connection {
                     let posting = super::http_direct::PostingSlot::default();
                     let http = crate::telemetry::TracedHttpClient::new()
                         .map_err(|e| ConnectError::Handshake(e.to_string()))?
-                        .recording(posting.clone());
+                        .recording(super::http_direct::record_posting(posting.clone()));
                     let (injected, injected_rx) =
                         tokio::sync::mpsc::channel(super::http_direct::INJECTED_QUEUE);
                     let direct = crate::telemetry::TracedHttpClient::keep_alive()

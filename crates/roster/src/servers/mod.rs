@@ -55,6 +55,7 @@ pub(crate) mod http_direct;
 pub(crate) mod listing;
 mod notifications;
 pub(crate) mod offerings;
+mod outcome;
 pub(crate) mod pinning;
 mod refresh;
 pub mod relay;
