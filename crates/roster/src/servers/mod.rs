@@ -51,6 +51,7 @@ mod error;
 mod event;
 pub mod gate;
 mod gated;
+mod gauges;
 pub(crate) mod http_direct;
 pub(crate) mod listing;
 mod notifications;

@@ -1,9 +1,26 @@
-//! How a request to a server ended, in the words the spans record: a span's `roster.outcome`
-//! and status ([`Outcome`]).
+//! How a request to a server ended, in the words the metrics and the spans record: a call's
+//! [`CallOutcome`] label, and a span's `roster.outcome` and status ([`Outcome`]). The two are
+//! not the same list: a span says `error` of a failure that is no JSON-RPC error (an
+//! unexpected answer, a refused login, a listing too large), which a call's label counts as a
+//! protocol error.
 
 use super::answer::Answer;
 use super::error::RequestError;
+use crate::metrics::CallOutcome;
 use crate::telemetry::Outcome;
+
+impl From<&Result<Answer, RequestError>> for CallOutcome {
+    fn from(outcome: &Result<Answer, RequestError>) -> CallOutcome {
+        match outcome {
+            Ok(result) if result.is_error() => CallOutcome::ToolError,
+            Ok(_) => CallOutcome::Ok,
+            Err(RequestError::Timeout(_)) => CallOutcome::Timeout,
+            Err(RequestError::Cancelled) => CallOutcome::Cancelled,
+            Err(RequestError::Closed | RequestError::ShuttingDown(_)) => CallOutcome::ServerDown,
+            Err(_) => CallOutcome::ProtocolError,
+        }
+    }
+}
 
 impl Outcome for RequestError {
     fn outcome(&self) -> &'static str {
@@ -40,6 +57,28 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::time::Duration;
+
+    #[test]
+    fn call_outcomes_follow_the_answer() {
+        let ok = Ok(Answer::Value(json!({"content": []})));
+        let tool_error = Ok(Answer::Value(json!({"content": [], "isError": true})));
+        assert_eq!(CallOutcome::from(&ok), CallOutcome::Ok);
+        assert_eq!(CallOutcome::from(&tool_error), CallOutcome::ToolError);
+        let timeout = Err(RequestError::Timeout(Duration::from_secs(1)));
+        assert_eq!(CallOutcome::from(&timeout), CallOutcome::Timeout);
+        assert_eq!(
+            CallOutcome::from(&Err(RequestError::Closed)),
+            CallOutcome::ServerDown
+        );
+        let server = Err(RequestError::Server {
+            code: -32603,
+            message: "boom".into(),
+            data: None,
+        });
+        assert_eq!(CallOutcome::from(&server), CallOutcome::ProtocolError);
+        let unexpected = Err(RequestError::Unexpected("?".into()));
+        assert_eq!(CallOutcome::from(&unexpected), CallOutcome::ProtocolError);
+    }
 
     #[test]
     fn span_outcomes_name_what_happened() {

@@ -69,8 +69,10 @@ impl Runtime {
         });
         self.resource_watches
             .relay_updates_of(&slot.name, &slot.notifications);
-        self.metrics
-            .count_notifications(&slot.name, &slot.notifications);
+        if let Some(count) = self.metrics.notification_counter(&slot.name) {
+            slot.notifications
+                .add_notification_listener(move |event| count(event.method()));
+        }
         if dynamic {
             let weak_rt = Arc::downgrade(self);
             let weak_slot = Arc::downgrade(slot);
