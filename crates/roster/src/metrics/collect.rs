@@ -1,8 +1,8 @@
 //! Gauges read from the live state at each scrape: the servers' state, tools, restarts and
-//! debounce savings ([`crate::Roster::status`] and the refresh hooks), pins, and on a gateway
-//! its inbox, skills and stateless sessions (read through [`GatewaySource`], which the gateway
-//! implements). Nothing is kept in step by hooks; a collector holds its source weakly and
-//! reports nothing once the source is gone.
+//! debounce savings, pins (the runtime's [`Gauges`], which `servers/gauges.rs` encodes), and
+//! on a gateway its inbox, skills and stateless sessions (read through [`GatewaySource`], which
+//! the gateway implements). Nothing is kept in step by hooks; a collector holds its source
+//! weakly and reports nothing once the source is gone.
 
 use std::sync::{Arc, Weak};
 
@@ -15,23 +15,21 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use super::Metrics;
 use super::labels::{Labels, Value};
 use crate::inbox::Inbox;
-use crate::servers::ServerState;
-use crate::servers::runtime::Runtime;
 
-/// Every connection state a server can be in, so each server has one series per state (1 for
-/// its state, 0 for the others) and a dashboard sees a state end.
-const SERVER_STATES: [ServerState; 6] = [
-    ServerState::Disabled,
-    ServerState::Connecting,
-    ServerState::Connected,
-    ServerState::Disconnected,
-    ServerState::CrashLoop,
-    ServerState::NeedsLogin,
-];
+/// A source of gauges read at each scrape (the runtime: its servers and pins), registered with
+/// its own metrics by [`watch_runtime`].
+pub(crate) trait Gauges: Send + Sync + 'static {
+    /// The metrics its gauges go to.
+    fn metrics(&self) -> &Metrics;
+
+    /// Encodes its gauges as they are now.
+    fn encode_gauges(&self, encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result;
+}
 
 /// Registers the runtime's gauges with its own metrics.
-pub(crate) fn watch_runtime(rt: &Arc<Runtime>) {
-    rt.metrics.add_collector(RuntimeGauges(Arc::downgrade(rt)));
+pub(crate) fn watch_runtime<G: Gauges>(rt: &Arc<G>) {
+    rt.metrics()
+        .add_collector(RuntimeGauges(Arc::downgrade(rt)));
 }
 
 /// What a gateway's gauges read at each scrape. The gateway implements it: metrics sit below
@@ -55,20 +53,25 @@ pub(crate) fn watch_gateway<G: GatewaySource + 'static>(metrics: &Metrics, gatew
     });
 }
 
-struct RuntimeGauges(Weak<Runtime>);
+struct RuntimeGauges<G>(Weak<G>);
 
-impl std::fmt::Debug for RuntimeGauges {
+impl<G> std::fmt::Debug for RuntimeGauges<G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("RuntimeGauges")
     }
 }
 
-fn server(name: &str) -> (&'static str, Value) {
-    ("server", Value::Server(name.to_owned()))
+impl<G: Gauges> Collector for RuntimeGauges<G> {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
+        let Some(rt) = self.0.upgrade() else {
+            return Ok(());
+        };
+        rt.encode_gauges(&mut encoder)
+    }
 }
 
 /// One metric of `kind` with a sample per `(labels, value)`.
-fn family<L: EncodeLabelSet>(
+pub(crate) fn family<L: EncodeLabelSet>(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
@@ -84,76 +87,6 @@ fn family<L: EncodeLabelSet>(
         }
     }
     Ok(())
-}
-
-impl Collector for RuntimeGauges {
-    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
-        let Some(rt) = self.0.upgrade() else {
-            return Ok(());
-        };
-        let status = rt.status();
-        family(
-            &mut encoder,
-            "roster_server_state",
-            "a server's connection state: 1 for the state it is in, 0 for the others",
-            MetricType::Gauge,
-            status.iter().flat_map(|s| {
-                SERVER_STATES.iter().map(move |state| {
-                    let labels = Labels([server(&s.name), ("state", Value::Fixed(state.as_str()))]);
-                    (labels, u64::from(s.state == *state))
-                })
-            }),
-        )?;
-        family(
-            &mut encoder,
-            "roster_server_restarts",
-            "how often a server was restarted or reconnected after a drop",
-            MetricType::Counter,
-            status
-                .iter()
-                .map(|s| (Labels([server(&s.name)]), s.restarts)),
-        )?;
-        family(
-            &mut encoder,
-            "roster_tools_exposed",
-            "a server's tools clients are served now",
-            MetricType::Gauge,
-            status
-                .iter()
-                .map(|s| (Labels([server(&s.name)]), s.tools as u64)),
-        )?;
-        let slots = rt.slots();
-        family(
-            &mut encoder,
-            "roster_relists_saved_by_debounce",
-            "list_changed notifications that caused no background re-list of their own (the \
-             debounce folded them into another's)",
-            MetricType::Counter,
-            slots.iter().filter_map(|slot| {
-                let hook = slot.refresh_hook()?;
-                Some((Labels([server(&slot.name)]), hook.coalesced_count()))
-            }),
-        )?;
-        let (withheld, waiting) = rt.pinning.counts();
-        family(
-            &mut encoder,
-            "roster_pins_withheld_tools",
-            "a server's tools withheld until a person approves their definition",
-            MetricType::Gauge,
-            withheld
-                .iter()
-                // Only configured servers become labels, whatever the store holds.
-                .filter(|(name, _)| slots.iter().any(|slot| slot.name == **name))
-                .map(|(name, count)| (Labels([server(name)]), *count as u64)),
-        )?;
-        family(
-            &mut encoder,
-            "roster_pins_waiting_for_person",
-            "listed tool definitions that differ from their pin and wait for a person",
-            MetricType::Gauge,
-            [(Labels::<0>([]), waiting as u64)],
-        )
-    }
 }
 
 struct GatewayGauges(Weak<dyn GatewaySource>);

@@ -7,8 +7,6 @@ use std::fmt::Write;
 
 use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder};
 
-use crate::servers::{Answer, RequestError};
-
 /// The value of a method label outside the fixed list.
 pub(crate) const OTHER: &str = "other";
 
@@ -33,9 +31,10 @@ pub(crate) fn bounded_method(method: &str, known: &[&'static str]) -> &'static s
         .unwrap_or(OTHER)
 }
 
-/// How a `tools/call` that reached a server ended.
+/// How a `tools/call` that reached a server ended (a server's answer says which: see
+/// `servers/outcome.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum CallOutcome {
+pub enum CallOutcome {
     /// A result (including an `input_required` result).
     Ok,
     /// A result with `isError: true`.
@@ -71,18 +70,6 @@ impl CallOutcome {
             CallOutcome::Timeout => "timeout",
             CallOutcome::Cancelled => "cancelled",
             CallOutcome::ServerDown => "server_down",
-        }
-    }
-
-    /// The outcome of a server's answer to a call.
-    pub(crate) fn of(outcome: &Result<Answer, RequestError>) -> CallOutcome {
-        match outcome {
-            Ok(result) if result.is_error() => CallOutcome::ToolError,
-            Ok(_) => CallOutcome::Ok,
-            Err(RequestError::Timeout(_)) => CallOutcome::Timeout,
-            Err(RequestError::Cancelled) => CallOutcome::Cancelled,
-            Err(RequestError::Closed | RequestError::ShuttingDown(_)) => CallOutcome::ServerDown,
-            Err(_) => CallOutcome::ProtocolError,
         }
     }
 }
@@ -168,7 +155,6 @@ impl ToolLabels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn methods_outside_the_spec_are_other() {
@@ -212,27 +198,5 @@ mod tests {
             "a name in use keeps its label"
         );
         assert_eq!(labels.seen.len(), 2);
-    }
-
-    #[test]
-    fn outcomes_follow_the_answer() {
-        let ok = Ok(Answer::Value(serde_json::json!({"content": []})));
-        let tool_error = Ok(Answer::Value(
-            serde_json::json!({"content": [], "isError": true}),
-        ));
-        assert_eq!(CallOutcome::of(&ok), CallOutcome::Ok);
-        assert_eq!(CallOutcome::of(&tool_error), CallOutcome::ToolError);
-        let timeout = Err(RequestError::Timeout(Duration::from_secs(1)));
-        assert_eq!(CallOutcome::of(&timeout), CallOutcome::Timeout);
-        assert_eq!(
-            CallOutcome::of(&Err(RequestError::Closed)),
-            CallOutcome::ServerDown
-        );
-        let server = Err(RequestError::Server {
-            code: -32603,
-            message: "boom".into(),
-            data: None,
-        });
-        assert_eq!(CallOutcome::of(&server), CallOutcome::ProtocolError);
     }
 }

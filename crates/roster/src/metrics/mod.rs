@@ -25,7 +25,6 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use roster_core::Delta;
 
-use crate::servers::{Answer, RequestError};
 use crate::sync::lock;
 
 mod collect;
@@ -34,10 +33,11 @@ pub(crate) mod labels;
 pub(crate) mod stdio;
 
 pub use crate::config::MetricsConfig;
-pub(crate) use collect::{GatewaySource, watch_gateway, watch_runtime};
+pub(crate) use collect::{GatewaySource, Gauges, family, watch_gateway, watch_runtime};
+#[doc(hidden)]
+pub use labels::CallOutcome;
 use labels::{
-    CallLabels, CallOutcome, Labels, MAX_TOOL_LABELS, ToolLabels, Value, bounded_method,
-    client_request_label,
+    CallLabels, Labels, MAX_TOOL_LABELS, ToolLabels, Value, bounded_method, client_request_label,
 };
 
 /// Seconds: 100 µs to ~105 s, doubling (a call through roster to a local server is well under
@@ -208,22 +208,23 @@ impl Metrics {
         self.inner.as_ref().map(|_| Instant::now())
     }
 
-    /// A `tools/call` of `server`'s tool `exposed` answered (or failed) with `outcome`.
+    /// A `tools/call` of `server`'s tool `exposed` answered (or failed) with `outcome` (a
+    /// server's answer says which [`CallOutcome`] it is, only while metrics are on).
     pub(crate) fn call(
         &self,
         server: &str,
         exposed: &str,
         started: Option<Instant>,
-        outcome: &Result<Answer, RequestError>,
+        outcome: impl Into<CallOutcome>,
     ) {
         if self.is_on() {
-            self.call_ended(server, exposed, started, CallOutcome::of(outcome));
+            self.call_ended(server, exposed, started, outcome.into());
         }
     }
 
     /// [`Metrics::call`] timed from now, for `benches/metrics.rs` (what recording costs).
     #[doc(hidden)]
-    pub fn bench_call(&self, server: &str, exposed: &str, outcome: &Result<Answer, RequestError>) {
+    pub fn bench_call(&self, server: &str, exposed: &str, outcome: impl Into<CallOutcome>) {
         self.call(server, exposed, self.started(), outcome);
     }
 
@@ -370,19 +371,18 @@ impl Metrics {
         }
     }
 
-    /// Counts every notification `server` sends from now on, by method.
-    pub(crate) fn count_notifications(
+    /// What counts each notification `server` sends, by method: called with the method of
+    /// each one from now on (`None` while metrics are off). It holds the metrics weakly.
+    pub(crate) fn notification_counter(
         &self,
         server: &str,
-        notifications: &crate::servers::Notifications,
-    ) {
-        let Some(inner) = &self.inner else { return };
+    ) -> Option<impl Fn(&str) + Send + Sync + 'static> {
+        let inner = self.inner.as_ref()?;
         let weak: Weak<Inner> = Arc::downgrade(inner);
         let server = server.to_owned();
-        notifications.add_notification_listener(move |event| {
+        Some(move |method: &str| {
             if let Some(inner) = weak.upgrade() {
-                let method =
-                    bounded_method(event.method(), roster_core::methods::SERVER_NOTIFICATIONS);
+                let method = bounded_method(method, roster_core::methods::SERVER_NOTIFICATIONS);
                 inner
                     .notifications
                     .get_or_create(&Labels([
@@ -391,7 +391,7 @@ impl Metrics {
                     ]))
                     .inc();
             }
-        });
+        })
     }
 }
 
@@ -510,12 +510,7 @@ mod tests {
             ..MetricsConfig::default()
         });
         off.request("tools/call");
-        off.call(
-            "s",
-            "s__t",
-            off.started(),
-            &Ok(Answer::Value(serde_json::json!({}))),
-        );
+        off.call("s", "s__t", off.started(), CallOutcome::Ok);
         assert!(!off.is_on());
         assert_eq!(off.encode(), None);
     }
@@ -539,12 +534,7 @@ mod tests {
     #[test]
     fn tool_labels_only_when_asked() {
         let plain = on();
-        plain.call(
-            "s",
-            "s__echo",
-            plain.started(),
-            &Ok(Answer::Value(serde_json::json!({}))),
-        );
+        plain.call("s", "s__echo", plain.started(), CallOutcome::Ok);
         let page = plain.encode().expect("on");
         assert!(!page.contains("s__echo"), "{page}");
         assert!(
@@ -554,12 +544,7 @@ mod tests {
             tool_labels: true,
             ..MetricsConfig::default()
         });
-        labelled.call(
-            "s",
-            "s__echo",
-            labelled.started(),
-            &Ok(Answer::Value(serde_json::json!({"isError": true}))),
-        );
+        labelled.call("s", "s__echo", labelled.started(), CallOutcome::ToolError);
         let page = labelled.encode().expect("on");
         assert!(
             page.contains("{server=\"s\",outcome=\"tool_error\",tool=\"s__echo\"} 1"),
@@ -591,12 +576,7 @@ mod tests {
             ..Delta::default()
         };
         for server in ["gone", "kept"] {
-            metrics.call(
-                server,
-                "x__t",
-                metrics.started(),
-                &Ok(Answer::Value(serde_json::json!({}))),
-            );
+            metrics.call(server, "x__t", metrics.started(), CallOutcome::Ok);
             metrics.listing(server, metrics.started(), true);
             metrics.delta(server, &delta);
         }

@@ -29,7 +29,8 @@ use super::client_side::relay_listen;
 use super::client_side::{ClientShared, ClientSide};
 use super::error::{ConnectError, RequestError};
 use super::event::ServerEvent;
-use super::gate::{GatedTransport, NotificationGate, NotificationRate};
+use super::gate::{NotificationGate, NotificationRate};
+use super::gated::GatedTransport;
 use super::http_direct::HttpDirect;
 use super::notifications::{ListenerId, Notifications};
 use super::relay::{InFlight, LogLevel};
@@ -275,7 +276,7 @@ impl Connection {
                     let posting = super::http_direct::PostingSlot::default();
                     let http = crate::telemetry::TracedHttpClient::new()
                         .map_err(|e| ConnectError::Handshake(e.to_string()))?
-                        .recording(posting.clone());
+                        .recording(super::http_direct::record_posting(posting.clone()));
                     let (injected, injected_rx) =
                         tokio::sync::mpsc::channel(super::http_direct::INJECTED_QUEUE);
                     let direct = crate::telemetry::TracedHttpClient::keep_alive()

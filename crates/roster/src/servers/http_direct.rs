@@ -533,9 +533,31 @@ fn posted_headers(posting: &Posting) -> HeaderMap {
     headers
 }
 
+/// What the HTTP client tells of each request rmcp's transport sends after the handshake
+/// ([`crate::telemetry::TracedHttpClient::recording`]), kept in `slot` for roster's own
+/// requests to go with. The headers that describe that one request (SEP-2243: its method,
+/// name and arguments) are not the connection's: roster's own requests get their own.
+pub(crate) fn record_posting(
+    slot: PostingSlot,
+) -> impl Fn(&Option<Arc<str>>, &Option<String>, &HashMap<HeaderName, HeaderValue>) + Send + Sync + 'static
+{
+    move |session, token, headers| {
+        let headers = headers
+            .iter()
+            .filter(|(name, _)| !describes_one_request(name))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        *lock(&slot) = Some(Posting {
+            session: session.clone(),
+            token: token.clone(),
+            headers,
+        });
+    }
+}
+
 /// Whether header `name` describes one request rather than the connection: the SEP-2243
 /// `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`.
-pub(crate) fn describes_one_request(name: &HeaderName) -> bool {
+fn describes_one_request(name: &HeaderName) -> bool {
     let name = name.as_str();
     name == "mcp-method" || name == "mcp-name" || name.starts_with("mcp-param-")
 }

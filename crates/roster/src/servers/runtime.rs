@@ -1,6 +1,7 @@
 //! The runtime behind [`crate::Roster`]: the registry and schedule, one slot per server, the
 //! shared listing path for tools and offerings, delta fan-out to sessions, log levels and
-//! status. Each enabled server's connection is kept by its task in [`super::supervisor`].
+//! status. Each enabled server is started, its notifications wired, and its connection kept
+//! by its task in [`super::supervisor`].
 //!
 //! A server's `list_changed` (tools, prompts or resources) is recorded on the connection's
 //! reader: it marks the server stale in the core [`Schedule`] (a short lock, nothing dialled)
@@ -24,10 +25,9 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::Connection;
-use super::event::{ListKind, ServerEvent};
-use super::listing::Relisting;
+use super::event::ListKind;
 use super::notifications::Notifications;
-use super::offerings::{Offerings, ServerOfferings};
+use super::offerings::{Offerings, RouteError, ServerOfferings};
 use super::pinning::Pinning;
 
 /// The inbox channel a server waiting for an OAuth login is recorded on.
@@ -39,7 +39,7 @@ use super::relay::LogLevel;
 use super::sink::NotificationSink;
 use super::status::{ServerState, ServerStatus};
 use super::stdio::ChildExit;
-use super::watches::ResourceWatches;
+use super::watches::{ResourceWatch, ResourceWatches};
 use crate::config::{GatewayConfig, ServerConfig};
 
 /// How often a running roster looks for a person's pin decisions made by another process.
@@ -125,6 +125,10 @@ impl Slot {
     pub(crate) fn refresh_hook(&self) -> Option<RefreshHook> {
         lock(&self.refresh).clone()
     }
+
+    pub(super) fn set_refresh_hook(&self, hook: RefreshHook) {
+        *lock(&self.refresh) = Some(hook);
+    }
 }
 
 /// How often the client-visible prompts and resources have changed; a watcher compares.
@@ -157,7 +161,7 @@ pub(crate) struct Runtime {
     /// Bumped per kind when the client-visible prompts or resources change.
     pub(crate) offerings_changed: watch::Sender<OfferingsGeneration>,
     /// Resources subscribed at the servers for client sessions.
-    pub(crate) resource_watches: ResourceWatches,
+    pub(crate) resource_watches: Arc<ResourceWatches>,
     /// Every open session, to queue each delta for its next turn.
     sessions: Mutex<Vec<Weak<dyn DeltaListener>>>,
     pub(super) sink: Arc<dyn NotificationSink>,
@@ -247,7 +251,7 @@ impl Runtime {
             slots: RwLock::new(slots),
             offerings: Mutex::new(offerings),
             offerings_changed: watch::channel(OfferingsGeneration::default()).0,
-            resource_watches: ResourceWatches::default(),
+            resource_watches: Arc::default(),
             sessions: Mutex::new(Vec::new()),
             sink,
             reconcile_hook: RwLock::new(reconcile_hook),
@@ -290,90 +294,6 @@ impl Runtime {
         *write(&self.reconcile_hook) = hook;
     }
 
-    /// Wires notifications (inbox, refresh hook) and starts every enabled server's supervisor.
-    pub(crate) fn launch(self: &Arc<Self>) -> Result<(), super::refresh::RefreshHookError> {
-        for slot in self.slots() {
-            self.start_slot(&slot)?;
-        }
-        self.watch_pin_decisions();
-        Ok(())
-    }
-
-    /// Wires one server's notifications and starts its supervisor (nothing for a disabled
-    /// server).
-    fn start_slot(
-        self: &Arc<Self>,
-        slot: &Arc<Slot>,
-    ) -> Result<(), super::refresh::RefreshHookError> {
-        if !slot.config.enabled {
-            return Ok(());
-        }
-        let dynamic = self.gateway.dynamic_tools;
-        if self.sink.can_confirm() {
-            let sink = self.sink.clone();
-            let channel = slot.name.clone();
-            slot.notifications
-                .set_confirmer(Some(Arc::new(move |request| {
-                    sink.confirm(&channel, request)
-                })));
-        }
-        let logs = self.server_logs.clone();
-        let channel = slot.name.clone();
-        slot.notifications
-            .set_log_fallback(Some(Arc::new(move |params| {
-                // Nobody listening is fine: the inbox has the message.
-                let _ = logs.send(ServerLog {
-                    server: channel.clone(),
-                    params: params.clone(),
-                });
-            })));
-        let sink = self.sink.clone();
-        let channel = slot.name.clone();
-        slot.notifications.add_notification_listener(move |event| {
-            let handled = match event {
-                ServerEvent::ListChanged { .. } => dynamic,
-                ServerEvent::Progress { .. } => true,
-                _ => false,
-            };
-            sink.record(&channel, event.method(), event.params().clone(), handled);
-        });
-        self.resource_watches.relay_updates_of(slot);
-        self.metrics
-            .count_notifications(&slot.name, &slot.notifications);
-        if dynamic {
-            let weak_rt = Arc::downgrade(self);
-            let weak_slot = Arc::downgrade(slot);
-            let hook = RefreshHook::leading(
-                self.gateway.debounce,
-                Arc::new(move || {
-                    let (rt, slot) = (weak_rt.upgrade(), weak_slot.upgrade());
-                    Box::pin(async move {
-                        if let (Some(rt), Some(slot)) = (rt, slot) {
-                            let _ = rt.relist(&slot, Relisting::IfStale).await;
-                            rt.list_offerings(&slot, Relisting::IfStale).await;
-                        }
-                    })
-                }),
-            )?;
-            let weak_rt = Arc::downgrade(self);
-            let (name, nudge) = (slot.name.clone(), hook.clone());
-            slot.notifications.add_notification_listener(move |event| {
-                let ServerEvent::ListChanged { list, .. } = event else {
-                    return;
-                };
-                // On the reader: record and return; the listing is the next turn's
-                // (or the trailing edge's) to take.
-                if let Some(rt) = weak_rt.upgrade() {
-                    rt.mark_stale(&name, *list);
-                }
-                nudge.schedule();
-            });
-            *lock(&slot.refresh) = Some(hook);
-        }
-        tokio::spawn(super::supervisor::supervise(self.clone(), slot.clone()));
-        Ok(())
-    }
-
     /// The server called `name`, if one is configured.
     pub(crate) fn slot(&self, name: &str) -> Option<Arc<Slot>> {
         read(&self.slots).get(name).cloned()
@@ -389,13 +309,10 @@ impl Runtime {
         read(&self.slots).keys().cloned().collect()
     }
 
-    /// Starts a server a reload added (or the new entry of one it changed): listed, named and
-    /// scheduled after the servers configured before it.
-    pub(crate) fn add_server(
-        self: &Arc<Self>,
-        name: &str,
-        config: &ServerConfig,
-    ) -> Result<(), super::refresh::RefreshHookError> {
+    /// Makes the slot of a server a reload added (or the new entry of one it changed): listed,
+    /// named and scheduled after the servers configured before it. Its supervisor is started
+    /// apart ([`Runtime::add_server`]).
+    pub(super) fn add_slot(&self, name: &str, config: &ServerConfig) -> Arc<Slot> {
         let slot = Slot::new(name, config, &self.shutdown);
         if config.enabled {
             let mut state = self.state();
@@ -407,7 +324,7 @@ impl Runtime {
             lock(&self.offerings).add_server(name);
         }
         write(&self.slots).insert(name.to_owned(), slot.clone());
-        self.start_slot(&slot)
+        slot
     }
 
     /// Stops a server a reload removed (`gone`), or the old entry of one it changed: its
@@ -613,5 +530,37 @@ impl Runtime {
             let _ = exit.wait_for(|e| matches!(e, ChildExit::Exited(_))).await;
         });
         let _ = tokio::time::timeout(limit, futures::future::join_all(gone)).await;
+    }
+}
+
+/// What the runtime knows for resource watches: which server owns a URI, and its connection.
+impl ResourceWatches {
+    /// The server that owns `uri`, if it is connected and takes watches
+    /// (`resources.subscribe`).
+    pub(crate) fn watchable_at(
+        rt: &Runtime,
+        uri: &str,
+    ) -> Result<(String, Arc<Connection>), RouteError> {
+        let server = lock(&rt.offerings)
+            .resource_owner(uri)
+            .ok_or_else(|| RouteError::UnknownResource(uri.to_owned()))?;
+        let connection = rt
+            .slot(&server)
+            .and_then(|slot| slot.connection())
+            .ok_or_else(|| RouteError::Unavailable(server.clone()))?;
+        if !connection.advertises_subscribe() {
+            return Err(RouteError::NotSubscribable {
+                server,
+                uri: uri.to_owned(),
+            });
+        }
+        Ok((server, connection))
+    }
+
+    /// Watches `uri`: at its server, unless some session already watches it.
+    pub(crate) async fn watch(rt: &Runtime, uri: &str) -> Result<ResourceWatch, RouteError> {
+        rt.resource_watches
+            .hold(uri, || Self::watchable_at(rt, uri))
+            .await
     }
 }

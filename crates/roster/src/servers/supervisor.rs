@@ -1,4 +1,6 @@
-//! Supervision: one task per server that connects, lists, then watches the connection (exit,
+//! Supervision: each enabled server started ([`Runtime::launch`], [`Runtime::add_server`]):
+//! its notifications wired to the inbox, the metrics, the resource watches and its refresh
+//! hook, then one task per server that connects, lists, then watches the connection (exit,
 //! stream drop, failed ping).
 //!
 //! When a connection ends, the server's tools are removed (a delta like any other), the
@@ -13,11 +15,111 @@ use std::time::Duration;
 use roster_core::ListingState;
 
 use super::connection::Connection;
+use super::event::ServerEvent;
 use super::listing::Relisting;
-use super::runtime::{Runtime, Slot};
+use super::refresh::{RefreshHook, RefreshHookError};
+use super::runtime::{Runtime, ServerLog, Slot};
 use super::status::ServerState;
+use crate::config::ServerConfig;
 
-pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
+impl Runtime {
+    /// Wires notifications (inbox, refresh hook) and starts every enabled server's supervisor.
+    pub(crate) fn launch(self: &Arc<Self>) -> Result<(), RefreshHookError> {
+        for slot in self.slots() {
+            self.start_slot(&slot)?;
+        }
+        self.watch_pin_decisions();
+        Ok(())
+    }
+
+    /// Wires one server's notifications and starts its supervisor (nothing for a disabled
+    /// server).
+    fn start_slot(self: &Arc<Self>, slot: &Arc<Slot>) -> Result<(), RefreshHookError> {
+        if !slot.config.enabled {
+            return Ok(());
+        }
+        let dynamic = self.gateway.dynamic_tools;
+        if self.sink.can_confirm() {
+            let sink = self.sink.clone();
+            let channel = slot.name.clone();
+            slot.notifications
+                .set_confirmer(Some(Arc::new(move |request| {
+                    sink.confirm(&channel, request)
+                })));
+        }
+        let logs = self.server_logs.clone();
+        let channel = slot.name.clone();
+        slot.notifications
+            .set_log_fallback(Some(Arc::new(move |params| {
+                // Nobody listening is fine: the inbox has the message.
+                let _ = logs.send(ServerLog {
+                    server: channel.clone(),
+                    params: params.clone(),
+                });
+            })));
+        let sink = self.sink.clone();
+        let channel = slot.name.clone();
+        slot.notifications.add_notification_listener(move |event| {
+            let handled = match event {
+                ServerEvent::ListChanged { .. } => dynamic,
+                ServerEvent::Progress { .. } => true,
+                _ => false,
+            };
+            sink.record(&channel, event.method(), event.params().clone(), handled);
+        });
+        self.resource_watches
+            .relay_updates_of(&slot.name, &slot.notifications);
+        if let Some(count) = self.metrics.notification_counter(&slot.name) {
+            slot.notifications
+                .add_notification_listener(move |event| count(event.method()));
+        }
+        if dynamic {
+            let weak_rt = Arc::downgrade(self);
+            let weak_slot = Arc::downgrade(slot);
+            let hook = RefreshHook::leading(
+                self.gateway.debounce,
+                Arc::new(move || {
+                    let (rt, slot) = (weak_rt.upgrade(), weak_slot.upgrade());
+                    Box::pin(async move {
+                        if let (Some(rt), Some(slot)) = (rt, slot) {
+                            let _ = rt.relist(&slot, Relisting::IfStale).await;
+                            rt.list_offerings(&slot, Relisting::IfStale).await;
+                        }
+                    })
+                }),
+            )?;
+            let weak_rt = Arc::downgrade(self);
+            let (name, nudge) = (slot.name.clone(), hook.clone());
+            slot.notifications.add_notification_listener(move |event| {
+                let ServerEvent::ListChanged { list, .. } = event else {
+                    return;
+                };
+                // On the reader: record and return; the listing is the next turn's
+                // (or the trailing edge's) to take.
+                if let Some(rt) = weak_rt.upgrade() {
+                    rt.mark_stale(&name, *list);
+                }
+                nudge.schedule();
+            });
+            slot.set_refresh_hook(hook);
+        }
+        tokio::spawn(supervise(self.clone(), slot.clone()));
+        Ok(())
+    }
+
+    /// Starts a server a reload added (or the new entry of one it changed): listed, named and
+    /// scheduled after the servers configured before it ([`Runtime::add_slot`]).
+    pub(crate) fn add_server(
+        self: &Arc<Self>,
+        name: &str,
+        config: &ServerConfig,
+    ) -> Result<(), RefreshHookError> {
+        let slot = self.add_slot(name, config);
+        self.start_slot(&slot)
+    }
+}
+
+async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
     loop {
         let wait_until = {
             let state = rt.state();
@@ -106,7 +208,7 @@ pub(super) async fn supervise(rt: Arc<Runtime>, slot: Arc<Slot>) {
         // Tools return only once the new connection has answered a listing.
         let _ = Box::pin(rt.relist(&slot, Relisting::Always)).await;
         Box::pin(rt.list_offerings(&slot, Relisting::Always)).await;
-        Box::pin(rt.resource_watches.watch_again(&slot, &connection)).await;
+        Box::pin(rt.resource_watches.watch_again(&slot.name, &connection)).await;
         slot.first_attempt.send_replace(true);
 
         let Some(reason) = watch(&slot, &connection).await else {

@@ -10,7 +10,6 @@
 //! server sends is published as a [`ResourceUpdate`]; the gateway relays each one to the
 //! sessions that watch that URI on that server.
 
-use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
@@ -22,8 +21,8 @@ use super::client_side::relay_listen;
 use super::connection::Connection;
 use super::error::RequestError;
 use super::event::ServerEvent;
+use super::notifications::Notifications;
 use super::offerings::RouteError;
-use super::runtime::{Runtime, Slot};
 
 /// How many updates wait for a slow relay before it skips ahead.
 const UPDATES_KEPT: usize = 256;
@@ -62,12 +61,13 @@ impl Default for ResourceWatches {
 }
 
 impl ResourceWatches {
-    /// Publishes `slot`'s `notifications/resources/updated` as [`ResourceUpdate`]s. The
-    /// listener runs on the connection's reader and only hands the update on.
-    pub(crate) fn relay_updates_of(&self, slot: &Slot) {
+    /// Publishes `server`'s `notifications/resources/updated` (from its `notifications`) as
+    /// [`ResourceUpdate`]s. The listener runs on the connection's reader and only hands the
+    /// update on.
+    pub(crate) fn relay_updates_of(&self, server: &str, notifications: &Notifications) {
         let updates = self.updates.clone();
-        let server = slot.name.clone();
-        slot.notifications.add_notification_listener(move |event| {
+        let server = server.to_owned();
+        notifications.add_notification_listener(move |event| {
             if let ServerEvent::ResourceUpdated { uri, .. } = event {
                 // Nobody listening is fine: no session watches anything right now.
                 let _ = updates.send(ResourceUpdate {
@@ -83,50 +83,32 @@ impl ResourceWatches {
         self.updates.subscribe()
     }
 
-    /// Makes the watches of `slot`'s server again on its new connection.
-    pub(crate) async fn watch_again(&self, slot: &Slot, connection: &Arc<Connection>) {
+    /// Makes the watches of `server` again on its new connection.
+    pub(crate) async fn watch_again(&self, server: &str, connection: &Arc<Connection>) {
         let mut table = self.table.lock().await;
-        for (uri, watched) in table.iter_mut().filter(|(_, w)| w.server == slot.name) {
+        for (uri, watched) in table.iter_mut().filter(|(_, w)| w.server == server) {
             watched.on_server = None;
             if !connection.advertises_subscribe() {
-                tracing::warn!(server = %slot.name, %uri, "the server no longer declares resources.subscribe; its updates are not heard");
+                tracing::warn!(server = %server, %uri, "the server no longer declares resources.subscribe; its updates are not heard");
                 continue;
             }
             match connection.watch_resource(uri).await {
                 Ok(watch) => watched.on_server = Some((Arc::downgrade(connection), watch)),
                 Err(error) => {
-                    tracing::warn!(server = %slot.name, %uri, %error, "cannot subscribe to the resource again");
+                    tracing::warn!(server = %server, %uri, %error, "cannot subscribe to the resource again");
                 }
             }
         }
     }
 
-    /// The server that owns `uri`, if it is connected and takes watches
-    /// (`resources.subscribe`).
-    pub(crate) fn watchable_at(
-        rt: &Runtime,
+    /// Watches `uri`: at the server `owner` names (with its connection, see
+    /// `ResourceWatches::watchable_at`), unless some session already watches it.
+    pub(crate) async fn hold(
+        self: &Arc<Self>,
         uri: &str,
-    ) -> Result<(String, Arc<Connection>), RouteError> {
-        let server = lock(&rt.offerings)
-            .resource_owner(uri)
-            .ok_or_else(|| RouteError::UnknownResource(uri.to_owned()))?;
-        let connection = rt
-            .slot(&server)
-            .and_then(|slot| slot.connection())
-            .ok_or_else(|| RouteError::Unavailable(server.clone()))?;
-        if !connection.advertises_subscribe() {
-            return Err(RouteError::NotSubscribable {
-                server,
-                uri: uri.to_owned(),
-            });
-        }
-        Ok((server, connection))
-    }
-
-    /// Watches `uri`: at its server, unless some session already watches it.
-    pub(crate) async fn watch(rt: &Arc<Runtime>, uri: &str) -> Result<ResourceWatch, RouteError> {
-        let watches = &rt.resource_watches;
-        let mut table = watches.table.lock().await;
+        owner: impl FnOnce() -> Result<(String, Arc<Connection>), RouteError>,
+    ) -> Result<ResourceWatch, RouteError> {
+        let mut table = self.table.lock().await;
         let server =
             match table.get_mut(uri) {
                 Some(watched) => {
@@ -134,7 +116,7 @@ impl ResourceWatches {
                     watched.server.clone()
                 }
                 None => {
-                    let (server, connection) = Self::watchable_at(rt, uri)?;
+                    let (server, connection) = owner()?;
                     let watch = connection.watch_resource(uri).await.map_err(|source| {
                         RouteError::Request {
                             server: server.clone(),
@@ -153,7 +135,7 @@ impl ResourceWatches {
                 }
             };
         Ok(ResourceWatch {
-            rt: Arc::downgrade(rt),
+            watches: Arc::downgrade(self),
             server,
             uri: uri.to_owned(),
         })
@@ -186,7 +168,7 @@ impl ResourceWatches {
 /// lives, roster watches it at its server. Dropping it releases the interest.
 #[derive(Debug)]
 pub struct ResourceWatch {
-    rt: Weak<Runtime>,
+    watches: Weak<ResourceWatches>,
     server: String,
     uri: String,
 }
@@ -205,14 +187,14 @@ impl ResourceWatch {
 
 impl Drop for ResourceWatch {
     fn drop(&mut self) {
-        let Some(rt) = self.rt.upgrade() else {
+        let Some(watches) = self.watches.upgrade() else {
             return;
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let uri = std::mem::take(&mut self.uri);
-        runtime.spawn(async move { rt.resource_watches.release(&uri).await });
+        runtime.spawn(async move { watches.release(&uri).await });
     }
 }
 

@@ -16,7 +16,6 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 use super::propagation::{TRACEPARENT, traceparent_of};
-use crate::servers::http_direct::{Posting, PostingSlot};
 
 /// How many redirects one request follows.
 const MAX_REDIRECTS: usize = 10;
@@ -27,7 +26,7 @@ const MAX_REDIRECTS: usize = 10;
 pub struct TracedHttpClient {
     inner: reqwest::Client,
     insufficient_scope: Option<ScopeHook>,
-    posting: Option<PostingSlot>,
+    posted: Option<PostedHook>,
 }
 
 /// Told the `WWW-Authenticate` of every 403 `insufficient_scope` a POST gets.
@@ -40,6 +39,23 @@ impl std::fmt::Debug for ScopeHook {
     }
 }
 
+/// Told the session, the bearer token and the headers of each request rmcp's transport sends
+/// after the handshake.
+#[derive(Clone)]
+struct PostedHook(Arc<Posted>);
+
+/// What a [`PostedHook`] calls: with the session, the bearer token and the headers.
+type Posted = dyn Fn(&Option<Arc<str>>, &Option<String>, &Headers) + Send + Sync;
+
+impl std::fmt::Debug for PostedHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PostedHook")
+    }
+}
+
+/// The headers of one request.
+type Headers = HashMap<HeaderName, HeaderValue>;
+
 impl TracedHttpClient {
     /// A client like rmcp's default: no idle connection pool (a reused connection whose last
     /// body was not read stalls on delayed ACKs), and only same-origin 307/308 redirects.
@@ -51,7 +67,7 @@ impl TracedHttpClient {
         Ok(TracedHttpClient {
             inner,
             insufficient_scope: None,
-            posting: None,
+            posted: None,
         })
     }
 
@@ -71,10 +87,14 @@ impl TracedHttpClient {
         Ok(CLIENT.get_or_init(|| client).clone())
     }
 
-    /// Records in `slot` the session, token and headers of each request rmcp's transport
-    /// sends after the handshake, for roster's own requests to go with.
-    pub(crate) fn recording(mut self, slot: PostingSlot) -> Self {
-        self.posting = Some(slot);
+    /// Tells `hook` the session, token and headers of each request rmcp's transport sends
+    /// after the handshake, for roster's own requests to go with
+    /// ([`crate::servers::http_direct`] keeps them).
+    pub(crate) fn recording(
+        mut self,
+        hook: impl Fn(&Option<Arc<str>>, &Option<String>, &Headers) + Send + Sync + 'static,
+    ) -> Self {
+        self.posted = Some(PostedHook(Arc::new(hook)));
         self
     }
 
@@ -83,9 +103,9 @@ impl TracedHttpClient {
         message: &ClientJsonRpcMessage,
         session: &Option<Arc<str>>,
         token: &Option<String>,
-        headers: &HashMap<HeaderName, HeaderValue>,
+        headers: &Headers,
     ) {
-        let Some(slot) = &self.posting else {
+        let Some(hook) = &self.posted else {
             return;
         };
         if let JsonRpcMessage::Request(request) = message
@@ -93,18 +113,7 @@ impl TracedHttpClient {
         {
             return;
         }
-        // The headers that describe this one request (SEP-2243: its method, name and
-        // arguments) are not the connection's; roster's own requests get their own.
-        let headers = headers
-            .iter()
-            .filter(|(name, _)| !crate::servers::http_direct::describes_one_request(name))
-            .map(|(name, value)| (name.clone(), value.clone()))
-            .collect();
-        *crate::sync::lock(slot) = Some(Posting {
-            session: session.clone(),
-            token: token.clone(),
-            headers,
-        });
+        (hook.0)(session, token, headers);
     }
 
     /// Calls `hook` with the `WWW-Authenticate` of each 403 `insufficient_scope` answer (the

@@ -23,7 +23,7 @@ mod spans;
 
 pub use http_client::TracedHttpClient;
 pub(crate) use propagation::{inject_current, trace_headers, trace_headers_of_params};
-pub(crate) use spans::{ClientRequest, ServerRequest, within};
+pub(crate) use spans::{ClientRequest, Outcome, ServerRequest, within};
 
 /// The endpoint variables that turn traces on (the OTLP exporter reads them itself).
 const ENDPOINT_VARS: [&str; 2] = [

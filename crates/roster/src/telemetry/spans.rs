@@ -13,7 +13,6 @@ use rmcp::ErrorData;
 use serde_json::Value;
 
 use super::propagation;
-use crate::servers::{Answer, RequestError};
 
 /// The tool a client called, by the name it used (the exposed name, or an MCP App's use of the
 /// server's own name): kept in the request's context for the server request's span.
@@ -111,6 +110,18 @@ pub(crate) async fn within<T>(
     answer
 }
 
+/// How a request to a server ended, as its span records it: the server layer's answers and
+/// errors say it of themselves.
+pub(crate) trait Outcome {
+    /// In a few words (`roster.outcome`): `ok`, `tool_error` (a result with `isError`),
+    /// `protocol_error` (a JSON-RPC error), `timeout`, `cancelled`, `server_down`, `error`.
+    fn outcome(&self) -> &'static str;
+
+    /// What failed, for the span's status; `None` when the server answered (a tool's error
+    /// included).
+    fn failure(&self) -> Option<String>;
+}
+
 /// The span of one request to a server, a child of the client request it serves.
 pub(crate) struct ServerRequest {
     cx: Context,
@@ -156,82 +167,40 @@ impl ServerRequest {
     }
 
     /// Ends `span` (if there is one) with what the server answered, and hands the answer on.
-    pub(crate) fn end(
-        span: Option<Self>,
-        answer: Result<Answer, RequestError>,
-    ) -> Result<Answer, RequestError> {
+    pub(crate) fn end<A: Outcome>(span: Option<Self>, answer: A) -> A {
         if let Some(span) = span {
-            span.finish(outcome(&answer), answer.as_ref().err());
+            span.finish(answer.outcome(), answer.failure());
         }
         answer
     }
 
     /// Runs `requests` (the pages of a `tools/list`, each sent with the current trace context)
     /// inside the span of `method` to `server`, and ends it with their outcome.
-    pub(crate) async fn around<T>(
+    pub(crate) async fn around<T, E: Outcome>(
         server: &str,
         method: &str,
-        requests: impl Future<Output = Result<T, RequestError>>,
-    ) -> Result<T, RequestError> {
+        requests: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
         let Some(span) = ServerRequest::start(server, method, &mut Value::Null) else {
             return requests.await;
         };
         let answer = requests.with_context(span.cx.clone()).await;
         let failed = answer.as_ref().err();
-        span.finish(failed.map_or("ok", failure), failed);
+        span.finish(
+            failed.map_or("ok", Outcome::outcome),
+            failed.and_then(Outcome::failure),
+        );
         answer
     }
 
-    fn finish(self, outcome: &'static str, error: Option<&RequestError>) {
+    fn finish(self, outcome: &'static str, failure: Option<String>) {
         let span = self.cx.span();
         span.set_attribute(KeyValue::new("roster.outcome", outcome));
-        match error {
+        match failure {
             None if outcome == "ok" => span.set_status(Status::Ok),
             None => span.set_status(Status::error("the tool reported an error")),
-            Some(error) => span.set_status(Status::error(error.to_string())),
+            Some(failure) => span.set_status(Status::error(failure)),
         }
         span.end();
-    }
-}
-
-/// The outcome of a request to a server, in a few words: `ok`, `tool_error` (a result with
-/// `isError`), `protocol_error` (a JSON-RPC error), `timeout`, `cancelled`, `server_down`, `error`.
-fn outcome(answer: &Result<Answer, RequestError>) -> &'static str {
-    match answer {
-        Ok(result) if result.is_error() => "tool_error",
-        Ok(_) => "ok",
-        Err(error) => failure(error),
-    }
-}
-
-fn failure(error: &RequestError) -> &'static str {
-    match error {
-        RequestError::Server { .. } | RequestError::Input { .. } => "protocol_error",
-        RequestError::Timeout(_) => "timeout",
-        RequestError::Cancelled => "cancelled",
-        RequestError::Closed | RequestError::ShuttingDown(_) => "server_down",
-        _ => "error",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn outcomes_name_what_happened() {
-        assert_eq!(outcome(&Ok(Answer::Value(json!({"content": []})))), "ok");
-        let error = Answer::Value(json!({"isError": true}));
-        assert_eq!(outcome(&Ok(error)), "tool_error");
-        let timeout = RequestError::Timeout(std::time::Duration::from_secs(1));
-        assert_eq!(outcome(&Err(timeout)), "timeout");
-        assert_eq!(outcome(&Err(RequestError::Closed)), "server_down");
-        let refused = RequestError::Server {
-            code: -32602,
-            message: "no".into(),
-            data: None,
-        };
-        assert_eq!(outcome(&Err(refused)), "protocol_error");
     }
 }
