@@ -148,6 +148,7 @@ mod raw_gateway;
 mod raw_server;
 mod redact;
 mod state_dir;
+pub mod store_tls;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -105,9 +105,9 @@ fn build_store(ctx: &Ctx<'_>, raw: RawStore) -> Result<StoreConfig, ConfigError>
         return Err(ctx.invalid("store.url", expected));
     }
     // `sslmode` and the TLS files as libpq reads them; the driver gets the rest.
-    let url = crate::store::tls::TlsSettings::resolve_paths(&raw.url, &ctx.base);
+    let url = super::store_tls::TlsSettings::resolve_paths(&raw.url, &ctx.base);
     let tls =
-        crate::store::tls::TlsSettings::from_url(&url).map_err(|e| ctx.invalid("store.url", e))?;
+        super::store_tls::TlsSettings::from_url(&url).map_err(|e| ctx.invalid("store.url", e))?;
     let parsed: postgres::Config = tls
         .driver_url
         .parse()

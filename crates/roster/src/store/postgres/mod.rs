@@ -161,13 +161,13 @@ impl Pg {
             url: store.url.clone(),
             message,
         };
-        let tls = super::tls::TlsSettings::from_url(&store.url).map_err(tls_error)?;
+        let tls = crate::config::store_tls::TlsSettings::from_url(&store.url).map_err(tls_error)?;
         let mut config =
             postgres::Config::from_str(&tls.driver_url).map_err(|source| StoreError::Postgres {
                 url: store.url.clone(),
                 source,
             })?;
-        let tls = tls.connector().map_err(tls_error)?;
+        let tls = super::tls::connector(&tls).map_err(tls_error)?;
         if let Some(var) = &store.password_env {
             let password =
                 std::env::var(var).map_err(|_| StoreError::PasswordEnv { var: var.clone() })?;
