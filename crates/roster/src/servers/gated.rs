@@ -35,6 +35,17 @@ pub(crate) struct GatedTransport<T> {
 }
 
 impl<T> GatedTransport<T> {
+    /// A coalesced notification the gate lets out now: delivered to roster's listeners
+    /// (`Some(None)`), or a `list_changed` for rmcp to see (`Some(Some)`); `None`: neither.
+    fn release(&mut self, method: &'static str) -> Option<Option<RxJsonRpcMessage<RoleClient>>> {
+        self.raw.count_awaited();
+        if self.gate.delivers(method) {
+            self.gate.deliver(&ServerEvent::new(method, Value::Null));
+            return Some(None);
+        }
+        list_changed(method).map(|notification| Some(JsonRpcMessage::notification(notification)))
+    }
+
     pub(crate) fn new(
         inner: T,
         gate: NotificationGate,
@@ -113,13 +124,10 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
             // than roster reads is read in slices and the worker's other tasks get their turn.
             tokio::task::coop::consume_budget().await;
             if let Some(method) = self.gate.tick(Instant::now()) {
-                self.raw.count_awaited();
-                if self.gate.delivers(method) {
-                    self.gate.deliver(&ServerEvent::new(method, Value::Null));
-                    continue;
-                }
-                if let Some(notification) = list_changed(method) {
-                    return Some(JsonRpcMessage::notification(notification));
+                match self.release(method) {
+                    Some(Some(message)) => return Some(message),
+                    Some(None) => continue,
+                    None => {}
                 }
             }
             let next = match self.held.take() {
@@ -153,13 +161,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for GatedTransport<T> {
             };
             if answers && let Some(method) = self.gate.release_before_answer() {
                 self.held = Some(next);
-                self.raw.count_awaited();
-                if self.gate.delivers(method) {
-                    self.gate.deliver(&ServerEvent::new(method, Value::Null));
-                    continue;
-                }
-                if let Some(notification) = list_changed(method) {
-                    return Some(JsonRpcMessage::notification(notification));
+                if let Some(Some(message)) = self.release(method) {
+                    return Some(message);
                 }
                 continue;
             }
