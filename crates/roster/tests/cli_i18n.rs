@@ -7,7 +7,6 @@ mod common;
 
 use std::path::Path;
 
-use roster::inbox::{FsyncPolicy, Inbox, InboxConfig};
 use roster::store::{PinWrite, Stores};
 use roster_core::pin::Pin;
 use serde_json::{Value, json};
@@ -53,18 +52,9 @@ fn same_in_every_language(state: &Path, args: &[&str]) -> String {
 
 /// An inbox with three notifications from `files`, the first acknowledged.
 fn fill_inbox(dir: &Path) {
-    let inbox = Inbox::open(InboxConfig {
-        fsync: FsyncPolicy::Never,
-        ..InboxConfig::new(dir)
-    })
-    .expect("the inbox opens");
+    let inbox = common::inbox::open(dir);
     for n in 1..=3 {
-        inbox.record(
-            "files",
-            "notifications/message",
-            json!({"data": format!("line {n}")}),
-            false,
-        );
+        common::inbox::record_message(&inbox, "files", json!({"data": format!("line {n}")}));
     }
     inbox.ack(Some(1));
 }
@@ -316,14 +306,7 @@ fn without_times(mut value: Value) -> Value {
 fn status_speaks_the_terminal_s_language_and_mcp_stays_english() {
     // The gateway itself runs in Portuguese: what the model reads must not change.
     let gateway = common::Gateway::start(
-        |dir| {
-            format!(
-                "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n\n[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\nprotocol = \"legacy\"\n",
-                state = dir.join("state"),
-                py = common::python(),
-                fixture = common::python_fixture("dynamic.py"),
-            )
-        },
+        |dir| common::dynamic_config(dir, "", "protocol = \"legacy\"", ""),
         &[("ROSTER_LANG", "pt-BR")],
     );
     let state = gateway.state();

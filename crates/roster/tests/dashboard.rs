@@ -10,7 +10,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::elements::Element;
@@ -98,16 +98,17 @@ impl Driver {
 /// A gateway fronting the dynamic server on an `initialize` session (its elicitation needs the
 /// back-channel), with pins that a person approves, and the example skills.
 fn start_gateway(env: &[(&str, &str)], gateway_extra: &str) -> common::Gateway {
+    let skills = format!(
+        "[skills]\npaths = [{:?}]",
+        common::workspace_root().join("examples/skills")
+    );
     let gateway = common::Gateway::start(
         |dir| {
-            format!(
-                "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n{gateway_extra}\n\n\
-                 [skills]\npaths = [{skills:?}]\n\n\
-                 [servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\nprotocol = \"legacy\"\npin = \"approve\"\n",
-                state = dir.join("state"),
-                skills = common::workspace_root().join("examples/skills"),
-                py = common::python(),
-                fixture = common::python_fixture("dynamic.py"),
+            common::dynamic_config(
+                dir,
+                gateway_extra,
+                "protocol = \"legacy\"\npin = \"approve\"",
+                &skills,
             )
         },
         env,
@@ -133,15 +134,6 @@ fn ui_link(state: &Path) -> String {
 fn roster_json(state: &Path, args: &[&str]) -> Value {
     let out = common::cli(args).state_dir(state).stdout();
     serde_json::from_str(&out).expect("JSON output")
-}
-
-fn spawn_client(url: &str, calls: Value) -> Child {
-    common::python_client(&common::python(), "call_tools.py")
-        .args(["--url", url, "--calls", &calls.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the Python client")
 }
 
 /// Reloads `path` until `css` matches an element whose text satisfies `check`; its text.
@@ -421,9 +413,9 @@ async fn a_person_runs_the_gateway_from_the_browser() {
     );
 
     // A pending confirmation of the real server, answered yes from the page.
-    let client = spawn_client(
+    let client = common::spawn_call_tools(
         &gateway.url,
-        json!([["dynamic__confirm_delete", {"path": "/tmp/x"}]]),
+        &json!([["dynamic__confirm_delete", {"path": "/tmp/x"}]]),
     );
     let pending = reload_until(
         &browser,

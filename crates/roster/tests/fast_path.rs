@@ -110,31 +110,10 @@ fn fixture_over_http(json: bool) -> (common::KillOnDrop, String) {
 }
 
 /// `roster serve` over stdio with `config`: the process (killed when dropped) and its pipes.
-fn serve_stdio(config: &std::path::Path) -> Piped {
+fn serve_command(config: &std::path::Path) -> tokio::process::Command {
     let mut roster = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"));
     roster.arg("--config").arg(config).arg("serve");
-    piped(roster)
-}
-
-type Piped = (
-    tokio::process::Child,
-    tokio::process::ChildStdout,
-    tokio::process::ChildStdin,
-);
-
-/// `command` started (killed when dropped) with its stdin and stdout piped.
-fn piped(mut command: tokio::process::Command) -> Piped {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {command:?}: {e}"));
-    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-        panic!("the pipes of {command:?}");
-    };
-    (child, stdout, stdin)
+    roster
 }
 
 fn request(name: &str, arguments: Value) -> ClientRequest {
@@ -202,7 +181,7 @@ async fn walk(client: &Client, listener: &Listener, label: &str) {
 
 /// [`walk`] through `roster serve` over stdio with `config`.
 async fn walk_over_stdio(config: &std::path::Path, label: &str) {
-    let (_child, stdout, stdin) = serve_stdio(config);
+    let (_child, stdout, stdin) = common::spawn_piped(serve_command(config));
     let listener = Listener::default();
     let client = listener
         .clone()
@@ -242,16 +221,11 @@ async fn behind_streamable_http_a_cancelled_call_is_cancelled_at_the_server_and_
 
 /// `roster serve` over stdio spoken to line by line, so the test sees each answer's JSON as
 /// roster wrote it.
-struct RawStdio {
-    _child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
-}
+struct RawStdio(common::JsonLines);
 
 impl RawStdio {
     fn start(config: &std::path::Path) -> RawStdio {
-        let (child, stdout, stdin) = serve_stdio(config);
-        RawStdio::of(child, stdout, stdin)
+        RawStdio(common::JsonLines::spawn(serve_command(config)))
     }
 
     /// The conformance fixture itself, with no roster in between.
@@ -259,21 +233,7 @@ impl RawStdio {
         let script = common::workspace_root().join("tests/python/conformance_server.py");
         let mut fixture = tokio::process::Command::new(common::python());
         fixture.arg(script);
-        let (child, stdout, stdin) = piped(fixture);
-        RawStdio::of(child, stdout, stdin)
-    }
-
-    fn of(
-        child: tokio::process::Child,
-        stdout: tokio::process::ChildStdout,
-        stdin: tokio::process::ChildStdin,
-    ) -> RawStdio {
-        use tokio::io::AsyncBufReadExt;
-        RawStdio {
-            _child: child,
-            stdin,
-            lines: tokio::io::BufReader::new(stdout).lines(),
-        }
+        RawStdio(common::JsonLines::spawn(fixture))
     }
 
     /// An initialize-era session, opened.
@@ -286,17 +246,12 @@ impl RawStdio {
     }
 
     async fn send(&mut self, message: Value) {
-        self.send_text(&message.to_string()).await;
+        self.0.send(&message).await;
     }
 
     /// Sends `message` as it is written.
     async fn send_text(&mut self, message: &str) {
-        use tokio::io::AsyncWriteExt;
-        let line = format!("{message}\n");
-        self.stdin
-            .write_all(line.as_bytes())
-            .await
-            .expect("write to roster");
+        self.0.send_text(message).await;
     }
 
     /// The next answer (notifications roster sends in between are passed over), parsed.
@@ -307,18 +262,8 @@ impl RawStdio {
 
     /// The next answer as its line.
     async fn answer_line(&mut self) -> String {
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
-                .await
-                .expect("roster answers within 30 s")
-                .expect("read roster's stdout")
-                .expect("roster's stdout is open");
-            let message: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("a line that is no JSON ({e}): {line}"));
-            if message.get("id").is_some() {
-                return line;
-            }
-        }
+        let wait = Duration::from_secs(30);
+        self.0.next_where(wait, |m| m.get("id").is_some()).await.0
     }
 
     /// The `result` of a `tools/call` of `tool` as it was written.

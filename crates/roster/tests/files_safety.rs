@@ -6,7 +6,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -14,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use common::stderr_of;
+use common::{mode_of, stderr_of};
 
 /// `roster --config CONFIG ARGS`, without the developer's `ROSTER_TEST_UNSET_URL`.
 fn roster(config: &Path, args: &[&str]) -> common::Cli {
@@ -51,12 +50,10 @@ fn status_and_serve_report_a_broken_config_as_such() {
 #[test]
 fn an_unset_variable_in_a_url_is_named() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
-        &config,
+    let config = common::write_roster_toml(
+        dir.path(),
         "[servers.web]\nurl = \"${ROSTER_TEST_UNSET_URL}/mcp\"\n",
-    )
-    .expect("write");
+    );
     let out = roster(&config, &["serve"]).output();
     assert!(!out.status.success());
     let stderr = stderr_of(&out);
@@ -83,12 +80,10 @@ impl Drop for Gateway {
 
 fn start_gateway(state: &Path, gateway_extra: &str) -> Gateway {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
-        &config,
-        format!("[gateway]\nstate_dir = {state:?}\n{gateway_extra}\n"),
-    )
-    .expect("write config");
+    let config = common::write_roster_toml(
+        dir.path(),
+        &format!("[gateway]\nstate_dir = {state:?}\n{gateway_extra}\n"),
+    );
     let mut child = common::serve_command(&config)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -134,16 +129,11 @@ fn wait_for_admin(state: &Path) {
     panic!("the admin socket never answered at {}", socket.display());
 }
 
-fn mode_of(path: &Path) -> u32 {
-    std::fs::metadata(path).expect("stat").permissions().mode() & 0o777
-}
-
 #[test]
 fn roster_sets_the_mode_only_of_a_state_dir_it_creates() {
     let dir = tempfile::tempdir().expect("temp dir");
     let existing = dir.path().join("existing");
-    std::fs::create_dir(&existing).expect("mkdir");
-    std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    common::make_dir(&existing, 0o755);
     let gateway = start_gateway(&existing, "");
     wait_for_admin(&existing);
     assert_eq!(

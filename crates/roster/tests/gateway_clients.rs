@@ -10,10 +10,6 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn roster_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_roster"))
-}
-
 /// A config fronting the dynamic Python server as `dynamic`, plus `extra` TOML.
 fn write_config(dir: &Path, extra: &str) -> PathBuf {
     write_config_with(dir, "", "", extra)
@@ -21,15 +17,7 @@ fn write_config(dir: &Path, extra: &str) -> PathBuf {
 
 /// Like [`write_config`], with extra lines for `[gateway]` and `[servers.dynamic]`.
 fn write_config_with(dir: &Path, gateway: &str, server: &str, extra: &str) -> PathBuf {
-    let config = dir.join("roster.toml");
-    let text = format!(
-        "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n{gateway}\n\n[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\n{server}\n\n{extra}\n",
-        state = dir.join("state"),
-        py = common::python(),
-        fixture = common::python_fixture("dynamic.py"),
-    );
-    std::fs::write(&config, text).expect("write config");
-    config
+    common::write_roster_toml(dir, &common::dynamic_config(dir, gateway, server, extra))
 }
 
 fn start_http(extra: &str, env: &[(&str, &str)]) -> common::Gateway {
@@ -49,7 +37,7 @@ fn live_tools(mode: &str, target: &[&str]) -> Value {
 fn live_tools_over_stdio(mode: &str) -> Value {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = write_config(dir.path(), "");
-    let roster = roster_bin();
+    let roster = common::roster_bin();
     live_tools(
         mode,
         &[
@@ -140,9 +128,7 @@ fn assert_live_tools(report: &Value, protocol: &str) {
         "a removed tool is an unknown tool: {gone}"
     );
     assert!(
-        gone["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("dynamic__fresh")),
+        common::str_contains(&gone["message"], "dynamic__fresh"),
         "the error names the tool: {gone}"
     );
     assert_eq!(

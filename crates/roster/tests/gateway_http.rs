@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-const ACCEPT_BOTH: &str = "application/json, text/event-stream";
-const VERSION: &str = "2025-11-25";
+use common::mcp_http::{self, ACCEPT_BOTH, VERSION};
 
 /// A running `roster serve --http`: `[gateway]` lines, then `extra` TOML (servers, clients);
 /// `env` for the process.
@@ -75,42 +74,17 @@ fn post(
     session: Option<&str>,
     body: &Value,
 ) -> reqwest::RequestBuilder {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", ACCEPT_BOTH)
-        .header("mcp-protocol-version", VERSION)
-        .body(body.to_string());
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    request
+    mcp_http::post(&reqwest::Client::new(), url, token, session, body)
 }
 
 fn initialize_body(id: u64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {},
-        "clientInfo": {"name": "gateway_http", "version": "1"}}})
+    mcp_http::initialize(id, "gateway_http", json!({}))
 }
 
 /// Opens a session for `token`'s client and returns its id.
 async fn open_session(url: &str, token: Option<&str>) -> String {
-    let response = post(url, token, None, &initialize_body(1))
-        .send()
-        .await
-        .expect("POST initialize");
-    assert_eq!(response.status(), 200, "initialize refused");
-    let session = common::session_id(&response);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let ack = post(url, token, Some(&session), &initialized)
-        .send()
-        .await
-        .expect("POST initialized");
-    assert_eq!(ack.status(), 202);
-    session
+    let http = reqwest::Client::new();
+    mcp_http::open_session(&http, url, token, "gateway_http", json!({})).await
 }
 
 fn request(id: u64, method: &str, params: Value) -> Value {
@@ -141,14 +115,7 @@ fn sse_messages(body: &str) -> Vec<Value> {
 }
 
 async fn delete(url: &str, token: Option<&str>, session: &str) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .delete(url)
-        .header("mcp-session-id", session)
-        .header("mcp-protocol-version", VERSION);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    request.send().await.expect("DELETE /mcp")
+    mcp_http::delete(&reqwest::Client::new(), url, token, session).await
 }
 
 #[tokio::test]
@@ -676,12 +643,10 @@ fn runtime_threads(pid: u32) -> usize {
 #[tokio::test]
 async fn serve_runs_on_the_worker_threads_asked_for() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
-        &config,
-        format!("[gateway]\nstate_dir = {:?}\n", dir.path().join("state")),
-    )
-    .expect("write config");
+    let config = common::write_roster_toml(
+        dir.path(),
+        &format!("[gateway]\nstate_dir = {:?}\n", dir.path().join("state")),
+    );
     let refused = common::serve_command(&config)
         .args(["--workers", "0"])
         .output()

@@ -7,26 +7,22 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::json;
+
+use common::required_text as text;
 
 const PRO_TOKEN: &str = "pro-token";
 const FREE_TOKEN: &str = "free-token";
 
-fn roster_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_roster"))
-}
-
 /// roster fronting its own demo server as `demo`, with the example skills.
 fn write_config(dir: &Path, gateway_extra: &str, extra: &str) -> PathBuf {
-    let config = dir.join("roster.toml");
     let text = format!(
         "[gateway]\nstate_dir = {state:?}\n{gateway_extra}\n\n[servers.demo]\ncommand = {bin:?}\nargs = [\"demo-server\"]\n\n[skills]\npaths = [{skills:?}]\n\n{extra}\n",
         state = dir.join("state"),
-        bin = roster_bin(),
+        bin = common::ROSTER,
         skills = common::workspace_root().join("examples/skills"),
     );
-    std::fs::write(&config, text).expect("write config");
-    config
+    common::write_roster_toml(dir, &text)
 }
 
 fn start_http() -> common::Gateway {
@@ -45,13 +41,6 @@ fn start_http() -> common::Gateway {
 
 fn over_http<'a>(gateway: &'a common::Gateway, token: &'a str) -> [&'a str; 4] {
     ["--url", &gateway.url, "--token", token]
-}
-
-fn text(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text in {result}"))
-        .to_owned()
 }
 
 #[test]
@@ -145,9 +134,7 @@ fn skill_tools_answer_errors_as_tool_results_naming_the_problem() {
 
     assert_eq!(r[0]["structuredContent"]["kind"], "knowledge");
     assert!(
-        r[0]["structuredContent"]["content"]
-            .as_str()
-            .is_some_and(|c| c.contains("Plain style")),
+        common::str_contains(&r[0]["structuredContent"]["content"], "Plain style"),
         "{}",
         r[0]
     );
@@ -201,14 +188,7 @@ fn skill_resources_follow_the_same_visibility() {
     let gateway = start_http();
     let free = common::call_tools(&over_http(&gateway, FREE_TOKEN), &json!([]));
     let pro = common::call_tools(&over_http(&gateway, PRO_TOKEN), &json!([]));
-    let uris = |r: &Value| -> Vec<String> {
-        r["resources"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no resources in {r}"))
-            .iter()
-            .filter_map(|u| u.as_str().map(str::to_owned))
-            .collect()
-    };
+    let uris = common::resource_uris;
     let pro_skill = "skill://pro/release-notes/SKILL.md".to_owned();
     assert!(uris(&pro).contains(&pro_skill), "{pro}");
     assert!(!uris(&free).contains(&pro_skill), "{free}");
@@ -221,7 +201,7 @@ fn stdio_uses_the_configured_default_subscriptions() {
     let with_pro = write_config(dir.path(), "subscriptions = [\"pro\"]", "");
     let other = tempfile::tempdir().expect("temp dir");
     let without = write_config(other.path(), "", "");
-    let roster = roster_bin();
+    let roster = common::roster_bin();
     let roster = roster.to_str().expect("utf-8 path");
     let calls = json!([["get_skill", {"id": "pro/release-notes"}]]);
     let seen = common::call_tools(

@@ -82,6 +82,16 @@ fn run_client() -> Value {
     })
 }
 
+/// The string `field` of each entry of the list `list[key]` (`{"prompts": [..]}`).
+fn each<'a>(list: &'a Value, key: &str, field: &str) -> Vec<&'a str> {
+    list[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {list}"))
+        .iter()
+        .filter_map(|entry| entry[field].as_str())
+        .collect()
+}
+
 fn texts(messages: &Value) -> Vec<String> {
     messages["messages"]
         .as_array()
@@ -95,12 +105,7 @@ fn texts(messages: &Value) -> Vec<String> {
 fn prompts_and_resources_are_listed_and_routed_back() {
     let report = run_client();
 
-    let prompts: Vec<&str> = report["prompts"]["prompts"]
-        .as_array()
-        .expect("prompts")
-        .iter()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
+    let prompts = each(&report["prompts"], "prompts", "name");
     assert!(
         prompts.contains(&"fixture__test_simple_prompt")
             && prompts.contains(&"fixture__test_prompt_with_arguments"),
@@ -118,22 +123,12 @@ fn prompts_and_resources_are_listed_and_routed_back() {
         "arguments reached the server: {with_args}"
     );
 
-    let uris: Vec<&str> = report["resources"]["resources"]
-        .as_array()
-        .expect("resources")
-        .iter()
-        .filter_map(|r| r["uri"].as_str())
-        .collect();
+    let uris = each(&report["resources"], "resources", "uri");
     assert!(
         uris.contains(&"test://static-text") && uris.contains(&"test://static-binary"),
         "{uris:?}"
     );
-    let templates: Vec<&str> = report["templates"]["resourceTemplates"]
-        .as_array()
-        .expect("templates")
-        .iter()
-        .filter_map(|t| t["uriTemplate"].as_str())
-        .collect();
+    let templates = each(&report["templates"], "resourceTemplates", "uriTemplate");
     assert_eq!(templates, vec!["test://template/{id}/data"]);
 
     let static_text = &report["static"]["contents"][0];
@@ -145,7 +140,7 @@ fn prompts_and_resources_are_listed_and_routed_back() {
     let templated = &report["templated"]["contents"][0];
     assert_eq!(templated["uri"], "test://template/42/data");
     assert!(
-        templated["text"].as_str().is_some_and(|t| t.contains("42")),
+        common::str_contains(&templated["text"], "42"),
         "the template's server read it: {templated}"
     );
 

@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use common::required_text as text;
+
 /// A config fronting the fixture as `asker`, spoken to in `protocol` (`legacy` | `modern`).
 fn write_config(dir: &Path, protocol: &str) -> PathBuf {
     let config = dir.join("roster.toml");
@@ -82,13 +84,6 @@ fn report_of(stdout: &[u8], stderr: &[u8], success: bool) -> Value {
         String::from_utf8_lossy(stderr)
     );
     report
-}
-
-fn text(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text in {result}"))
-        .to_owned()
 }
 
 /// The calls that need all three kinds of answer.
@@ -300,9 +295,10 @@ fn a_paused_call_resumes_only_with_its_own_request_state() {
         .await;
         assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
         assert!(
-            unknown["error"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("names no call roster is holding")),
+            common::str_contains(
+                &unknown["error"]["message"],
+                "names no call roster is holding"
+            ),
             "{unknown}"
         );
 

@@ -155,13 +155,21 @@ fn error_code(error: ServiceError) -> (i32, Option<Value>) {
     }
 }
 
+/// A `slow_compute` task of `seconds`, labelled `label`, as it was created.
+async fn slow_created(client: &Client, seconds: u32, label: &str) -> CreateTaskResult {
+    let arguments = json!({"seconds": seconds, "label": label});
+    start_task(client, "slow_compute", arguments).await
+}
+
+/// A `slow_compute` call of `seconds`, labelled `label`, answered in place.
+async fn slow_answered(client: &Client, seconds: u32, label: &str) -> CallToolResult {
+    let arguments = json!({"seconds": seconds, "label": label});
+    answered(client, "slow_compute", arguments).await
+}
+
 /// A `slow_compute` task of `seconds`, labelled `label`; its id.
 async fn slow_task(client: &Client, seconds: u32, label: &str) -> String {
-    let arguments = json!({"seconds": seconds, "label": label});
-    start_task(client, "slow_compute", arguments)
-        .await
-        .task
-        .task_id
+    slow_created(client, seconds, label).await.task.task_id
 }
 
 async fn cancel(client: &Client, task_id: &str) -> Result<(), ServiceError> {
@@ -211,12 +219,7 @@ async fn slow_calls_become_tasks_that_complete_fail_ask_or_get_cancelled() {
     answered(&client, "slow_compute", json!({"seconds": 0})).await;
 
     // A slow call becomes a task at once observable, with roster's TTL; it completes.
-    let created = start_task(
-        &client,
-        "slow_compute",
-        json!({"seconds": 1, "label": "done"}),
-    )
-    .await;
+    let created = slow_created(&client, 1, "done").await;
     assert_eq!(created.task.ttl_ms, Some(3_600_000));
     assert!(created.task.poll_interval_ms.is_some());
     let id = created.task.task_id;
@@ -244,11 +247,7 @@ async fn slow_calls_become_tasks_that_complete_fail_ask_or_get_cancelled() {
     match terminal(&client, &broken).await.payload {
         TaskPayload::Failed { error } => {
             assert_eq!(error["code"], -32603);
-            assert!(
-                error["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("protocol level"))
-            );
+            assert!(common::str_contains(&error["message"], "protocol level"));
         }
         other => panic!("protocol_error_job did not fail: {other:?}"),
     }
@@ -335,12 +334,7 @@ async fn slow_calls_become_tasks_that_complete_fail_ask_or_get_cancelled() {
 
     // A client that did not opt in: calls are answered in place, a required tool is refused.
     let plain = self::client(&roster.url, false, false, None).await;
-    let result = answered(
-        &plain,
-        "slow_compute",
-        json!({"seconds": 1, "label": "plain"}),
-    )
-    .await;
+    let result = slow_answered(&plain, 1, "plain").await;
     assert_eq!(text(&result), "computed plain after 1.0s");
     let (code, data) = error_code(
         call(&plain, "failing_job", json!({}))
@@ -385,12 +379,7 @@ async fn past_max_tasks_a_slow_call_is_answered_in_place() {
     let (_dir, roster) = roster("max_tasks = 1", "protocol = \"legacy\"\n", "");
     let client = client(&roster.url, true, false, None).await;
     let first = slow_task(&client, 60, "first").await;
-    let second = answered(
-        &client,
-        "slow_compute",
-        json!({"seconds": 1, "label": "second"}),
-    )
-    .await;
+    let second = slow_answered(&client, 1, "second").await;
     assert_eq!(text(&second), "computed second after 1.0s");
     cancel(&client, &first).await.expect("cancel ack");
     terminal(&client, &first).await;
@@ -411,12 +400,7 @@ async fn past_max_tasks_a_slow_call_is_answered_in_place() {
 async fn a_task_past_its_ttl_fails_and_its_call_is_cancelled() {
     let (_dir, roster) = roster("task_ttl = \"1s\"", FIXTURE_TASKS, "");
     let client = client(&roster.url, true, false, None).await;
-    let created = start_task(
-        &client,
-        "slow_compute",
-        json!({"seconds": 60, "label": "expired"}),
-    )
-    .await;
+    let created = slow_created(&client, 60, "expired").await;
     assert_eq!(created.task.ttl_ms, Some(1000));
     let task = terminal(&client, &created.task.task_id).await;
     assert_eq!(task.status(), TaskStatus::Failed, "{task:?}");

@@ -11,7 +11,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::{args, dynamic_server_toml, has_tool, listing_count, test_config, text_of};
 use roster::Roster;
@@ -206,19 +205,13 @@ async fn a_call_by_a_servers_own_tool_name() {
 
 // ---- through `roster serve`, with the official Python SDK clients ----
 
-fn roster_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_roster"))
-}
-
 /// A config file in `dir` fronting `servers`, with no background re-list.
 fn write_config(dir: &Path, servers: &str, extra: &str) -> PathBuf {
-    let config = dir.join("roster.toml");
     let text = format!(
         "[gateway]\n{NO_TRAILING_EDGE}\nstate_dir = {state:?}\n\n{servers}\n{extra}\n",
         state = dir.join("state"),
     );
-    std::fs::write(&config, text).expect("write config");
-    config
+    common::write_roster_toml(dir, &text)
 }
 
 /// Runs a steps script (see `turns.py`) with `python` and returns its report.
@@ -258,12 +251,7 @@ fn fresh_turn_steps() -> Value {
 /// before, except where the 1.x client's validation differs, so notes are checked with 2.x.
 fn assert_fresh_turns(report: &Value, notes: bool) {
     let steps = report["steps"].as_array().expect("steps");
-    let listed: Vec<&str> = steps[2]
-        .as_array()
-        .expect("a tool list")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let listed: Vec<&str> = common::strings(&steps[2]);
     assert!(
         listed.contains(&"dynamic__fresh"),
         "the list right after the call that added the tool has it: {listed:?}"
@@ -276,9 +264,7 @@ fn assert_fresh_turns(report: &Value, notes: bool) {
         steps[5]
     );
     assert!(
-        refused["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("dynamic__fresh")),
+        common::str_contains(&refused["message"], "dynamic__fresh"),
         "{refused}"
     );
     assert_eq!(
@@ -319,67 +305,59 @@ fn dynamic(protocol: &str) -> String {
     dynamic_server_toml("dynamic", protocol, &[])
 }
 
+/// What the Python client `script` (run by `python`, with `mode` flags first) saw of
+/// [`fresh_turn_steps`] at the dynamic server (speaking `protocol`) behind roster: over stdio
+/// (the client starts `roster serve`), or (`http`) at a `roster serve --http`.
+fn fresh_turns(python: &Path, script: &str, mode: &[&str], protocol: &str, http: bool) -> Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), &dynamic(protocol), "");
+    let bin = common::roster_bin();
+    let mut target = mode.to_vec();
+    let gateway;
+    if http {
+        gateway = common::start_roster_http(&config);
+        target.extend(["--url", &gateway.url]);
+    } else {
+        target.extend([
+            "--stdio",
+            bin.to_str().expect("utf-8"),
+            config.to_str().expect("utf-8"),
+        ]);
+    }
+    run_steps(python, script, &target, &fresh_turn_steps())
+}
+
 #[test]
 fn python_2x_client_sees_each_change_at_its_next_request_legacy() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = write_config(dir.path(), &dynamic("legacy"), "");
-    let target = ["--mode", "legacy", "--stdio"];
-    let mut target: Vec<&str> = target.to_vec();
-    let (bin, config) = (roster_bin(), config);
-    target.extend([
-        bin.to_str().expect("utf-8"),
-        config.to_str().expect("utf-8"),
-    ]);
-    let report = run_steps(&common::python(), "turns.py", &target, &fresh_turn_steps());
+    let mode = ["--mode", "legacy"];
+    let report = fresh_turns(&common::python(), "turns.py", &mode, "legacy", false);
     assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
     assert_fresh_turns(&report, true);
 }
 
 #[test]
 fn python_2x_client_sees_each_change_at_its_next_request_2026_07_28() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = write_config(dir.path(), &dynamic("auto"), "");
-    let gateway = common::start_roster_http(&config);
-    let report = run_steps(
-        &common::python(),
-        "turns.py",
-        &["--mode", "auto", "--url", &gateway.url],
-        &fresh_turn_steps(),
-    );
+    let mode = ["--mode", "auto"];
+    let report = fresh_turns(&common::python(), "turns.py", &mode, "auto", true);
     assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
     assert_fresh_turns(&report, true);
 }
 
 #[test]
 fn python_1x_client_sees_each_change_at_its_next_request_stdio() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = write_config(dir.path(), &dynamic("legacy"), "");
-    let (bin, config) = (roster_bin(), config);
-    let target = [
-        "--stdio",
-        bin.to_str().expect("utf-8"),
-        config.to_str().expect("utf-8"),
-    ];
-    let report = run_steps(
+    let report = fresh_turns(
         &common::python_mcp1(),
         "turns_mcp1.py",
-        &target,
-        &fresh_turn_steps(),
+        &[],
+        "legacy",
+        false,
     );
     assert_fresh_turns(&report, false);
 }
 
 #[test]
 fn python_1x_client_sees_each_change_at_its_next_request_http() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = write_config(dir.path(), &dynamic("legacy"), "");
-    let gateway = common::start_roster_http(&config);
-    let report = run_steps(
-        &common::python_mcp1(),
-        "turns_mcp1.py",
-        &["--url", &gateway.url],
-        &fresh_turn_steps(),
-    );
+    let report = fresh_turns(&common::python_mcp1(), "turns_mcp1.py", &[], "legacy", true);
     assert_fresh_turns(&report, false);
 }
 
@@ -428,11 +406,8 @@ fn delta_notes_can_be_turned_off_per_client() {
     let clients = "[[clients]]\nname = \"loud\"\ntoken_env = \"ROSTER_TURNS_LOUD\"\n\n\
                    [[clients]]\nname = \"quiet\"\ntoken_env = \"ROSTER_TURNS_QUIET\"\ndelta_notes = false\n";
     let config = write_config(dir.path(), &dynamic("legacy"), clients);
-    let mut command = Command::new(roster_bin());
+    let mut command = common::serve_command(&config);
     command
-        .arg("--config")
-        .arg(&config)
-        .args(["serve", "--http", "127.0.0.1:0"])
         .env("ROSTER_TURNS_LOUD", "loud-token")
         .env("ROSTER_TURNS_QUIET", "quiet-token");
     let (child, url) = common::serve_http(command);

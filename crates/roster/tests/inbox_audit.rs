@@ -1,5 +1,7 @@
 //! The inbox seen from outside: its audit trail on disk, replays across reopen, purges.
 
+mod common;
+
 use std::collections::HashSet;
 use std::fs;
 use std::io::Write;
@@ -8,20 +10,18 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use roster::inbox::{
-    AUDIT_BACKUP_FILE, AUDIT_FILE, ConfirmDecision, ConfirmRequest, EntryState, FsyncPolicy, Inbox,
-    InboxConfig, InboxError, render,
+    AUDIT_BACKUP_FILE, AUDIT_FILE, ConfirmDecision, EntryState, FsyncPolicy, Inbox, InboxConfig,
+    InboxError, render,
 };
 use serde_json::{Value, json};
 
-fn config(dir: &Path) -> InboxConfig {
-    InboxConfig {
-        fsync: FsyncPolicy::Never,
-        ..InboxConfig::new(dir)
-    }
-}
+use common::inbox::{ask, block_the_backup, config, open, record_list_changed, record_message};
 
-fn open(dir: &Path) -> Inbox {
-    Inbox::open(config(dir)).expect("the inbox opens")
+/// An inbox opened in a new temp dir (which the caller keeps until the inbox is gone).
+fn fresh() -> (tempfile::TempDir, Inbox) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inbox = open(dir.path());
+    (dir, inbox)
 }
 
 fn audit_lines(dir: &Path, file: &str) -> Vec<Value> {
@@ -39,39 +39,55 @@ fn message(n: u64) -> Value {
     json!({"level": "info", "data": format!("message {n}")})
 }
 
+/// Records `message(n)` from `files` for each `n`, unhandled.
+fn record_messages(inbox: &Inbox, ns: std::ops::RangeInclusive<u64>) {
+    for n in ns {
+        record_message(inbox, "files", message(n));
+    }
+}
+
+/// [`config`] rotating the audit trail past `rotate_bytes`.
+fn rotating(dir: &Path, rotate_bytes: u64) -> InboxConfig {
+    InboxConfig {
+        rotate_bytes,
+        ..config(dir)
+    }
+}
+
+/// `inbox.clear(all)`'s report, once the ring it leaves is empty (listed and unread alike).
+fn clear(inbox: &Inbox, all: bool) -> roster::inbox::ClearReport {
+    let report = inbox.clear(all);
+    assert!(inbox.list(None, 10).is_empty(), "the ring is empty");
+    assert!(inbox.unread().is_empty());
+    report
+}
+
+/// Appends `bytes` to the active audit file as they are.
+fn append_to_trail(dir: &Path, bytes: &[u8]) {
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join(AUDIT_FILE))
+        .expect("open");
+    file.write_all(bytes).expect("write");
+}
+
 #[test]
 fn reopen_replays_entries_with_their_read_state() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    {
-        let inbox = open(dir.path());
-        assert_eq!(
-            inbox.record("files", "notifications/message", message(1), false),
-            1
-        );
-        assert_eq!(
-            inbox.record(
-                "files",
-                "notifications/tools/list_changed",
-                Value::Null,
-                true
-            ),
-            2
-        );
-        assert_eq!(
-            inbox.record("git", "notifications/message", message(3), false),
-            3
-        );
-        assert_eq!(
-            inbox.record(
-                "git",
-                "notifications/resources/updated",
-                json!({"uri": "file:///a"}),
-                false
-            ),
-            4
-        );
-        assert_eq!(inbox.ack(Some(3)), 2);
-    }
+    let (dir, inbox) = fresh();
+    assert_eq!(record_message(&inbox, "files", message(1)), 1);
+    assert_eq!(record_list_changed(&inbox, "files", true), 2);
+    assert_eq!(record_message(&inbox, "git", message(3)), 3);
+    assert_eq!(
+        inbox.record(
+            "git",
+            "notifications/resources/updated",
+            json!({"uri": "file:///a"}),
+            false
+        ),
+        4
+    );
+    assert_eq!(inbox.ack(Some(3)), 2);
+    drop(inbox);
     let inbox = open(dir.path());
     let listed = inbox.list(None, 10);
     assert_eq!(seqs(&listed), [4, 3, 2, 1], "newest first");
@@ -96,10 +112,7 @@ fn reopen_replays_entries_with_their_read_state() {
     assert_eq!(seqs(&inbox.unread()), [4]);
     assert_eq!(seqs(&inbox.list(Some("files"), 10)), [2, 1]);
     assert_eq!(seqs(&inbox.list(None, 2)), [4, 3]);
-    assert_eq!(
-        inbox.record("files", "notifications/message", message(5), false),
-        5
-    );
+    assert_eq!(record_message(&inbox, "files", message(5)), 5);
 }
 
 #[test]
@@ -114,7 +127,7 @@ fn seq_keeps_increasing_across_restarts_rotations_and_clears() {
     for round in 0..4 {
         let inbox = Inbox::open(small(dir.path())).expect("the inbox opens");
         for _ in 0..20 {
-            let seq = inbox.record("files", "notifications/message", message(round), false);
+            let seq = record_message(&inbox, "files", message(round));
             assert!(seq > last, "seq {seq} after {last}");
             last = seq;
         }
@@ -136,15 +149,12 @@ fn seq_keeps_increasing_across_restarts_rotations_and_clears() {
 fn rotation_keeps_one_backup_and_replays_across_both_files() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cfg = InboxConfig {
-        rotate_bytes: 4096,
         capacity: 30,
-        ..config(dir.path())
+        ..rotating(dir.path(), 4096)
     };
     {
         let inbox = Inbox::open(cfg.clone()).expect("the inbox opens");
-        for n in 1..=200 {
-            inbox.record("files", "notifications/message", message(n), false);
-        }
+        record_messages(&inbox, 1..=200);
         inbox.ack(Some(190));
     }
     let active = fs::metadata(dir.path().join(AUDIT_FILE))
@@ -193,23 +203,12 @@ fn rotation_keeps_one_backup_and_replays_across_both_files() {
 
 #[test]
 fn handled_notifications_never_count_as_unread() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let inbox = open(dir.path());
+    let (dir, inbox) = fresh();
     // Dynamic tools on: the re-list consumed the list_changed.
-    inbox.record(
-        "files",
-        "notifications/tools/list_changed",
-        Value::Null,
-        true,
-    );
+    record_list_changed(&inbox, "files", true);
     // Dynamic tools off: nothing consumed it, so it is news like any other.
-    inbox.record(
-        "git",
-        "notifications/tools/list_changed",
-        Value::Null,
-        false,
-    );
-    inbox.record("git", "notifications/message", message(3), false);
+    record_list_changed(&inbox, "git", false);
+    record_message(&inbox, "git", message(3));
     assert_eq!(seqs(&inbox.unread()), [2, 3]);
     assert_eq!(inbox.unread_count(), 2);
     assert_eq!(
@@ -228,8 +227,7 @@ fn handled_notifications_never_count_as_unread() {
 
 #[test]
 fn ack_never_reaches_past_the_last_seq() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let inbox = open(dir.path());
+    let (_dir, inbox) = fresh();
     inbox.record("files", "m", Value::Null, false);
     inbox.record("files", "m", Value::Null, false);
     assert_eq!(inbox.ack(Some(1_000)), 2);
@@ -244,19 +242,13 @@ fn ack_never_reaches_past_the_last_seq() {
 
 #[test]
 fn clear_empties_the_ring_and_a_restart_replays_the_trail_as_read() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    {
-        let inbox = open(dir.path());
-        for n in 1..=5 {
-            inbox.record("files", "notifications/message", message(n), false);
-        }
-        let report = inbox.clear(false);
-        assert_eq!(report.cleared, 5);
-        assert_eq!(report.partial_warning, None);
-        assert!(inbox.list(None, 10).is_empty());
-        assert!(inbox.unread().is_empty());
-        assert_eq!(inbox.record("files", "m", Value::Null, false), 6);
-    }
+    let (dir, inbox) = fresh();
+    record_messages(&inbox, 1..=5);
+    let report = clear(&inbox, false);
+    assert_eq!(report.cleared, 5);
+    assert_eq!(report.partial_warning, None);
+    assert_eq!(inbox.record("files", "m", Value::Null, false), 6);
+    drop(inbox);
     let inbox = open(dir.path());
     let listed = inbox.list(None, 10);
     assert_eq!(
@@ -274,20 +266,14 @@ fn clear_empties_the_ring_and_a_restart_replays_the_trail_as_read() {
 #[test]
 fn clear_all_purges_so_a_restart_is_empty() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let cfg = InboxConfig {
-        rotate_bytes: 2048,
-        ..config(dir.path())
-    };
+    let cfg = rotating(dir.path(), 2048);
     {
         let inbox = Inbox::open(cfg.clone()).expect("the inbox opens");
-        for n in 1..=100 {
-            inbox.record("files", "notifications/message", message(n), false);
-        }
+        record_messages(&inbox, 1..=100);
         assert!(dir.path().join(AUDIT_BACKUP_FILE).exists());
-        let report = inbox.clear(true);
+        let report = clear(&inbox, true);
         assert_eq!(report.partial_warning, None);
         assert_eq!(report.cleared, 100);
-        assert!(inbox.list(None, 10).is_empty());
     }
     assert!(
         !dir.path().join(AUDIT_BACKUP_FILE).exists(),
@@ -318,26 +304,16 @@ fn clear_all_purges_so_a_restart_is_empty() {
 
 #[test]
 fn clear_all_with_an_unremovable_backup_warns_yet_drains_and_keeps_writing() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let inbox = open(dir.path());
-    for n in 1..=3 {
-        inbox.record("files", "notifications/message", message(n), false);
-    }
-    // A non-empty directory where the backup file should be: remove_file cannot take it.
-    let blocker = dir.path().join(AUDIT_BACKUP_FILE);
-    fs::create_dir(&blocker).expect("mkdir");
-    fs::write(blocker.join("keep"), b"x").expect("write");
+    let (dir, inbox) = fresh();
+    record_messages(&inbox, 1..=3);
+    block_the_backup(dir.path());
 
-    let report = inbox.clear(true);
+    // The ring is empty anyway.
+    let report = clear(&inbox, true);
     let warning = report.partial_warning.expect("a partial warning");
     assert!(warning.contains(AUDIT_BACKUP_FILE), "{warning}");
-    assert!(inbox.list(None, 10).is_empty(), "the ring is empty anyway");
-    assert!(inbox.unread().is_empty());
 
-    assert_eq!(
-        inbox.record("git", "notifications/message", message(4), false),
-        4
-    );
+    assert_eq!(record_message(&inbox, "git", message(4)), 4);
     let lines = audit_lines(dir.path(), AUDIT_FILE);
     assert_eq!(
         lines.last().map(|l| l["seq"].clone()),
@@ -353,30 +329,17 @@ fn clear_all_with_an_unremovable_backup_warns_yet_drains_and_keeps_writing() {
 
 #[test]
 fn a_torn_last_line_is_skipped_and_cut_off() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    {
-        let inbox = open(dir.path());
-        inbox.record("files", "notifications/message", message(1), false);
-        inbox.record("files", "notifications/message", message(2), false);
-    }
-    let path = dir.path().join(AUDIT_FILE);
-    let mut file = fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .expect("open");
-    file.write_all(br#"{"kind":"entry","seq":3,"at":"2026-"#)
-        .expect("write a torn line");
-    drop(file);
+    let (dir, inbox) = fresh();
+    record_messages(&inbox, 1..=2);
+    drop(inbox);
+    append_to_trail(dir.path(), br#"{"kind":"entry","seq":3,"at":"2026-"#);
 
     let snapshot = Inbox::snapshot(dir.path(), 100).expect("snapshot");
     assert_eq!(seqs(&snapshot.list(None, 10)), [2, 1]);
 
     let inbox = open(dir.path());
     assert_eq!(seqs(&inbox.list(None, 10)), [2, 1]);
-    assert_eq!(
-        inbox.record("files", "notifications/message", message(3), false),
-        3
-    );
+    assert_eq!(record_message(&inbox, "files", message(3)), 3);
     drop(inbox);
     let lines = audit_lines(dir.path(), AUDIT_FILE);
     assert_eq!(
@@ -389,18 +352,10 @@ fn a_torn_last_line_is_skipped_and_cut_off() {
 
 #[test]
 fn an_unreadable_line_in_the_middle_is_skipped() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    {
-        let inbox = open(dir.path());
-        inbox.record("files", "m", Value::Null, false);
-    }
-    let path = dir.path().join(AUDIT_FILE);
-    let mut file = fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .expect("open");
-    file.write_all(b"not json at all\n").expect("write");
-    drop(file);
+    let (dir, inbox) = fresh();
+    inbox.record("files", "m", Value::Null, false);
+    drop(inbox);
+    append_to_trail(dir.path(), b"not json at all\n");
     let inbox = open(dir.path());
     assert_eq!(inbox.record("files", "m", Value::Null, false), 2);
     drop(inbox);
@@ -480,15 +435,11 @@ fn pending_confirms_never_show_to_the_model() {
     };
     {
         let inbox = open(dir.path());
-        inbox.record("files", "notifications/message", message(1), false);
-        let ask = |ttl| ConfirmRequest {
-            method: "elicitation/create".into(),
-            params: json!({"message": secret}),
-            ttl,
-        };
-        let decided = inbox.record_pending_confirm("files", ask(Duration::from_secs(60)));
-        let _waiting = inbox.record_pending_confirm("files", ask(Duration::from_secs(60)));
-        inbox.record("files", "notifications/message", message(4), false);
+        record_message(&inbox, "files", message(1));
+        let asking = || ask(json!({"message": secret}), Duration::from_secs(60));
+        let decided = inbox.record_pending_confirm("files", asking());
+        let _waiting = inbox.record_pending_confirm("files", asking());
+        record_message(&inbox, "files", message(4));
         check(&inbox);
         inbox.confirm(decided.id, false).expect("decline");
         check(&inbox);
@@ -505,11 +456,7 @@ fn pending_confirms_never_show_to_the_model() {
 fn confirm_answers_the_waiter() {
     let dir = tempfile::tempdir().expect("temp dir");
     let inbox = Arc::new(open(dir.path()));
-    let request = || ConfirmRequest {
-        method: "elicitation/create".into(),
-        params: json!({"message": "go?"}),
-        ttl: Duration::from_secs(600),
-    };
+    let request = || ask(json!({"message": "go?"}), Duration::from_secs(600));
     let yes = inbox.record_pending_confirm("files", request());
     let no = inbox.record_pending_confirm("files", request());
     let (yes_id, no_id) = (yes.id, no.id);
@@ -545,15 +492,10 @@ fn confirm_answers_the_waiter() {
 
 #[tokio::test]
 async fn expiry_answers_the_waiter_expired() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let inbox = open(dir.path());
+    let (_dir, inbox) = fresh();
     let pending = inbox.record_pending_confirm(
         "files",
-        ConfirmRequest {
-            method: "elicitation/create".into(),
-            params: json!({"message": "go?"}),
-            ttl: Duration::from_secs(30),
-        },
+        ask(json!({"message": "go?"}), Duration::from_secs(30)),
     );
     let id = pending.id;
     let waiter = tokio::spawn(pending.decision());
@@ -578,14 +520,8 @@ fn a_confirm_left_pending_by_a_previous_process_expires_on_open() {
     let dir = tempfile::tempdir().expect("temp dir");
     let id = {
         let inbox = open(dir.path());
-        let pending = inbox.record_pending_confirm(
-            "files",
-            ConfirmRequest {
-                method: "elicitation/create".into(),
-                params: json!({}),
-                ttl: Duration::from_secs(600),
-            },
-        );
+        let pending =
+            inbox.record_pending_confirm("files", ask(json!({}), Duration::from_secs(600)));
         let id = pending.id;
         // Simulate a crash: the waiter and the inbox vanish without any decision recorded.
         std::mem::forget(pending);
@@ -614,16 +550,8 @@ fn a_confirm_left_pending_by_a_previous_process_expires_on_open() {
 
 #[test]
 fn clear_declines_pending_confirms() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let inbox = open(dir.path());
-    let pending = inbox.record_pending_confirm(
-        "files",
-        ConfirmRequest {
-            method: "elicitation/create".into(),
-            params: json!({}),
-            ttl: Duration::from_secs(600),
-        },
-    );
+    let (_dir, inbox) = fresh();
+    let pending = inbox.record_pending_confirm("files", ask(json!({}), Duration::from_secs(600)));
     let report = inbox.clear(false);
     assert_eq!(report.declined_confirms, 1);
     assert_eq!(pending.blocking_decision(), ConfirmDecision::Declined);
@@ -658,9 +586,7 @@ fn fsync_always_and_interval_keep_the_same_content() {
                 ..InboxConfig::new(dir.path())
             })
             .expect("the inbox opens");
-            for n in 1..=20 {
-                inbox.record("files", "notifications/message", message(n), false);
-            }
+            record_messages(&inbox, 1..=20);
         }
         assert_eq!(audit_lines(dir.path(), AUDIT_FILE).len(), 20, "{fsync}");
     }
@@ -669,18 +595,11 @@ fn fsync_always_and_interval_keep_the_same_content() {
 #[test]
 fn a_rotation_that_cannot_move_the_file_keeps_every_entry_in_the_active_file() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let blocker = dir.path().join(AUDIT_BACKUP_FILE);
-    fs::create_dir(&blocker).expect("mkdir");
-    fs::write(blocker.join("keep"), b"x").expect("write");
-    let cfg = InboxConfig {
-        rotate_bytes: 1024,
-        ..config(dir.path())
-    };
+    block_the_backup(dir.path());
+    let cfg = rotating(dir.path(), 1024);
     {
         let inbox = Inbox::open(cfg.clone()).expect("the inbox opens");
-        for n in 1..=100 {
-            inbox.record("files", "notifications/message", message(n), false);
-        }
+        record_messages(&inbox, 1..=100);
     }
     let lines = audit_lines(dir.path(), AUDIT_FILE);
     assert_eq!(lines.iter().filter(|l| l["kind"] == "entry").count(), 100);
@@ -692,23 +611,13 @@ fn a_rotation_that_cannot_move_the_file_keeps_every_entry_in_the_active_file() {
 #[test]
 fn a_pending_confirm_outlives_rotations_in_the_trail() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let inbox = Inbox::open(InboxConfig {
-        rotate_bytes: 2048,
-        ..config(dir.path())
-    })
-    .expect("the inbox opens");
+    let inbox = Inbox::open(rotating(dir.path(), 2048)).expect("the inbox opens");
     let pending = inbox.record_pending_confirm(
         "files",
-        ConfirmRequest {
-            method: "elicitation/create".into(),
-            params: json!({"message": "go?"}),
-            ttl: Duration::from_secs(600),
-        },
+        ask(json!({"message": "go?"}), Duration::from_secs(600)),
     );
     // Enough traffic to rotate several times: the confirm's own line is long gone from disk.
-    for n in 1..=300 {
-        inbox.record("files", "notifications/message", message(n), false);
-    }
+    record_messages(&inbox, 1..=300);
     let snapshot = Inbox::snapshot(dir.path(), 1000).expect("snapshot");
     let seen: Vec<_> = snapshot.pending_confirms().iter().map(|c| c.id).collect();
     assert_eq!(seen, [pending.id]);
@@ -727,24 +636,9 @@ fn a_pending_confirm_outlives_rotations_in_the_trail() {
 
 #[test]
 fn a_confirm_whose_server_stopped_waiting_leaves_the_pending_list() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let inbox = open(dir.path());
-    let kept = inbox.record_pending_confirm(
-        "files",
-        ConfirmRequest {
-            method: "elicitation/create".into(),
-            params: json!({}),
-            ttl: Duration::from_secs(600),
-        },
-    );
-    let dropped = inbox.record_pending_confirm(
-        "git",
-        ConfirmRequest {
-            method: "elicitation/create".into(),
-            params: json!({}),
-            ttl: Duration::from_secs(600),
-        },
-    );
+    let (_dir, inbox) = fresh();
+    let kept = inbox.record_pending_confirm("files", ask(json!({}), Duration::from_secs(600)));
+    let dropped = inbox.record_pending_confirm("git", ask(json!({}), Duration::from_secs(600)));
     let dropped_id = dropped.id;
     drop(dropped);
     let pending: Vec<_> = inbox.pending_confirms().iter().map(|c| c.id).collect();

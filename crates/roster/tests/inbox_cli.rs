@@ -9,24 +9,15 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use roster::inbox::{
-    AUDIT_BACKUP_FILE, ConfirmRequest, EntryState, FsyncPolicy, Inbox, InboxConfig,
-};
+use roster::inbox::{AUDIT_BACKUP_FILE, EntryState};
 use serde_json::{Value, json};
 
 use common::ROSTER;
+use common::inbox::{ask, block_the_backup, open, record_list_changed, record_message};
 
 /// `roster ARGS` on the state directory `dir`.
 fn roster(dir: &Path, args: &[&str]) -> common::Cli {
     common::cli(args).state_dir(dir)
-}
-
-fn open(dir: &Path) -> Inbox {
-    Inbox::open(InboxConfig {
-        fsync: FsyncPolicy::Never,
-        ..InboxConfig::new(dir)
-    })
-    .expect("the inbox opens")
 }
 
 /// Seqs at the start of rendered lines (`#N ...`).
@@ -40,24 +31,9 @@ fn shown_seqs(text: &str) -> Vec<u64> {
 
 fn fill(dir: &Path) {
     let inbox = open(dir);
-    inbox.record(
-        "files",
-        "notifications/message",
-        json!({"data": "one"}),
-        false,
-    );
-    inbox.record(
-        "files",
-        "notifications/tools/list_changed",
-        Value::Null,
-        true,
-    );
-    inbox.record(
-        "git",
-        "notifications/message",
-        json!({"data": "three"}),
-        false,
-    );
+    record_message(&inbox, "files", json!({"data": "one"}));
+    record_list_changed(&inbox, "files", true);
+    record_message(&inbox, "git", json!({"data": "three"}));
     inbox.record(
         "git",
         "notifications/resources/updated",
@@ -173,9 +149,7 @@ fn clear_then_restart_replays_but_clear_all_then_restart_is_empty() {
 fn clear_all_with_an_unremovable_backup_fails_loudly_but_drains() {
     let dir = tempfile::tempdir().expect("temp dir");
     fill(dir.path());
-    let blocker = dir.path().join(AUDIT_BACKUP_FILE);
-    fs::create_dir(&blocker).expect("mkdir");
-    fs::write(blocker.join("keep"), b"x").expect("write");
+    block_the_backup(dir.path());
 
     let out = roster(dir.path(), &["inbox", "clear", "--all"]).output();
     assert!(!out.status.success(), "a partial purge is not a success");
@@ -207,12 +181,7 @@ fn changes_are_refused_while_a_gateway_owns_the_inbox_but_reads_work() {
     let dir = tempfile::tempdir().expect("temp dir");
     fill(dir.path());
     let running = open(dir.path());
-    running.record(
-        "git",
-        "notifications/message",
-        json!({"data": "live"}),
-        false,
-    );
+    record_message(&running, "git", json!({"data": "live"}));
 
     let stderr = roster(dir.path(), &["inbox", "ack"]).fails();
     assert!(
@@ -234,19 +203,13 @@ fn changes_are_refused_while_a_gateway_owns_the_inbox_but_reads_work() {
 fn pending_confirms_show_only_to_the_person_and_expire_with_the_process() {
     let dir = tempfile::tempdir().expect("temp dir");
     let running = open(dir.path());
-    running.record(
-        "files",
-        "notifications/message",
-        json!({"data": "one"}),
-        false,
-    );
+    record_message(&running, "files", json!({"data": "one"}));
     let pending = running.record_pending_confirm(
         "files",
-        ConfirmRequest {
-            method: "elicitation/create".into(),
-            params: json!({"message": "wipe the disk?"}),
-            ttl: Duration::from_secs(600),
-        },
+        ask(
+            json!({"message": "wipe the disk?"}),
+            Duration::from_secs(600),
+        ),
     );
     assert!(
         !roster(dir.path(), &["inbox", "list"])

@@ -7,22 +7,17 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 
 use serde_json::{Value, json};
+
+use common::text_of;
 
 /// A gateway fronting the dynamic server on an `initialize` session: a 2026-07-28 session has
 /// no back-channel for the server's elicitation.
 fn start_gateway() -> common::Gateway {
     let gateway = common::Gateway::start(
-        |dir| {
-            format!(
-                "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n\n[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\nprotocol = \"legacy\"\n",
-                state = dir.join("state"),
-                py = common::python(),
-                fixture = common::python_fixture("dynamic.py"),
-            )
-        },
+        |dir| common::dynamic_config(dir, "", "protocol = \"legacy\"", ""),
         &[],
     );
     gateway.wait_for_admin();
@@ -34,30 +29,22 @@ fn roster(state: &Path, args: &[&str]) -> common::Cli {
     common::cli(args).state_dir(state)
 }
 
-/// Starts the Python SDK client making `calls` (see `tests/python/clients/call_tools.py`).
-fn spawn_client(url: &str, calls: Value) -> Child {
-    common::python_client(&common::python(), "call_tools.py")
-        .args(["--url", url, "--calls", &calls.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the Python client")
-}
-
 fn report_of(client: Child) -> Value {
     let output = client.wait_with_output().expect("the Python client ends");
     common::client_report("call_tools.py", &output)
 }
 
-fn call(url: &str, calls: Value) -> Value {
-    common::call_tools(&["--url", url], &calls)
+/// Has the dynamic server add the tool `fresh` (it sends list_changed) through the gateway.
+fn add_fresh_tool(gateway: &common::Gateway) {
+    let report = call(
+        &gateway.url,
+        json!([["dynamic__add_tool", {"name": "fresh"}]]),
+    );
+    assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
 }
 
-fn text_of(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
+fn call(url: &str, calls: Value) -> Value {
+    common::call_tools(&["--url", url], &calls)
 }
 
 #[test]
@@ -67,11 +54,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
     let state = state.as_path();
 
     // The server's list_changed is consumed by the gateway (a re-list): a handled entry.
-    let report = call(
-        &gateway.url,
-        json!([["dynamic__add_tool", {"name": "fresh"}]]),
-    );
-    assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
+    add_fresh_tool(&gateway);
     common::wait_until("the list_changed shows in `roster inbox list`", || {
         common::json_lines(&roster(state, &["inbox", "list", "--json"]).stdout())
             .iter()
@@ -110,9 +93,9 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
     );
 
     for (answer, expected) in [("yes", "accept confirm=True"), ("no", "decline")] {
-        let client = spawn_client(
+        let client = common::spawn_call_tools(
             &gateway.url,
-            json!([["dynamic__confirm_delete", {"path": "/tmp/x"}]]),
+            &json!([["dynamic__confirm_delete", {"path": "/tmp/x"}]]),
         );
         let mut pending = Vec::new();
         common::wait_until("the elicitation waits in `roster inbox pending`", || {
@@ -204,11 +187,7 @@ fn the_cli_reads_and_changes_the_running_gateways_inbox() {
 fn with_the_gateway_gone_the_cli_works_on_the_trail_again() {
     let mut gateway = start_gateway();
     let state = gateway.state();
-    let report = call(
-        &gateway.url,
-        json!([["dynamic__add_tool", {"name": "fresh"}]]),
-    );
-    assert_eq!(text_of(&report["results"][0]), "added fresh", "{report}");
+    add_fresh_tool(&gateway);
     common::wait_until("the list_changed is recorded", || {
         !common::json_lines(&roster(&state, &["inbox", "list", "--json"]).stdout()).is_empty()
     });

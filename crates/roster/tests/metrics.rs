@@ -171,33 +171,29 @@ async fn a_call_load_moves_its_own_servers_histogram_and_the_whole_page_parses()
         "{after}"
     );
     // What the servers did: the added tool is a delta and its list_changed a notification.
-    assert!(
-        sample(
-            &parsed,
+    // And each server's listings counted.
+    for (counter, labels) in [
+        (
             "roster_server_notifications_total",
-            &[
+            [
                 ("server", "dyn"),
-                ("method", "notifications/tools/list_changed")
-            ]
-        ) >= 1.0,
-        "{after}"
-    );
-    assert!(
-        sample(
-            &parsed,
+                ("method", "notifications/tools/list_changed"),
+            ],
+        ),
+        (
             "roster_tool_changes_total",
-            &[("server", "dyn"), ("change", "added")]
-        ) >= 1.0,
-        "{after}"
-    );
-    assert!(
-        sample(
-            &parsed,
+            [("server", "dyn"), ("change", "added")],
+        ),
+        (
             "roster_listings_total",
-            &[("server", "other"), ("outcome", "ok")]
-        ) >= 1.0,
-        "{after}"
-    );
+            [("server", "other"), ("outcome", "ok")],
+        ),
+    ] {
+        assert!(
+            sample(&parsed, counter, &labels) >= 1.0,
+            "{counter} {labels:?}:\n{after}"
+        );
+    }
     // Gauges read at the scrape: both servers connected, their tools counted.
     for server in ["dyn", "other"] {
         let state = |s: &'static str| [("server", server), ("state", s)];

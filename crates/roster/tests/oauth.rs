@@ -7,13 +7,13 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use common::oauth::{login_as_a_person, protected_server, protected_server_with};
-use common::{Gateway, call_tools, python, python_fixture};
+use common::{Gateway, call_tools, python, python_fixture, required_text as call_text};
 
 fn config(dir: &Path, url: &str, transport: &str) -> String {
     format!(
@@ -35,9 +35,41 @@ args = ["{dynamic}"]
     )
 }
 
+/// A gateway fronting the protected server at `url` over `transport` as `notes` (and a plain
+/// server), with its config file.
+fn start(url: &str, transport: &str) -> (Gateway, PathBuf) {
+    let gateway = Gateway::start(|dir| config(dir, url, transport), &[]);
+    let config = gateway.dir.path().join("roster.toml");
+    (gateway, config)
+}
+
+/// The protected server over `transport` (tokens lasting `token_ttl` seconds) behind a gateway
+/// it waits for a login at, once a person has logged in; with the gateway's config file.
+fn logged_in(transport: &str, token_ttl: u64) -> (common::KillOnDrop, Gateway, PathBuf) {
+    let (server, url) = protected_server(transport, token_ttl);
+    let (gateway, config) = start(&url, transport);
+    wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
+    log_in(&gateway, &config);
+    (server, gateway, config)
+}
+
+/// The Python SDK client's report of `calls` made at `gateway`.
+fn call(gateway: &Gateway, calls: Value) -> Value {
+    call_tools(&["--url", &gateway.url], &calls)
+}
+
 /// `roster --config CONFIG ARGS`.
 fn roster(config: &Path, args: &[&str]) -> common::Cli {
     common::cli(args).config(config)
+}
+
+/// The state `roster auth status` shows for the one OAuth server (`notes`): its second word.
+fn auth_state(config: &Path) -> String {
+    let status = roster(config, &["auth", "status"]).stdout();
+    let state = status.split_whitespace().nth(1);
+    state
+        .unwrap_or_else(|| panic!("no state in {status:?}"))
+        .to_owned()
 }
 
 /// The running gateway's status entry of `server`; `None` while its admin socket is not up.
@@ -82,22 +114,26 @@ fn wait_for_a_login(gateway: &Gateway) {
     let waiting = wait_for_status(gateway, "notes", |s| s["connection"] == "needs-login");
     assert_eq!(waiting["tools"], 0, "{waiting}");
     assert!(
-        waiting["last_error"]
-            .as_str()
-            .is_some_and(|e| e.contains("roster auth login notes")),
+        common::str_contains(&waiting["last_error"], "roster auth login notes"),
         "{waiting}"
     );
 }
 
-/// A person's `roster auth login notes`; the running gateway picks it up (no restart): the
-/// server's four tools appear and a call goes with the token's scope. What the login printed.
-fn login_then_serve(gateway: &Gateway, config: &Path) -> String {
+/// A person's `roster auth login notes`, once the running gateway has picked it up (no
+/// restart): `notes` is connected with its four tools. What the login printed.
+fn log_in(gateway: &Gateway, config: &Path) -> String {
     let printed = login_as_a_person(config, "notes", &[]);
-    assert!(printed.contains("Logged in to `notes`"), "{printed}");
     wait_for_status(gateway, "notes", |s| {
         s["connection"] == "connected" && s["tools"] == 4
     });
-    let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
+    printed
+}
+
+/// [`log_in`], and a call goes with the token's scope. What the login printed.
+fn login_then_serve(gateway: &Gateway, config: &Path) -> String {
+    let printed = log_in(gateway, config);
+    assert!(printed.contains("Logged in to `notes`"), "{printed}");
+    let report = call(gateway, json!([["notes__whoami", {}]]));
     assert_eq!(call_text(&report["results"][0]), "mcp", "{report}");
     printed
 }
@@ -119,18 +155,10 @@ fn stored_access_token(state: &Path, server: &str) -> String {
         .to_owned()
 }
 
-fn call_text(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a text result: {result}"))
-        .to_owned()
-}
-
 #[test]
 fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway() {
     let (_server, url) = protected_server("streamable-http", 3600);
-    let gateway = Gateway::start(|dir| config(dir, &url, "streamable-http"), &[]);
-    let config = gateway.dir.path().join("roster.toml");
+    let (gateway, config) = start(&url, "streamable-http");
 
     // Before the login: needs-login, none of its tools, the other server unaffected.
     wait_for_a_login(&gateway);
@@ -139,13 +167,7 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
     });
     let tools = roster(&config, &["tools", "--json"]).stdout();
     assert!(!tools.contains("notes__"), "{tools}");
-    assert_eq!(
-        roster(&config, &["auth", "status"])
-            .stdout()
-            .split_whitespace()
-            .nth(1),
-        Some("needs-login")
-    );
+    assert_eq!(auth_state(&config), "needs-login");
     let inbox = roster(&config, &["inbox", "list", "--json"]).stdout();
     assert!(
         inbox.contains("roster/needs_login") && inbox.contains("roster auth login notes"),
@@ -161,23 +183,13 @@ fn one_config_entry_and_one_login_put_an_oauth_server_behind_a_running_gateway()
     let status_json = roster(&config, &["auth", "status", "--json"]).stdout();
     assert!(!status_json.contains(&token), "{status_json}");
 
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
-        assert_eq!(mode(&gateway.state().join("oauth/tokens.sqlite3")), 0o600);
-        assert_eq!(mode(&gateway.state().join("oauth")), 0o700);
-    }
+    let mode = |p: &str| common::mode_of(&gateway.state().join(p));
+    assert_eq!(mode("oauth/tokens.sqlite3"), 0o600);
+    assert_eq!(mode("oauth"), 0o700);
 
     let out = roster(&config, &["auth", "logout", "notes"]).stdout();
     assert!(out.contains("Logged out of `notes`"), "{out}");
-    assert_eq!(
-        roster(&config, &["auth", "status"])
-            .stdout()
-            .split_whitespace()
-            .nth(1),
-        Some("needs-login")
-    );
+    assert_eq!(auth_state(&config), "needs-login");
 }
 
 /// A server that takes `initialize` without a token and refuses the listing with 401: roster
@@ -209,17 +221,16 @@ fn a_server_that_refuses_the_listing_after_an_open_initialize_waits_for_a_login(
 #[test]
 fn a_call_refused_after_every_token_was_revoked_waits_for_a_login() {
     let (_server, url) = protected_server("streamable-http", 3600);
-    let gateway = Gateway::start(|dir| config(dir, &url, "streamable-http"), &[]);
-    let config = gateway.dir.path().join("roster.toml");
+    let (gateway, config) = start(&url, "streamable-http");
     wait_for_a_login(&gateway);
     login_then_serve(&gateway, &config);
     let asked = server_status(&gateway, "notes")["logins_asked"]
         .as_u64()
         .expect("a count");
 
-    let report = call_tools(
-        &["--url", &gateway.url],
-        &json!([
+    let report = call(
+        &gateway,
+        json!([
             ["notes__revoke_access_tokens", {"refresh": true}],
             ["notes__whoami", {}]
         ]),
@@ -239,18 +250,10 @@ fn a_call_refused_after_every_token_was_revoked_waits_for_a_login() {
 #[test]
 fn tokens_are_refreshed_before_they_expire_and_when_the_server_refuses_them() {
     // Tokens of six seconds: roster refreshes each in its last three, before it expires.
-    let (_server, url) = protected_server("streamable-http", 6);
-    let gateway = Gateway::start(|dir| config(dir, &url, "streamable-http"), &[]);
-    let config = gateway.dir.path().join("roster.toml");
-    wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
-    login_as_a_person(&config, "notes", &[]);
-    wait_for_status(&gateway, "notes", |s| s["tools"] == 4);
+    let (_server, gateway, _config) = logged_in("streamable-http", 6);
 
     let stats = |gateway: &Gateway| -> Value {
-        let report = call_tools(
-            &["--url", &gateway.url],
-            &json!([["notes__auth_stats", {}]]),
-        );
+        let report = call(gateway, json!([["notes__auth_stats", {}]]));
         serde_json::from_str(&call_text(&report["results"][0])).expect("stats are JSON")
     };
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -265,9 +268,9 @@ fn tokens_are_refreshed_before_they_expire_and_when_the_server_refuses_them() {
 
     // A token the server no longer accepts: one 401, a refresh, the call goes through.
     let before = stats(&gateway)["refreshes"].as_u64().expect("a count");
-    let report = call_tools(
-        &["--url", &gateway.url],
-        &json!([
+    let report = call(
+        &gateway,
+        json!([
             ["notes__revoke_access_tokens", {}],
             ["notes__auth_stats", {}]
         ]),
@@ -289,18 +292,10 @@ fn a_403_for_too_little_scope_on_legacy_sse_waits_for_a_login_too() {
 }
 
 fn step_up(transport: &str) {
-    let (_server, url) = protected_server(transport, 3600);
-    let gateway = Gateway::start(|dir| config(dir, &url, transport), &[]);
-    let config = gateway.dir.path().join("roster.toml");
-    wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
-    login_as_a_person(&config, "notes", &[]);
-    wait_for_status(&gateway, "notes", |s| s["tools"] == 4);
+    let (_server, gateway, config) = logged_in(transport, 3600);
 
     // The server wants `extra` for this tool: the call fails, the server waits for a login.
-    let report = call_tools(
-        &["--url", &gateway.url],
-        &json!([["notes__admin_task", {}]]),
-    );
+    let report = call(&gateway, json!([["notes__admin_task", {}]]));
     assert!(
         report["results"][0].get("error").is_some() || report["results"][0]["isError"] == true,
         "{report}"
@@ -309,14 +304,11 @@ fn step_up(transport: &str) {
     assert_eq!(waiting["tools"], 0, "{waiting}");
 
     // The next login asks for the scope held and the one the 403 named.
-    let printed = login_as_a_person(&config, "notes", &[]);
+    let printed = log_in(&gateway, &config);
     assert!(printed.contains("scope=mcp+extra"), "{printed}");
-    wait_for_status(&gateway, "notes", |s| {
-        s["connection"] == "connected" && s["tools"] == 4
-    });
-    let report = call_tools(
-        &["--url", &gateway.url],
-        &json!([["notes__admin_task", {}], ["notes__whoami", {}]]),
+    let report = call(
+        &gateway,
+        json!([["notes__admin_task", {}], ["notes__whoami", {}]]),
     );
     assert_eq!(call_text(&report["results"][0]), "done", "{report}");
     assert_eq!(call_text(&report["results"][1]), "mcp extra", "{report}");
@@ -324,15 +316,8 @@ fn step_up(transport: &str) {
 
 #[test]
 fn a_legacy_sse_server_behind_oauth_serves_its_tools_after_a_login() {
-    let (_server, url) = protected_server("sse", 3600);
-    let gateway = Gateway::start(|dir| config(dir, &url, "sse"), &[]);
-    let config = gateway.dir.path().join("roster.toml");
-    wait_for_status(&gateway, "notes", |s| s["connection"] == "needs-login");
-    login_as_a_person(&config, "notes", &[]);
-    wait_for_status(&gateway, "notes", |s| {
-        s["connection"] == "connected" && s["tools"] == 4
-    });
-    let report = call_tools(&["--url", &gateway.url], &json!([["notes__whoami", {}]]));
+    let (_server, gateway, _config) = logged_in("sse", 3600);
+    let report = call(&gateway, json!([["notes__whoami", {}]]));
     assert_eq!(call_text(&report["results"][0]), "mcp", "{report}");
 }
 

@@ -111,9 +111,7 @@ fn under_approve_a_redefined_tool_waits_for_a_person_and_the_decision_survives_a
     assert_eq!(tools(&results[7])["dyn__echo"], RUG_PULL);
     assert_eq!(text(&results[8]), "dyn: hi");
     assert!(
-        results[9]["stdout"]
-            .as_str()
-            .is_some_and(|s| s.contains("nothing waits")),
+        common::str_contains(&results[9]["stdout"], "nothing waits"),
         "{}",
         results[9]
     );
@@ -123,12 +121,7 @@ fn under_approve_a_redefined_tool_waits_for_a_person_and_the_decision_survives_a
     assert_eq!(entries.len(), 1, "one entry per definition: {entries:?}");
     let params = &entries[0]["params"];
     assert_eq!(params["state"], "withheld");
-    assert!(
-        params["diff"]
-            .as_str()
-            .is_some_and(|d| d.contains(RUG_PULL)),
-        "{params}"
-    );
+    assert!(common::str_contains(&params["diff"], RUG_PULL), "{params}");
 
     // Restarted: the approved definition is served, the original one is now the change.
     let common::Gateway { child, dir, .. } = gateway;
@@ -266,9 +259,7 @@ fn same_named_tools_of_two_servers_are_pinned_apart_and_a_rejection_stands_until
         serde_json::from_str(results[7]["stdout"].as_str().expect("json")).expect("drift --json");
     assert_eq!(waiting[0]["state"], "withheld", "{waiting}");
     assert!(
-        waiting[0]["diff"]
-            .as_str()
-            .is_some_and(|d| d.contains("loudly")),
+        common::str_contains(&waiting[0]["diff"], "loudly"),
         "{waiting}"
     );
 }

@@ -176,12 +176,7 @@ fn hidden_characters_in_the_title_meta_and_icons_are_named_by_tools_drift_and_th
     assert!(listed(&results[2]), "warn serves it: {:?}", results[2]);
     let entry = waiting_echo(&results[3]);
     assert_eq!(entry["state"], "served", "{entry}");
-    let hidden: Vec<&str> = entry["hidden"]
-        .as_array()
-        .expect("hidden")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let hidden: Vec<&str> = common::strings(&entry["hidden"]);
     assert_eq!(
         hidden,
         [

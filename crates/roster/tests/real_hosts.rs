@@ -168,27 +168,27 @@ fn assert_next_request_is_fresh(report: &Value, server: &str) {
     );
 }
 
-#[test]
-fn python_sdk_2_client_with_its_list_cache_sees_the_next_list_fresh() {
+/// What `tests/python/clients/next_list.py`, run by `python` (whose SDK is of the `sdk` line,
+/// `1.` or `2.`), saw of `servers` (in that order) behind a roster serving the Python servers.
+fn next_list(python: &Path, sdk: &str, servers: [&str; 2]) -> Value {
     let dir = tempfile::tempdir().expect("temp dir");
     let roster = python_servers_behind_roster(dir.path());
     let script = common::workspace_root().join("tests/python/clients/next_list.py");
-    let report = report_of(
-        &python2(),
-        &script,
-        &[
-            "--url",
-            &roster.url,
-            "--server",
-            "dynamic",
-            "--server",
-            "legacy",
-        ],
-    );
+    let mut args = vec!["--url", roster.url.as_str()];
+    for server in servers {
+        args.extend(["--server", server]);
+    }
+    let report = report_of(python, &script, &args);
     assert!(
-        report["sdk"].as_str().is_some_and(|v| v.starts_with("2.")),
+        report["sdk"].as_str().is_some_and(|v| v.starts_with(sdk)),
         "{report}"
     );
+    report
+}
+
+#[test]
+fn python_sdk_2_client_with_its_list_cache_sees_the_next_list_fresh() {
+    let report = next_list(&python2(), "2.", ["dynamic", "legacy"]);
     assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
     assert_eq!(
         report["cache_on"], true,
@@ -200,25 +200,7 @@ fn python_sdk_2_client_with_its_list_cache_sees_the_next_list_fresh() {
 
 #[test]
 fn python_sdk_1_client_sees_the_next_list_fresh_with_1x_and_2x_servers_behind() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let roster = python_servers_behind_roster(dir.path());
-    let script = common::workspace_root().join("tests/python/clients/next_list.py");
-    let report = report_of(
-        &python1(),
-        &script,
-        &[
-            "--url",
-            &roster.url,
-            "--server",
-            "legacy",
-            "--server",
-            "dynamic",
-        ],
-    );
-    assert!(
-        report["sdk"].as_str().is_some_and(|v| v.starts_with("1.")),
-        "{report}"
-    );
+    let report = next_list(&python1(), "1.", ["legacy", "dynamic"]);
     // The 1.x line speaks the initialize era only.
     let protocol = report["protocol_version"].as_str().unwrap_or_default();
     assert!(protocol.starts_with("2025-"), "{report}");

@@ -116,10 +116,7 @@ async fn claude_desktop_json_starts_servers_and_a_broken_one_hurts_nobody() {
     let broken = status.iter().find(|s| s.name == "broken").expect("broken");
     assert_ne!(broken.state, ServerState::Connected);
     assert!(
-        broken
-            .last_error
-            .as_deref()
-            .is_some_and(|e| e.contains("/nonexistent/mcp-server")),
+        common::last_error_says(broken, "/nonexistent/mcp-server"),
         "{broken:?}"
     );
     let dyn_status = status.iter().find(|s| s.name == "dyn").expect("dyn");

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use roster::config::{Era, ServerConfig, TransportConfig};
 use roster::servers::{CallOptions, Connection, Notifications, RequestError};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+
+use common::{args, text_of};
 
 fn dynamic_stdio(era: Era, extra: &[&str]) -> ServerConfig {
     let mut args = vec![
@@ -22,15 +24,66 @@ fn dynamic_stdio(era: Era, extra: &[&str]) -> ServerConfig {
     config
 }
 
-fn args(value: Value) -> Option<Map<String, Value>> {
-    value.as_object().cloned()
+/// A server config reaching the dynamic fixture on `port` over HTTP: the legacy SSE transport
+/// (`sse`) or streamable HTTP, in `era`.
+fn dynamic_http(transport: &str, port: u16, era: Era) -> ServerConfig {
+    let mut config = ServerConfig::stdio("unused", vec![]);
+    config.transport = if transport == "sse" {
+        TransportConfig::Sse {
+            url: format!("http://127.0.0.1:{port}/sse"),
+            headers: Default::default(),
+        }
+    } else {
+        TransportConfig::StreamableHttp {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            headers: Default::default(),
+        }
+    };
+    config.era = era;
+    config
 }
 
-fn text_of(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
+/// A connection named `name` to `config`, without notification listeners or stored tokens.
+async fn connect(name: &str, config: &ServerConfig) -> Connection {
+    Connection::connect(
+        name,
+        config,
+        Notifications::new(),
+        &roster::store::Stores::in_memory().tokens(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{name} connects: {e}"))
+}
+
+/// The text of `echo`'s answer to `text`; `what` names the call in a failure.
+async fn echo(conn: &Connection, text: &str, what: &str) -> String {
+    let result = conn
+        .call_tool(
+            "echo",
+            args(json!({ "text": text })),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    text_of(&result)
+}
+
+/// Waits (at most 100 polls) until the dynamic fixture's `cancelled_count` says 1: the server
+/// heard notifications/cancelled and stopped the handler.
+async fn assert_cancelled_once(conn: &Connection) {
+    let mut cancelled = String::new();
+    for _ in 0..100 {
+        let count = conn
+            .call_tool("cancelled_count", None, CallOptions::default())
+            .await
+            .expect("cancelled_count answers");
+        cancelled = text_of(&count);
+        if cancelled == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(cancelled, "1");
 }
 
 async fn wait_for_method(seen: &Arc<Mutex<Vec<String>>>, method: &str) {
@@ -70,11 +123,7 @@ async fn exercise(config: ServerConfig, expect_legacy: bool) {
     assert!(names.contains(&"echo"), "{names:?}");
     assert!(!names.contains(&"fresh"));
 
-    let result = conn
-        .call_tool("echo", args(json!({"text": "hi"})), CallOptions::default())
-        .await
-        .expect("echo answers");
-    assert_eq!(text_of(&result), "dynamic: hi");
+    assert_eq!(echo(&conn, "hi", "echo answers").await, "dynamic: hi");
 
     conn.call_tool(
         "add_tool",
@@ -103,41 +152,21 @@ async fn modern_era_over_stdio() {
 #[tokio::test]
 async fn garbage_on_stdout_is_dropped() {
     common::init_tracing();
-    let conn = Connection::connect(
-        "junk",
-        &dynamic_stdio(Era::Legacy, &["--garbage"]),
-        Notifications::new(),
-        &roster::store::Stores::in_memory().tokens(),
-    )
-    .await
-    .expect("connects despite the banner");
+    // It connects despite the banner.
+    let conn = connect("junk", &dynamic_stdio(Era::Legacy, &["--garbage"])).await;
     let result = conn
         .call_tool("garbage", None, CallOptions::default())
         .await
         .expect("garbage tool answers");
     assert_eq!(text_of(&result), "wrote garbage");
-    let result = conn
-        .call_tool(
-            "echo",
-            args(json!({"text": "still here"})),
-            CallOptions::default(),
-        )
-        .await
-        .expect("the connection keeps working");
-    assert_eq!(text_of(&result), "dynamic: still here");
+    let echoed = echo(&conn, "still here", "the connection keeps working").await;
+    assert_eq!(echoed, "dynamic: still here");
 }
 
 #[tokio::test]
 async fn call_timeout_cancels_and_progress_passes_through() {
     common::init_tracing();
-    let conn = Connection::connect(
-        "slow",
-        &dynamic_stdio(Era::Legacy, &[]),
-        Notifications::new(),
-        &roster::store::Stores::in_memory().tokens(),
-    )
-    .await
-    .expect("connects");
+    let conn = connect("slow", &dynamic_stdio(Era::Legacy, &[])).await;
     let progress = Arc::new(Mutex::new(Vec::<Value>::new()));
     let sink = progress.clone();
     let err = conn
@@ -162,75 +191,31 @@ async fn call_timeout_cancels_and_progress_passes_through() {
     assert_eq!(progress.len(), 1, "{progress:?}");
     // As the server wrote it (a number: 1 or 1.0 alike).
     assert_eq!(progress[0]["progress"].as_f64(), Some(1.0), "{progress:?}");
-    // The server heard notifications/cancelled and stopped the handler.
-    let mut cancelled = String::new();
-    for _ in 0..100 {
-        let count = conn
-            .call_tool("cancelled_count", None, CallOptions::default())
-            .await
-            .expect("cancelled_count answers");
-        cancelled = text_of(&count);
-        if cancelled == "1" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(cancelled, "1");
+    assert_cancelled_once(&conn).await;
     // The server is still usable after the cancelled call.
-    let result = conn
-        .call_tool(
-            "echo",
-            args(json!({"text": "after"})),
-            CallOptions::default(),
-        )
-        .await
-        .expect("echo after a cancelled call");
-    assert_eq!(text_of(&result), "dynamic: after");
+    let echoed = echo(&conn, "after", "echo after a cancelled call").await;
+    assert_eq!(echoed, "dynamic: after");
 }
 
 #[tokio::test]
 async fn legacy_sse_transport() {
     common::init_tracing();
     let (_server, port) = common::spawn_http_fixture("sse", &[]);
-    let mut config = ServerConfig::stdio("unused", vec![]);
-    config.transport = TransportConfig::Sse {
-        url: format!("http://127.0.0.1:{port}/sse"),
-        headers: Default::default(),
-    };
-    config.era = Era::Legacy;
-    exercise(config, true).await;
+    exercise(dynamic_http("sse", port, Era::Legacy), true).await;
 }
 
 #[tokio::test]
 async fn streamable_http_transport() {
     common::init_tracing();
     let (_server, port) = common::spawn_http_fixture("streamable-http", &[]);
-    let mut config = ServerConfig::stdio("unused", vec![]);
-    config.transport = TransportConfig::StreamableHttp {
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        headers: Default::default(),
-    };
-    exercise(config, false).await;
+    exercise(dynamic_http("streamable-http", port, Era::Auto), false).await;
 }
 
 /// The dynamic fixture over streamable HTTP with `extra` arguments (its `--throttle-*`), and a
 /// connection to it in `era` that has listed it.
 async fn throttled(extra: &[&str], era: Era) -> (common::KillOnDrop, Connection) {
     let (server, port) = common::spawn_http_fixture("streamable-http", extra);
-    let mut config = ServerConfig::stdio("unused", vec![]);
-    config.transport = TransportConfig::StreamableHttp {
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        headers: Default::default(),
-    };
-    config.era = era;
-    let conn = Connection::connect(
-        "dyn",
-        &config,
-        Notifications::new(),
-        &roster::store::Stores::in_memory().tokens(),
-    )
-    .await
-    .expect("connects");
+    let conn = connect("dyn", &dynamic_http("streamable-http", port, era)).await;
     conn.list_tools().await.expect("lists");
     (server, conn)
 }
@@ -239,6 +224,14 @@ async fn throttled(extra: &[&str], era: Era) -> (common::KillOnDrop, Connection)
 async fn echo_hi(conn: &Connection) -> Result<Value, RequestError> {
     conn.call_tool("echo", args(json!({"text": "hi"})), CallOptions::default())
         .await
+}
+
+/// The error ending `echo` at a legacy-era connection to the fixture throttled by `extra`
+/// (`what` says why it must fail), with the server and the connection.
+async fn refused(extra: &[&str], what: &str) -> (common::KillOnDrop, Connection, String) {
+    let (server, conn) = throttled(extra, Era::Legacy).await;
+    let error = echo_hi(&conn).await.expect_err(what).to_string();
+    (server, conn, error)
 }
 
 /// A streamable HTTP server refusing calls for load (429 with `Retry-After: 0` or a past HTTP
@@ -264,34 +257,26 @@ async fn a_call_refused_for_load_is_sent_again_a_bounded_number_of_times() {
         assert_eq!(text_of(&result), "dynamic: hi", "{era:?}");
     }
 
-    let (_server, conn) = throttled(
+    let (_server, conn, error) = refused(
         &["--throttle-calls", "1000", "--throttle-retry-after", "0"],
-        Era::Legacy,
+        "refused every time",
     )
     .await;
-    let error = echo_hi(&conn)
-        .await
-        .expect_err("refused every time")
-        .to_string();
     assert!(error.contains("429 Too Many Requests, 4 times"), "{error}");
     conn.list_tools().await.expect("the connection goes on");
 
     // A wait longer than roster gives a call (an HTTP date decades ahead): the call ends at
     // once, naming the wait, rather than sending it again sooner than the server asked.
-    let (_server, conn) = throttled(
+    let (_server, _conn, error) = refused(
         &[
             "--throttle-calls",
             "1",
             "--throttle-retry-after",
             "Fri, 01 Jan 2100 00:00:00 GMT",
         ],
-        Era::Legacy,
+        "asked to wait decades",
     )
     .await;
-    let error = echo_hi(&conn)
-        .await
-        .expect_err("asked to wait decades")
-        .to_string();
     assert!(
         error.contains("429 Too Many Requests and asked to wait"),
         "{error}"
@@ -301,14 +286,7 @@ async fn a_call_refused_for_load_is_sent_again_a_bounded_number_of_times() {
 #[tokio::test]
 async fn process_exit_closes_the_connection() {
     common::init_tracing();
-    let conn = Connection::connect(
-        "dies",
-        &dynamic_stdio(Era::Legacy, &[]),
-        Notifications::new(),
-        &roster::store::Stores::in_memory().tokens(),
-    )
-    .await
-    .expect("connects");
+    let conn = connect("dies", &dynamic_stdio(Era::Legacy, &[])).await;
     let pid = conn
         .call_tool("pid", None, CallOptions::default())
         .await
@@ -328,14 +306,7 @@ async fn process_exit_closes_the_connection() {
 #[tokio::test]
 async fn client_cancel_sends_cancelled() {
     common::init_tracing();
-    let conn = Connection::connect(
-        "slow",
-        &dynamic_stdio(Era::Auto, &[]),
-        Notifications::new(),
-        &roster::store::Stores::in_memory().tokens(),
-    )
-    .await
-    .expect("connects");
+    let conn = connect("slow", &dynamic_stdio(Era::Auto, &[])).await;
     let token = tokio_util::sync::CancellationToken::new();
     let canceller = token.clone();
     tokio::spawn(async move {
@@ -357,19 +328,7 @@ async fn client_cancel_sends_cancelled() {
         matches!(err, roster::servers::RequestError::Cancelled),
         "{err}"
     );
-    let mut cancelled = String::new();
-    for _ in 0..100 {
-        let count = conn
-            .call_tool("cancelled_count", None, CallOptions::default())
-            .await
-            .expect("cancelled_count answers");
-        cancelled = text_of(&count);
-        if cancelled == "1" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(cancelled, "1");
+    assert_cancelled_once(&conn).await;
 }
 
 #[tokio::test]
@@ -386,14 +345,7 @@ async fn listing_pages_to_the_end_and_keeps_unknown_fields() {
     );
     // `execution` is a 2025-11-25 field (the 2026-07-28 schema moved tasks out of Tool).
     config.era = Era::Legacy;
-    let conn = Connection::connect(
-        "paged",
-        &config,
-        Notifications::new(),
-        &roster::store::Stores::in_memory().tokens(),
-    )
-    .await
-    .expect("connects");
+    let conn = connect("paged", &config).await;
     let listing = conn.list_tools().await.expect("lists");
     assert_eq!(listing.pages, 3);
     let names: Vec<_> = listing.tools.iter().map(|t| t.name.clone()).collect();
@@ -418,20 +370,7 @@ async fn listing_pages_to_the_end_and_keeps_unknown_fields() {
 async fn sse_server_going_away_closes_the_connection() {
     common::init_tracing();
     let (mut server, port) = common::spawn_http_fixture("sse", &[]);
-    let mut config = ServerConfig::stdio("unused", vec![]);
-    config.transport = TransportConfig::Sse {
-        url: format!("http://127.0.0.1:{port}/sse"),
-        headers: Default::default(),
-    };
-    config.era = Era::Legacy;
-    let conn = Connection::connect(
-        "web",
-        &config,
-        Notifications::new(),
-        &roster::store::Stores::in_memory().tokens(),
-    )
-    .await
-    .expect("connects");
+    let conn = connect("web", &dynamic_http("sse", port, Era::Legacy)).await;
     conn.list_tools().await.expect("lists");
     server.0.kill().expect("kill the SSE server");
     let _ = server.0.wait();
@@ -447,14 +386,7 @@ async fn sse_server_going_away_closes_the_connection() {
 
 #[tokio::test]
 async fn invalid_utf8_and_a_flood_on_stderr_do_not_block_the_server() {
-    let conn = Connection::connect(
-        "dyn",
-        &dynamic_stdio(Era::Legacy, &[]),
-        Notifications::new(),
-        &roster::store::Stores::in_memory().tokens(),
-    )
-    .await
-    .expect("connects");
+    let conn = connect("dyn", &dynamic_stdio(Era::Legacy, &[])).await;
     // 256 KiB is four times a Linux pipe buffer: an undrained stderr blocks the server.
     for _ in 0..2 {
         let result = conn
@@ -467,15 +399,8 @@ async fn invalid_utf8_and_a_flood_on_stderr_do_not_block_the_server() {
             .expect("flood_stderr answers");
         assert_eq!(text_of(&result), "flooded 256", "{result}");
     }
-    let result = conn
-        .call_tool(
-            "echo",
-            args(json!({"text": "still here"})),
-            CallOptions::default(),
-        )
-        .await
-        .expect("echo answers after the flood");
-    assert_eq!(text_of(&result), "dynamic: still here");
+    let echoed = echo(&conn, "still here", "echo answers after the flood").await;
+    assert_eq!(echoed, "dynamic: still here");
 }
 
 /// Whether a process is gone (or only a zombie waiting for a reaper that is not roster).
@@ -507,14 +432,8 @@ async fn closing_kills_the_grandchildren_of_a_wrapper() {
         ],
     );
     config.era = Era::Legacy;
-    let conn = Connection::connect(
-        "wrapped",
-        &config,
-        Notifications::new(),
-        &roster::store::Stores::in_memory().tokens(),
-    )
-    .await
-    .expect("connects through the wrapper");
+    // It connects through the wrapper.
+    let conn = connect("wrapped", &config).await;
     let grandchild: u32 = std::fs::read_to_string(&pid_file)
         .expect("the wrapper wrote the grandchild's pid")
         .trim()

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{args, eventually, test_config, text_of, toml_str};
+use common::{args, eventually, has_tool, test_config, text_of, toml_str};
 use roster::Roster;
 use roster::servers::ServerState;
 use serde_json::json;
@@ -25,10 +25,7 @@ async fn check_everything(roster: &Roster) {
     }
     // Registered in the server's `oninitialized`, after the handshake.
     eventually("the post-initialization tool is listed", || {
-        roster
-            .tools()
-            .iter()
-            .any(|t| t.exposed_name == "everything__simulate-research-query")
+        has_tool(roster, "everything__simulate-research-query")
     })
     .await;
     let result = roster

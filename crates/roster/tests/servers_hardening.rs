@@ -9,7 +9,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{args, dynamic_server_toml, eventually, python, python_fixture, test_config, text_of};
+use common::{
+    args, dynamic_server_toml, eventually, has_tool, python, python_fixture, test_config, text_of,
+};
 use roster::servers::gate::DROPPED;
 use roster::servers::{NotificationSink, ServerState};
 use roster::{Roster, RosterOptions};
@@ -164,12 +166,7 @@ async fn a_listing_past_max_tools_is_cut_and_one_past_max_listing_bytes_fails() 
         .find(|s| s.name == "many")
         .expect("many in status");
     assert_eq!(many.tools, 10, "{many:?}");
-    assert!(
-        roster
-            .tools()
-            .iter()
-            .any(|t| t.exposed_name == "many__echo")
-    );
+    assert!(has_tool(&roster, "many__echo"));
     roster.shutdown();
 
     let roster = Roster::start(test_config(
@@ -261,16 +258,14 @@ fn read_pid(file: &Path) -> u32 {
 
 /// Starts `roster serve --http` with one misbehaving server and returns it.
 fn roster_with(dir: &Path, flags: &[&str]) -> common::HttpRoster {
-    let config = dir.join("roster.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = common::write_roster_toml(
+        dir,
+        &format!(
             "[gateway]\nstate_dir = {}\nkill_grace = \"2s\"\n{}",
             common::toml_str(&dir.join("state").to_string_lossy()),
             misbehaving_toml("kids", flags)
         ),
-    )
-    .expect("write config");
+    );
     let roster = common::start_roster_http(&config);
     healthz(&roster.url);
     roster
@@ -431,28 +426,17 @@ async fn secrets_in_a_server_url_never_reach_status_or_errors() {
 fn a_servers_stderr_reaches_the_log_escaped_and_cut() {
     use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = common::write_roster_toml(
+        dir.path(),
+        &format!(
             "[gateway]\nstate_dir = {}\nmax_log_line = 200\n{}",
             common::toml_str(&dir.path().join("state").to_string_lossy()),
             misbehaving_toml("noisy", &["--stderr-junk"])
         ),
-    )
-    .expect("write config");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
-        .arg("--config")
-        .arg(&config)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .env("ROSTER_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start roster");
-    let stderr = child.stderr.take().expect("stderr piped");
+    );
+    let mut command = common::serve_command(&config);
+    command.env("ROSTER_LOG", "info").env("NO_COLOR", "1");
+    let (child, stderr) = common::spawn_reading_stderr(&mut command);
     let _roster = common::KillOnDrop(child);
     // Read until the server's line shows up; roster's own lines come before and after it.
     let line = BufReader::new(stderr)
@@ -509,10 +493,7 @@ async fn list_changed_over_the_rate_is_coalesced_not_lost() {
     assert!(heard() > storm);
     // No turn is taken here: the debounced re-list lists the server.
     eventually("the tool added after the storm is listed", || {
-        roster
-            .tools()
-            .iter()
-            .any(|t| t.exposed_name == "dyn__after_storm")
+        has_tool(&roster, "dyn__after_storm")
     })
     .await;
     assert_eq!(roster.notifications("dyn").expect("dyn").dropped(), 0);
@@ -638,18 +619,16 @@ fn notifications_written_in_one_burst_are_recorded_in_the_servers_order() {
     const BURST: u64 = 2000;
     let dir = tempfile::tempdir().expect("temp dir");
     let script = common::python_fixture("misbehaving.py");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = common::write_roster_toml(
+        dir.path(),
+        &format!(
             "[gateway]\nstate_dir = {state:?}\nnotification_rate = 100000\n\
              notification_burst = 100000\n\n\
              [servers.burst]\ncommand = {python:?}\nargs = [{script:?}, \"--burst\", \"{BURST}\"]\n",
             state = dir.path().join("state"),
             python = common::python(),
         ),
-    )
-    .expect("write config");
+    );
     let _roster = common::start_roster_http(&config);
     let audit = dir.path().join("state/audit.jsonl");
     let mut order = Vec::new();

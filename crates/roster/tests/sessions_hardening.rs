@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-const ACCEPT_BOTH: &str = "application/json, text/event-stream";
-const VERSION: &str = "2025-11-25";
+use common::mcp_http;
+
 const ADMIN: &str = "hardening-admin-token";
 
 /// A running `roster serve --http` with the admin token, `[gateway]` lines and `extra` TOML.
@@ -40,37 +40,12 @@ fn post(
     session: Option<&str>,
     body: &Value,
 ) -> reqwest::RequestBuilder {
-    let mut request = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", ACCEPT_BOTH)
-        .header("mcp-protocol-version", VERSION)
-        .body(body.to_string());
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    request
+    mcp_http::post(http, url, None, session, body)
 }
 
 /// Opens an initialize-era session with `capabilities` and returns its id.
 async fn open_session(http: &reqwest::Client, url: &str, capabilities: Value) -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": capabilities,
-        "clientInfo": {"name": "sessions_hardening", "version": "1"}}});
-    let response = post(http, url, None, &initialize)
-        .send()
-        .await
-        .expect("POST initialize");
-    assert_eq!(response.status(), 200, "initialize refused");
-    let session = common::session_id(&response);
-    let _ = response.bytes().await;
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let ack = post(http, url, Some(&session), &initialized)
-        .send()
-        .await
-        .expect("POST initialized");
-    assert_eq!(ack.status(), 202);
-    session
+    mcp_http::open_session(http, url, None, "sessions_hardening", capabilities).await
 }
 
 /// A session's whole life as a client that never sets a log level lives it: opened, a
@@ -85,13 +60,7 @@ async fn live_a_session(http: &reqwest::Client, url: &str, delete: bool) {
     assert_eq!(listed.status(), 200);
     let _ = listed.bytes().await;
     if delete {
-        let ended = http
-            .delete(url)
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", VERSION)
-            .send()
-            .await
-            .expect("DELETE /mcp");
+        let ended = mcp_http::delete(http, url, None, &session).await;
         assert_eq!(ended.status(), 204);
     }
 }
@@ -266,59 +235,27 @@ async fn a_request_whose_id_is_in_flight_is_refused_and_the_first_completes() {
 }
 
 /// One stdio client's view of `roster serve`: JSON lines written and read.
-struct Stdio {
-    _child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
-}
+struct Stdio(common::JsonLines);
 
 impl Stdio {
     fn serve(config: &std::path::Path) -> Self {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"));
+        command
             .arg("--config")
             .arg(config)
             .arg("serve")
-            .env_remove("ROSTER_STATE_DIR")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start roster serve");
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            panic!("roster's pipes");
-        };
-        use tokio::io::AsyncBufReadExt;
-        Self {
-            _child: child,
-            stdin,
-            lines: tokio::io::BufReader::new(stdout).lines(),
-        }
+            .env_remove("ROSTER_STATE_DIR");
+        Self(common::JsonLines::spawn(command))
     }
 
     async fn send(&mut self, message: Value) {
-        use tokio::io::AsyncWriteExt;
-        let line = format!("{message}\n");
-        self.stdin
-            .write_all(line.as_bytes())
-            .await
-            .expect("write to roster");
+        self.0.send(&message).await;
     }
 
     /// The next message roster writes that `wanted` picks; panics when roster stays silent for
     /// 60 s (a hang).
     async fn next_where(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(60), self.lines.next_line())
-                .await
-                .expect("roster stayed silent for 60 s")
-                .expect("read roster's stdout")
-                .expect("roster closed its stdout");
-            let message: Value = serde_json::from_str(&line).expect("a JSON line");
-            if wanted(&message) {
-                return message;
-            }
-        }
+        self.0.next_where(Duration::from_secs(60), wanted).await.1
     }
 
     /// The answer to request `id`.
@@ -343,11 +280,11 @@ async fn over_stdio_a_request_whose_id_is_in_flight_is_refused_and_the_first_com
     .expect("write config");
     let mut roster = Stdio::serve(&config);
     roster
-        .send(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": VERSION, "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "sessions_hardening", "version": "1"}}}),
-        )
+        .send(mcp_http::initialize(
+            1,
+            "sessions_hardening",
+            json!({"elicitation": {}}),
+        ))
         .await;
     let opened = roster.answer(1).await;
     assert!(opened.get("result").is_some(), "{opened}");

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use common::resource_uris as uris;
+
 const PRO_TOKEN: &str = "pro-token";
 const TEAM_TOKEN: &str = "team-token";
 const FREE_TOKEN: &str = "free-token";
@@ -35,10 +37,6 @@ subscriptions = ["team"]
 name = "free"
 token_env = "ROSTER_TEST_FREE"
 "#;
-
-fn roster_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_roster"))
-}
 
 /// Writes each `(path, text)` under `root` (which is made even when there is nothing to write).
 fn write_files(root: &Path, files: &[(String, String)]) {
@@ -116,7 +114,7 @@ fn upstream_toml(dir: &Path, name: &str, demo: bool) -> PathBuf {
     let demo = if demo {
         format!(
             "[servers.demo]\ncommand = {:?}\nargs = [\"demo-server\"]\n",
-            roster_bin()
+            common::roster_bin()
         )
     } else {
         String::new()
@@ -138,7 +136,7 @@ fn upstream_server(dir: &Path, name: &str, demo: bool, extra: &str) -> String {
     format!(
         "[servers.{name}]\ncommand = {bin:?}\n\
          args = [\"--config\", {config:?}, \"serve\"]\n{extra}\n\n",
-        bin = roster_bin(),
+        bin = common::roster_bin(),
         config = upstream_toml(dir, name, demo),
     )
 }
@@ -209,16 +207,6 @@ fn described(front: &common::Gateway, token: Option<&str>, id: &str) -> String {
         Some(description) => description.to_owned(),
         None => common::text_of(result),
     }
-}
-
-/// The URIs of the report's `resources/list`.
-fn uris(report: &Value) -> Vec<String> {
-    report["resources"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no resources in {report}"))
-        .iter()
-        .filter_map(|u| u.as_str().map(str::to_owned))
-        .collect()
 }
 
 /// The text of a `resources/read` result's first contents.
@@ -310,9 +298,7 @@ fn a_client_finds_reads_and_resolves_a_skill_only_the_upstream_publishes() {
     assert_eq!(forms["description"], "Fill in PDF forms.");
     assert_eq!(forms["kind"], "knowledge");
     assert!(
-        forms["content"]
-            .as_str()
-            .is_some_and(|c| c.contains("The field names are in reference.md.")),
+        common::str_contains(&forms["content"], "The field names are in reference.md."),
         "{}",
         r[2]
     );

@@ -5,18 +5,12 @@
 
 mod common;
 
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-fn mode(path: &Path) -> u32 {
-    std::fs::symlink_metadata(path)
-        .expect("metadata")
-        .permissions()
-        .mode()
-        & 0o777
-}
+use common::mode_of as mode;
 
 /// Every file (and socket) under `dir`, depth first.
 fn files_under(dir: &Path) -> Vec<PathBuf> {
@@ -39,12 +33,11 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 fn every_state_file_is_owner_only_in_a_state_dir_that_already_exists() {
     let dir = tempfile::tempdir().expect("temp dir");
     let state = dir.path().join("state");
-    std::fs::create_dir(&state).expect("make the state dir");
-    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    common::make_dir(&state, 0o755);
     // An audit trail an older roster made with the umask's mode.
     let audit = state.join("audit.jsonl");
     std::fs::write(&audit, "").expect("write");
-    std::fs::set_permissions(&audit, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    common::set_mode(&audit, 0o644);
     let closed = common::free_port();
     let config = format!(
         "[gateway]\nstate_dir = {state:?}\n\n{}\n[servers.login]\nurl = \"http://127.0.0.1:{closed}/mcp\"\nauth = \"oauth\"\n",

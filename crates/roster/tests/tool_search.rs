@@ -4,21 +4,73 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Value, json};
 
-/// The servers of these tests: the real filesystem server over `files`, the dynamic Python
-/// server (`dyn`, which adds tools on request) and five servers of 1,000 filler tools each.
-fn servers(files: &str) -> String {
-    let py = common::toml_str(&common::python().to_string_lossy());
-    let many = common::toml_str(&common::python_fixture("many_tools.py").to_string_lossy());
-    let mut out = format!(
-        "[servers.fs]\ncommand = {node}\nargs = [{fs}, {files}]\n\n{dynamic}\n",
+/// `[servers.fs]`: the real filesystem server, with access to `files`.
+fn fs_server(files: &Path) -> String {
+    format!(
+        "[servers.fs]\ncommand = {node}\nargs = [{fs}, {files}]\n",
         node = common::toml_str(&common::node22().to_string_lossy()),
         fs = common::toml_str(
             &common::npm_bin("@modelcontextprotocol/server-filesystem").to_string_lossy()
         ),
-        files = common::toml_str(files),
-        dynamic = common::dynamic_server_toml("dyn", "auto", &[]),
+        files = common::toml_str(&files.to_string_lossy()),
+    )
+}
+
+/// A config with its state in `dir/state`, `tools_mode` `mode`, startup and turn waits long
+/// enough for the filler servers, more `[gateway]` lines `gateway`, and then `rest` (servers
+/// and clients).
+fn config_text(dir: &Path, mode: &str, gateway: &str, rest: &str) -> String {
+    format!(
+        "[gateway]\nstartup_wait = \"60s\"\nturn_wait = \"30s\"\nstate_dir = {state:?}\n\
+         tools_mode = \"{mode}\"\n{gateway}\n\n{rest}",
+        state = dir.join("state"),
+    )
+}
+
+/// A temp dir for the filesystem server holding `notes.txt` with `text`, and that file.
+fn notes(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let files = tempfile::tempdir().expect("temp dir");
+    let notes = files.path().join("notes.txt");
+    std::fs::write(&notes, text).expect("write notes");
+    (files, notes)
+}
+
+/// `search_tools.py`'s report from a session over stdio with `roster serve` on `config` (in
+/// `dir`): it searches for a way to read a text file, wants `fs__read_text_file`, reads `notes`
+/// with it, and has the dynamic server add `add`; `extra` are more of its flags.
+fn search_over_stdio(dir: &Path, config: &str, notes: &Path, add: &str, extra: &[&str]) -> Value {
+    let path = dir.join("roster.toml");
+    std::fs::write(&path, config).expect("write config");
+    let path = path.to_string_lossy();
+    let arguments = json!({ "path": notes }).to_string();
+    let mut args = vec!["--stdio", env!("CARGO_BIN_EXE_roster"), &path];
+    args.extend(extra);
+    args.extend([
+        "--query",
+        "read a text file",
+        "--want",
+        "fs__read_text_file",
+        "--arguments",
+        &arguments,
+        "--add",
+        add,
+    ]);
+    common::python_client_report("search_tools.py", &args)
+}
+
+/// The servers of these tests: the real filesystem server over `files`, the dynamic Python
+/// server (`dyn`, which adds tools on request) and five servers of 1,000 filler tools each.
+fn servers(files: &Path) -> String {
+    let py = common::toml_str(&common::python().to_string_lossy());
+    let many = common::toml_str(&common::python_fixture("many_tools.py").to_string_lossy());
+    let mut out = format!(
+        "{}\n{}\n",
+        fs_server(files),
+        common::dynamic_server_toml("dyn", "auto", &[]),
     );
     for domain in ["crm", "billing", "tickets", "calendar", "warehouse"] {
         out.push_str(&format!(
@@ -36,38 +88,15 @@ fn names(list: &Value) -> Vec<&str> {
 
 #[test]
 fn a_python_client_finds_and_calls_a_tool_among_5000_and_finds_one_added_at_its_next_turn() {
-    let files = tempfile::tempdir().expect("temp dir");
-    let notes = files.path().join("notes.txt");
-    std::fs::write(&notes, "the text inside notes.txt").expect("write notes");
+    let (files, notes) = notes("the text inside notes.txt");
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[gateway]\nstartup_wait = \"60s\"\nturn_wait = \"30s\"\nstate_dir = {state:?}\n\
-             tools_mode = \"search\"\nalways = [\"dyn__echo\"]\n\n{servers}",
-            state = dir.path().join("state"),
-            servers = servers(&files.path().to_string_lossy()),
-        ),
-    )
-    .expect("write config");
-    let roster = env!("CARGO_BIN_EXE_roster");
-    let report = common::python_client_report(
-        "search_tools.py",
-        &[
-            "--stdio",
-            roster,
-            &config.to_string_lossy(),
-            "--query",
-            "read a text file",
-            "--want",
-            "fs__read_text_file",
-            "--arguments",
-            &json!({"path": notes}).to_string(),
-            "--add",
-            "zebra_striper",
-        ],
+    let config = config_text(
+        dir.path(),
+        "search",
+        "always = [\"dyn__echo\"]",
+        &servers(files.path()),
     );
+    let report = search_over_stdio(dir.path(), &config, &notes, "zebra_striper", &[]);
 
     // The list: roster's own tools, the three search tools and the one `always` tool; none of
     // the 5,000 others.
@@ -117,44 +146,20 @@ fn a_python_client_finds_and_calls_a_tool_among_5000_and_finds_one_added_at_its_
 
 #[test]
 fn a_stateless_era_client_searches_calls_and_finds_an_added_tool_with_no_session_state() {
-    let files = tempfile::tempdir().expect("temp dir");
-    let notes = files.path().join("notes.txt");
-    std::fs::write(&notes, "stateless notes").expect("write notes");
+    let (files, notes) = notes("stateless notes");
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
+    let servers = format!(
+        "{}\n{}",
+        fs_server(files.path()),
+        common::dynamic_server_toml("dyn", "auto", &[]),
+    );
+    let config = config_text(dir.path(), "search", "", &servers);
+    let report = search_over_stdio(
+        dir.path(),
         &config,
-        format!(
-            "[gateway]\nstartup_wait = \"60s\"\nturn_wait = \"30s\"\nstate_dir = {state:?}\n\
-             tools_mode = \"search\"\n\n[servers.fs]\ncommand = {node}\nargs = [{fs}, {files}]\n\n\
-             {dynamic}",
-            state = dir.path().join("state"),
-            node = common::toml_str(&common::node22().to_string_lossy()),
-            fs = common::toml_str(
-                &common::npm_bin("@modelcontextprotocol/server-filesystem").to_string_lossy()
-            ),
-            files = common::toml_str(&files.path().to_string_lossy()),
-            dynamic = common::dynamic_server_toml("dyn", "auto", &[]),
-        ),
-    )
-    .expect("write config");
-    let report = common::python_client_report(
-        "search_tools.py",
-        &[
-            "--stdio",
-            env!("CARGO_BIN_EXE_roster"),
-            &config.to_string_lossy(),
-            "--mode",
-            "auto",
-            "--query",
-            "read a text file",
-            "--want",
-            "fs__read_text_file",
-            "--arguments",
-            &json!({"path": notes}).to_string(),
-            "--add",
-            "quagga_counter",
-        ],
+        &notes,
+        "quagga_counter",
+        &["--mode", "auto"],
     );
     assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
     // Among fs's 14 tools alone, its deprecated twin fs__read_file may rank first; both answer.
@@ -176,25 +181,16 @@ fn a_stateless_era_client_searches_calls_and_finds_an_added_tool_with_no_session
 #[test]
 fn each_client_gets_its_own_mode_and_all_mode_has_no_search_tools() {
     let files = tempfile::tempdir().expect("temp dir");
-    let files_dir = files.path().to_string_lossy().into_owned();
+    let rest = format!(
+        "{fs}\n\
+         [[clients]]\nname = \"searcher\"\ntoken_env = \"ROSTER_TEST_SEARCHER\"\n\
+         always = [\"fs__list_*\"]\ntools.deny = [\"fs__list_allowed_directories\"]\n\n\
+         [[clients]]\nname = \"lister\"\ntoken_env = \"ROSTER_TEST_LISTER\"\n\
+         tools_mode = \"all\"\n",
+        fs = fs_server(files.path()),
+    );
     let gateway = common::Gateway::start(
-        |dir| {
-            format!(
-                "[gateway]\nstartup_wait = \"60s\"\nturn_wait = \"30s\"\nstate_dir = {state:?}\n\
-                 tools_mode = \"search\"\n\n\
-                 [servers.fs]\ncommand = {node}\nargs = [{fs}, {files}]\n\n\
-                 [[clients]]\nname = \"searcher\"\ntoken_env = \"ROSTER_TEST_SEARCHER\"\n\
-                 always = [\"fs__list_*\"]\ntools.deny = [\"fs__list_allowed_directories\"]\n\n\
-                 [[clients]]\nname = \"lister\"\ntoken_env = \"ROSTER_TEST_LISTER\"\n\
-                 tools_mode = \"all\"\n",
-                state = dir.join("state"),
-                node = common::toml_str(&common::node22().to_string_lossy()),
-                fs = common::toml_str(
-                    &common::npm_bin("@modelcontextprotocol/server-filesystem").to_string_lossy()
-                ),
-                files = common::toml_str(&files_dir),
-            )
-        },
+        |dir| config_text(dir, "search", "", &rest),
         &[
             ("ROSTER_TEST_SEARCHER", "searcher-token"),
             ("ROSTER_TEST_LISTER", "lister-token"),
@@ -247,9 +243,7 @@ fn each_client_gets_its_own_mode_and_all_mode_has_no_search_tools() {
     );
     assert!(!listed.contains(&"search_tools"), "{listed:?}");
     assert!(
-        lister["calls"][0]["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("search_tools")),
+        common::str_contains(&lister["calls"][0]["error"]["message"], "search_tools"),
         "{lister}"
     );
 }
@@ -257,20 +251,8 @@ fn each_client_gets_its_own_mode_and_all_mode_has_no_search_tools() {
 #[test]
 fn a_reload_into_search_mode_indexes_the_tools_already_held() {
     let files = tempfile::tempdir().expect("temp dir");
-    let files_dir = files.path().to_string_lossy().into_owned();
-    let config = move |dir: &std::path::Path, mode: &str| {
-        format!(
-            "[gateway]\nstartup_wait = \"60s\"\nturn_wait = \"30s\"\nstate_dir = {state:?}\n\
-             tools_mode = \"{mode}\"\n\n\
-             [servers.fs]\ncommand = {node}\nargs = [{fs}, {files}]\n",
-            state = dir.join("state"),
-            node = common::toml_str(&common::node22().to_string_lossy()),
-            fs = common::toml_str(
-                &common::npm_bin("@modelcontextprotocol/server-filesystem").to_string_lossy()
-            ),
-            files = common::toml_str(&files_dir),
-        )
-    };
+    let fs = fs_server(files.path());
+    let config = |dir: &Path, mode: &str| config_text(dir, mode, "", &fs);
     let gateway = common::Gateway::start(|dir| config(dir, "all"), &[]);
     let search = json!([["search_tools", {"query": "create a new directory"}]]);
     let view = || {

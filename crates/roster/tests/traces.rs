@@ -20,8 +20,7 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message as _;
 use serde_json::{Value, json};
 
-const ACCEPT_BOTH: &str = "application/json, text/event-stream";
-const VERSION: &str = "2025-11-25";
+use common::mcp_http;
 
 /// What the receiver got: each span with its resource's `service.name`.
 #[derive(Clone, Default)]
@@ -131,15 +130,13 @@ fn web(port: u16) -> String {
 /// variables removed.
 fn gateway(servers: &str, env: &[(&str, &str)]) -> common::Gateway {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = common::write_roster_toml(
+        dir.path(),
+        &format!(
             "[gateway]\nstate_dir = {state:?}\n\n{servers}",
             state = dir.path().join("state"),
         ),
-    )
-    .expect("write config");
+    );
     let mut command = common::serve_command(&config);
     for (var, _) in std::env::vars() {
         if var.starts_with("OTEL_") {
@@ -156,35 +153,11 @@ fn gateway(servers: &str, env: &[(&str, &str)]) -> common::Gateway {
 }
 
 fn post(url: &str, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", ACCEPT_BOTH)
-        .header("mcp-protocol-version", VERSION)
-        .body(body.to_string());
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    request
+    mcp_http::post(&reqwest::Client::new(), url, None, session, body)
 }
 
 async fn open_session(url: &str) -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {},
-        "clientInfo": {"name": "traces", "version": "1"}}});
-    let response = post(url, None, &initialize)
-        .send()
-        .await
-        .expect("POST initialize");
-    assert_eq!(response.status(), 200, "initialize refused");
-    let session = common::session_id(&response);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let ack = post(url, Some(&session), &initialized)
-        .send()
-        .await
-        .expect("POST initialized");
-    assert_eq!(ack.status(), 202);
-    session
+    mcp_http::open_session(&reqwest::Client::new(), url, None, "traces", json!({})).await
 }
 
 /// Calls `web__last_traceparent` (with `traceparent` as the HTTP header when given, and
@@ -440,16 +413,14 @@ async fn a_stdio_clients_meta_traceparent_is_the_parent_and_spans_are_flushed_at
     common::init_tracing();
     let (endpoint, received) = otlp_http_receiver().await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("roster.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = common::write_roster_toml(
+        dir.path(),
+        &format!(
             "[gateway]\nstate_dir = {state:?}\n\n{}",
             common::dynamic_server_toml("local", "legacy", &[]),
             state = dir.path().join("state"),
         ),
-    )
-    .expect("write config");
+    );
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_roster"));
     command
         .arg("--config")
@@ -473,9 +444,7 @@ async fn a_stdio_clients_meta_traceparent_is_the_parent_and_spans_are_flushed_at
     let stdout = roster.stdout.take().expect("stdout");
     let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
 
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {},
-        "clientInfo": {"name": "traces", "version": "1"}}});
+    let initialize = mcp_http::initialize(1, "traces", json!({}));
     exchange(&mut stdin, &mut lines, initialize).await;
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     exchange(&mut stdin, &mut lines, initialized).await;

@@ -123,6 +123,18 @@ impl Gateway {
     }
 }
 
+/// `roster.toml` for a gateway whose state is in `dir/state`, fronting the dynamic Python fixture
+/// as `dynamic`: `gateway` and `server` are more lines for `[gateway]` and `[servers.dynamic]`,
+/// `extra` more TOML after them.
+pub fn dynamic_config(dir: &Path, gateway: &str, server: &str, extra: &str) -> String {
+    format!(
+        "[gateway]\ndebounce = \"50ms\"\nstate_dir = {state:?}\n{gateway}\n\n[servers.dynamic]\ncommand = {py:?}\nargs = [{fixture:?}]\n{server}\n\n{extra}\n",
+        state = dir.join("state"),
+        py = super::python(),
+        fixture = super::python_fixture("dynamic.py"),
+    )
+}
+
 /// The Python SDK client's report for `calls` (`[tool, arguments]` pairs) made at `target`
 /// (`--url URL [--token T]` or `--stdio ROSTER CONFIG`); see `call_tools.py`.
 pub fn call_tools(target: &[&str], calls: &serde_json::Value) -> serde_json::Value {

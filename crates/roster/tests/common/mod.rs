@@ -10,7 +10,10 @@
 
 mod cli;
 mod gateway;
+pub mod inbox;
 pub mod infra;
+mod json_lines;
+pub mod mcp_http;
 pub mod oauth;
 mod raw_http;
 
@@ -19,9 +22,11 @@ mod raw_http;
 pub use cli::{Cli, ROSTER, cli, stderr_of};
 #[allow(unused_imports)]
 pub use gateway::{
-    Gateway, call_tools, example_config, person, post_initialize, serve_command, session_id,
-    session_steps,
+    Gateway, call_tools, dynamic_config, example_config, person, post_initialize, serve_command,
+    session_id, session_steps,
 };
+#[allow(unused_imports)]
+pub use json_lines::{JsonLines, spawn_piped};
 #[allow(unused_imports)]
 pub use raw_http::{RawHttp, modern_meta};
 
@@ -111,6 +116,41 @@ pub fn python_mcp1() -> PathBuf {
         Some(p) => PathBuf::from(p),
         None => workspace_root().join(".venv-mcp1/bin/python"),
     }
+}
+
+/// The built `roster` binary, as a path.
+pub fn roster_bin() -> PathBuf {
+    PathBuf::from(ROSTER)
+}
+
+/// Writes `text` as `dir/roster.toml`; that path.
+pub fn write_roster_toml(dir: &std::path::Path, text: &str) -> PathBuf {
+    let config = dir.join("roster.toml");
+    std::fs::write(&config, text).expect("write config");
+    config
+}
+
+/// The permission bits of `path` (of a link itself, not what it points to).
+pub fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// Sets the permission bits of `path` to `mode`.
+pub fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// Makes the directory `path` (its parent exists) with the permission bits `mode`, as a
+/// person's own directory that roster finds already there.
+pub fn make_dir(path: &std::path::Path, mode: u32) {
+    std::fs::create_dir(path).expect("mkdir");
+    set_mode(path, mode);
 }
 
 /// A TCP port free on 127.0.0.1 right now.
@@ -241,6 +281,47 @@ pub fn text_of(result: &serde_json::Value) -> String {
         .to_owned()
 }
 
+/// The text of the first content block of a tool result; panics showing the result when it has
+/// none (an error, or content of another kind).
+pub fn required_text(result: &serde_json::Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {result}"))
+        .to_owned()
+}
+
+/// The URIs a client's report lists under `resources` (its `resources/list`).
+pub fn resource_uris(report: &serde_json::Value) -> Vec<String> {
+    report["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no resources in {report}"))
+        .iter()
+        .filter_map(|u| u.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The strings of the JSON array `list`; panics showing it when it is no array.
+pub fn strings(list: &serde_json::Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect()
+}
+
+/// Whether `value` is a string containing `part`.
+pub fn str_contains(value: &serde_json::Value, part: &str) -> bool {
+    value.as_str().is_some_and(|s| s.contains(part))
+}
+
+/// Whether a server's status has a last error that contains `part`.
+pub fn last_error_says(status: &roster::servers::ServerStatus, part: &str) -> bool {
+    status
+        .last_error
+        .as_deref()
+        .is_some_and(|e| e.contains(part))
+}
+
 /// Whether the roster exposes a tool under `exposed` now.
 pub fn has_tool(roster: &roster::Roster, exposed: &str) -> bool {
     roster.tools().iter().any(|t| t.exposed_name == exposed)
@@ -311,17 +392,26 @@ pub fn wait_started(config: &std::path::Path) {
     }
 }
 
-/// Spawns `command` (a `roster ... serve --http ADDR` the caller configured) and returns the
-/// child with the MCP URL it prints on stderr; stderr keeps being drained afterwards.
-pub fn serve_http(mut command: std::process::Command) -> (std::process::Child, String) {
-    use std::io::{BufRead, BufReader};
+/// Spawns `command` with no stdin, its stdout dropped and its stderr piped: the child and its
+/// stderr, which the caller reads (and must keep draining, or the child blocks on it).
+pub fn spawn_reading_stderr(
+    command: &mut std::process::Command,
+) -> (std::process::Child, std::process::ChildStderr) {
     let mut child = command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .expect("start roster serve --http");
+        .unwrap_or_else(|e| panic!("start {command:?}: {e}"));
     let stderr = child.stderr.take().expect("stderr piped");
+    (child, stderr)
+}
+
+/// Spawns `command` (a `roster ... serve --http ADDR` the caller configured) and returns the
+/// child with the MCP URL it prints on stderr; stderr keeps being drained afterwards.
+pub fn serve_http(mut command: std::process::Command) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let (child, stderr) = spawn_reading_stderr(&mut command);
     let mut lines = BufReader::new(stderr).lines();
     let url = loop {
         let line = lines
@@ -402,13 +492,7 @@ pub fn call_tools_while(
     calls: &serde_json::Value,
     mut change: impl FnMut(u32),
 ) -> serde_json::Value {
-    let mut client = python_client(&python(), "call_tools.py")
-        .args(["--url", url, "--calls"])
-        .arg(calls.to_string())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run the Python client");
+    let mut client = spawn_call_tools(url, calls);
     let mut n = 0;
     while client.try_wait().expect("the client").is_none() {
         n += 1;
@@ -416,6 +500,18 @@ pub fn call_tools_while(
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
     client_report("call_tools.py", &client.wait_with_output().expect("done"))
+}
+
+/// Starts `call_tools.py` making `calls` at `url` with its output piped, for a test that goes on
+/// while the calls wait; [`client_report`] reads what it printed once it is done.
+pub fn spawn_call_tools(url: &str, calls: &serde_json::Value) -> std::process::Child {
+    python_client(&python(), "call_tools.py")
+        .args(["--url", url, "--calls"])
+        .arg(calls.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the Python client")
 }
 
 /// What `command` printed on stdout; panics showing its stderr when it failed. For another
