@@ -2,7 +2,7 @@
 //! — the state dir's files and a real PostgreSQL cluster (`common::infra::Postgres`) — so a
 //! backend that answers differently fails here, not on a user's replica.
 //!
-//! Suites: the OAuth tokens, the tool pins.
+//! Suites: the OAuth tokens, the tool pins, the inbox's trail.
 
 mod common;
 
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::infra::Postgres;
 use roster::config::StoreConfig;
+use roster::inbox::{Inbox, InboxConfig};
 use roster::store::{DecidedBy, Decision, PinStore, PinWrite, Stores, Tokens};
 use roster_core::pin::Pin;
 
@@ -266,6 +267,99 @@ fn the_shared_stores_pins_keep_the_rules() {
         .expect("reads")
         .expect("a shared store always has its pins");
     pins_suite("postgres", &mut gateway, &mut person);
+}
+
+/// What every inbox trail must keep across a restart (`open` opens the inbox anew, as a
+/// restarted gateway or another replica does): every entry with its seq, which ones were read
+/// and which roster handled itself, a seq that only grows, and a purge.
+fn inbox_suite(backend: &str, open: &dyn Fn() -> Inbox) {
+    let message = |data: &str| serde_json::json!({"level": "info", "data": data});
+    let inbox = open();
+    assert_eq!(inbox.entry_count(), 0, "{backend}: empty");
+    let one = inbox.record("s", "notifications/message", message("one"), false);
+    let handled = inbox.record(
+        "s",
+        "notifications/tools/list_changed",
+        serde_json::json!({}),
+        true,
+    );
+    let two = inbox.record("t", "notifications/message", message("two"), false);
+    assert!(
+        one < handled && handled < two,
+        "{backend}: {one}, {handled}, {two}"
+    );
+    assert_eq!(
+        inbox.unread().len(),
+        2,
+        "{backend}: what roster handled is not unread"
+    );
+    assert_eq!(inbox.list(Some("s"), 10).len(), 2, "{backend}: by channel");
+    assert_eq!(inbox.ack(Some(one)), 1, "{backend}: read up to the first");
+    drop(inbox);
+    let again = open();
+    let seqs: Vec<u64> = again.list(None, 10).iter().map(|e| e.seq).collect();
+    assert_eq!(seqs.len(), 3, "{backend}: every entry is back: {seqs:?}");
+    for seq in [one, handled, two] {
+        assert!(
+            seqs.contains(&seq),
+            "{backend}: {seq} is back with its seq: {seqs:?}"
+        );
+    }
+    let unread: Vec<u64> = again.unread().iter().map(|e| e.seq).collect();
+    assert_eq!(unread, vec![two], "{backend}: read state is back");
+    let three = again.record("s", "notifications/message", message("three"), false);
+    assert!(three > two, "{backend}: the seq grows across a restart");
+    let report = again.clear(true);
+    assert_eq!(report.cleared, 4, "{backend}");
+    assert!(report.partial_warning.is_none(), "{backend}: {report:?}");
+    drop(again);
+    let after = open();
+    assert_eq!(
+        after.entry_count(),
+        0,
+        "{backend}: the purge holds after a restart"
+    );
+    let four = after.record("s", "notifications/message", message("four"), false);
+    assert!(four > three, "{backend}: the seq grows across a purge");
+}
+
+#[test]
+fn the_state_dirs_inbox_trail_keeps_the_rules() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let open = || {
+        Inbox::open(InboxConfig {
+            stores: Some(Stores::embedded(dir.path())),
+            ..InboxConfig::new(dir.path())
+        })
+        .expect("the inbox opens")
+    };
+    inbox_suite("state dir", &open);
+    assert!(
+        dir.path().join(roster::inbox::AUDIT_FILE).is_file(),
+        "the trail is the state dir's audit.jsonl"
+    );
+}
+
+#[test]
+fn the_shared_stores_inbox_trail_keeps_the_rules() {
+    let pg = Postgres::start();
+    let config = StoreConfig {
+        url: pg.url_with_password(),
+        password_env: None,
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let open = || {
+        Inbox::open(InboxConfig {
+            stores: Some(Stores::open(Some(&config), dir.path()).expect("connects")),
+            ..InboxConfig::new(dir.path())
+        })
+        .expect("the inbox opens")
+    };
+    inbox_suite("postgres", &open);
+    assert!(
+        !dir.path().join(roster::inbox::AUDIT_FILE).exists(),
+        "nothing is written to the state dir's trail"
+    );
 }
 
 #[test]
