@@ -9,27 +9,35 @@ use super::error::RequestError;
 use crate::metrics::CallOutcome;
 use crate::telemetry::Outcome;
 
+impl From<&RequestError> for CallOutcome {
+    fn from(error: &RequestError) -> CallOutcome {
+        match error {
+            RequestError::Timeout(_) => CallOutcome::Timeout,
+            RequestError::Cancelled => CallOutcome::Cancelled,
+            RequestError::Closed | RequestError::ShuttingDown(_) => CallOutcome::ServerDown,
+            _ => CallOutcome::ProtocolError,
+        }
+    }
+}
+
 impl From<&Result<Answer, RequestError>> for CallOutcome {
     fn from(outcome: &Result<Answer, RequestError>) -> CallOutcome {
         match outcome {
             Ok(result) if result.is_error() => CallOutcome::ToolError,
             Ok(_) => CallOutcome::Ok,
-            Err(RequestError::Timeout(_)) => CallOutcome::Timeout,
-            Err(RequestError::Cancelled) => CallOutcome::Cancelled,
-            Err(RequestError::Closed | RequestError::ShuttingDown(_)) => CallOutcome::ServerDown,
-            Err(_) => CallOutcome::ProtocolError,
+            Err(error) => CallOutcome::from(error),
         }
     }
 }
 
 impl Outcome for RequestError {
+    /// The call's label, but for a failure that is no JSON-RPC error (an unexpected answer, a
+    /// refused login, a listing too large): `error`, not `protocol_error`.
     fn outcome(&self) -> &'static str {
-        match self {
-            RequestError::Server { .. } | RequestError::Input { .. } => "protocol_error",
-            RequestError::Timeout(_) => "timeout",
-            RequestError::Cancelled => "cancelled",
-            RequestError::Closed | RequestError::ShuttingDown(_) => "server_down",
-            _ => "error",
+        match (self, CallOutcome::from(self)) {
+            (RequestError::Server { .. } | RequestError::Input { .. }, _) => "protocol_error",
+            (_, CallOutcome::ProtocolError) => "error",
+            (_, outcome) => outcome.as_str(),
         }
     }
 
@@ -41,8 +49,7 @@ impl Outcome for RequestError {
 impl Outcome for Result<Answer, RequestError> {
     fn outcome(&self) -> &'static str {
         match self {
-            Ok(result) if result.is_error() => "tool_error",
-            Ok(_) => "ok",
+            Ok(_) => CallOutcome::from(self).as_str(),
             Err(error) => error.outcome(),
         }
     }

@@ -100,7 +100,7 @@ impl Stores {
 
     /// The tool pins, for the roster that serves them: it follows what a person decides
     /// elsewhere (the CLI beside it, another replica) at its next turn. In the state dir the
-    /// file is made now.
+    /// file is made now; in memory, each call gives a store of its own.
     pub fn pins(&self) -> Result<PinStore, StoreError> {
         match &self.backend {
             Backend::Embedded(Some(dir)) => SqlitePins::open(dir).map(PinStore::new),
