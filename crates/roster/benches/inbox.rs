@@ -13,7 +13,7 @@ fn main() {
 fn inbox(dir: &Path, fsync: FsyncPolicy) -> Inbox {
     Inbox::open(InboxConfig {
         fsync,
-        ..InboxConfig::new(dir)
+        ..InboxConfig::new(roster::store::Stores::embedded(dir))
     })
     .expect("the inbox opens")
 }
@@ -44,7 +44,7 @@ fn open_replaying_10k(bencher: Bencher<'_, '_>) {
         }
     }
     bencher.bench_local(|| {
-        Inbox::snapshot(dir.path(), 1000)
+        Inbox::snapshot(&roster::store::Stores::embedded(dir.path()), 1000)
             .expect("snapshot")
             .last_seq()
     });

@@ -347,17 +347,16 @@ async fn serve(config_path: &Path, args: ServeArgs) -> anyhow::Result<()> {
     // stdio client) runs without it, and without the `channels` tool. A shared inbox has no
     // owner: every replica has it.
     let inbox_config = InboxConfig {
-        stores: Some(stores.clone()),
         // Read state is kept per client identity: every configured client has a place.
         max_identities: config
             .clients
             .len()
             .max(roster::inbox::DEFAULT_MAX_IDENTITIES),
-        ..InboxConfig::new(&config.gateway.state_dir)
+        ..InboxConfig::new(stores.clone())
     };
     let inbox = match Inbox::open(inbox_config) {
         Ok(inbox) => Some(Arc::new(inbox)),
-        Err(e) if stores.shared().is_some() => {
+        Err(e) if stores.is_shared() => {
             return Err(anyhow::Error::from(e).context("cannot open the inbox replicas share"));
         }
         Err(e) => {

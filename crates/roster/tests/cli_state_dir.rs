@@ -29,7 +29,7 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let state = conf_dir.join("state");
     let inbox = Inbox::open(InboxConfig {
         fsync: FsyncPolicy::Always,
-        ..InboxConfig::new(&state)
+        ..InboxConfig::new(roster::store::Stores::embedded(&state))
     })
     .expect("open inbox");
     inbox.record(

@@ -334,7 +334,8 @@ fn a_torn_last_line_is_skipped_and_cut_off() {
     drop(inbox);
     append_to_trail(dir.path(), br#"{"kind":"entry","seq":3,"at":"2026-"#);
 
-    let snapshot = Inbox::snapshot(dir.path(), 100).expect("snapshot");
+    let snapshot =
+        Inbox::snapshot(&roster::store::Stores::embedded(dir.path()), 100).expect("snapshot");
     assert_eq!(seqs(&snapshot.list(None, 10)), [2, 1]);
 
     let inbox = open(dir.path());
@@ -370,7 +371,7 @@ fn eight_threads_append_eighty_thousand_whole_lines() {
         Inbox::open(InboxConfig {
             rotate_bytes: u64::MAX,
             fsync: FsyncPolicy::Interval(Duration::from_millis(50)),
-            ..InboxConfig::new(dir.path())
+            ..InboxConfig::new(roster::store::Stores::embedded(dir.path()))
         })
         .expect("the inbox opens"),
     );
@@ -528,7 +529,8 @@ fn a_confirm_left_pending_by_a_previous_process_expires_on_open() {
         std::mem::forget(inbox);
         id
     };
-    let snapshot = Inbox::snapshot(dir.path(), 100).expect("snapshot");
+    let snapshot =
+        Inbox::snapshot(&roster::store::Stores::embedded(dir.path()), 100).expect("snapshot");
     assert_eq!(
         snapshot.pending_confirms().len(),
         1,
@@ -564,10 +566,11 @@ fn a_second_owner_of_the_same_state_dir_is_refused() {
     let first = open(dir.path());
     assert!(matches!(
         Inbox::open(config(dir.path())),
-        Err(InboxError::Busy { .. })
+        Err(InboxError::Store(roster::store::StoreError::Busy { .. }))
     ));
     first.record("files", "m", Value::Null, false);
-    let snapshot = Inbox::snapshot(dir.path(), 100).expect("a snapshot needs no lock");
+    let snapshot = Inbox::snapshot(&roster::store::Stores::embedded(dir.path()), 100)
+        .expect("a snapshot needs no lock");
     assert_eq!(snapshot.last_seq(), 1);
     drop(first);
     open(dir.path());
@@ -583,7 +586,7 @@ fn fsync_always_and_interval_keep_the_same_content() {
         {
             let inbox = Inbox::open(InboxConfig {
                 fsync,
-                ..InboxConfig::new(dir.path())
+                ..InboxConfig::new(roster::store::Stores::embedded(dir.path()))
             })
             .expect("the inbox opens");
             record_messages(&inbox, 1..=20);
@@ -618,7 +621,8 @@ fn a_pending_confirm_outlives_rotations_in_the_trail() {
     );
     // Enough traffic to rotate several times: the confirm's own line is long gone from disk.
     record_messages(&inbox, 1..=300);
-    let snapshot = Inbox::snapshot(dir.path(), 1000).expect("snapshot");
+    let snapshot =
+        Inbox::snapshot(&roster::store::Stores::embedded(dir.path()), 1000).expect("snapshot");
     let seen: Vec<_> = snapshot.pending_confirms().iter().map(|c| c.id).collect();
     assert_eq!(seen, [pending.id]);
     let listed = snapshot.list(None, 1000);
@@ -630,7 +634,8 @@ fn a_pending_confirm_outlives_rotations_in_the_trail() {
 
     inbox.confirm(pending.id, true).expect("confirm");
     assert_eq!(pending.blocking_decision(), ConfirmDecision::Confirmed);
-    let snapshot = Inbox::snapshot(dir.path(), 1000).expect("snapshot");
+    let snapshot =
+        Inbox::snapshot(&roster::store::Stores::embedded(dir.path()), 1000).expect("snapshot");
     assert!(snapshot.pending_confirms().is_empty());
 }
 

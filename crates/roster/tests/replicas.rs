@@ -664,13 +664,9 @@ fn store_of(pg: &Postgres) -> roster::store::Stores {
 /// An inbox on `shared`, as a replica opens it with `[store]` (`tune` changes its config).
 fn shared_inbox(
     shared: &roster::store::Stores,
-    dir: &Path,
     tune: impl FnOnce(&mut roster::inbox::InboxConfig),
 ) -> roster::inbox::Inbox {
-    let mut config = roster::inbox::InboxConfig {
-        stores: Some(shared.clone()),
-        ..roster::inbox::InboxConfig::new(dir)
-    };
+    let mut config = roster::inbox::InboxConfig::new(shared.clone());
     tune(&mut config);
     roster::inbox::Inbox::open(config).expect("a shared inbox")
 }
@@ -680,9 +676,8 @@ fn the_shared_log_is_cut_and_every_replica_still_shows_the_same_inbox() {
     use roster::inbox::{ConfirmDecision, ConfirmRequest, Inbox};
     let pg = Postgres::start();
     let shared = store_of(&pg);
-    let dir = tempfile::tempdir().expect("temp dir");
     let open = || {
-        shared_inbox(&shared, dir.path(), |config| {
+        shared_inbox(&shared, |config| {
             config.capacity = 30;
             config.retain = 50;
         })
@@ -826,8 +821,7 @@ async fn a_get_stream_resumed_on_another_replica_goes_on_there() {
 fn records_wait_while_the_store_is_down_and_go_in_order_when_it_is_back() {
     let pg = Postgres::start();
     let shared = store_of(&pg);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let inbox = shared_inbox(&shared, dir.path(), |_| {});
+    let inbox = shared_inbox(&shared, |_| {});
     assert_eq!(
         inbox.record("srv", "notifications/message", json!({"n": 1}), false),
         1
@@ -849,7 +843,7 @@ fn records_wait_while_the_store_is_down_and_go_in_order_when_it_is_back() {
         4
     );
     assert!(inbox.audit_error().is_none());
-    let later = shared_inbox(&shared, dir.path(), |_| {});
+    let later = shared_inbox(&shared, |_| {});
     for view in [&inbox, &later] {
         let seen: Vec<(u64, Value)> = view
             .list(None, 10)
@@ -869,8 +863,7 @@ fn records_wait_while_the_store_is_down_and_go_in_order_when_it_is_back() {
 fn records_lost_past_the_backlog_are_counted_by_an_entry_in_their_place() {
     let pg = Postgres::start();
     let shared = store_of(&pg);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let inbox = shared_inbox(&shared, dir.path(), |config| config.capacity = 2000);
+    let inbox = shared_inbox(&shared, |config| config.capacity = 2000);
     inbox.record("srv", "notifications/message", json!({"n": 0}), false);
     pg.stop();
     // The backlog holds 1,000: the 25 oldest of these are lost.
@@ -879,7 +872,7 @@ fn records_lost_past_the_backlog_are_counted_by_an_entry_in_their_place() {
     }
     pg.start_again();
     inbox.record("srv", "notifications/message", json!({"n": 1026}), false);
-    let later = shared_inbox(&shared, dir.path(), |config| config.capacity = 2000);
+    let later = shared_inbox(&shared, |config| config.capacity = 2000);
     for view in [&inbox, &later] {
         let entries: Vec<_> = view.list(None, 2000).into_iter().rev().collect();
         let gap = entries
@@ -902,8 +895,7 @@ fn records_lost_past_the_backlog_are_counted_by_an_entry_in_their_place() {
 fn clear_all_on_one_replica_empties_every_replicas_inbox_and_the_log() {
     let pg = Postgres::start();
     let shared = store_of(&pg);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let open = || shared_inbox(&shared, dir.path(), |_| {});
+    let open = || shared_inbox(&shared, |_| {});
     let (a, b) = (open(), open());
     for n in 0..5 {
         b.record("srv", "notifications/message", json!({"n": n}), false);

@@ -745,7 +745,12 @@ async fn notifications_land_in_the_inbox_and_its_audit_trail() {
     use roster::inbox::{EntryState, Inbox, InboxConfig};
     common::init_tracing();
     let dir = tempfile::tempdir().expect("tempdir");
-    let inbox = Arc::new(Inbox::open(InboxConfig::new(dir.path())).expect("inbox opens"));
+    let inbox = Arc::new(
+        Inbox::open(InboxConfig::new(roster::store::Stores::embedded(
+            dir.path(),
+        )))
+        .expect("inbox opens"),
+    );
     let roster = Roster::start_with(
         test_config(&dynamic_server_toml("on", "legacy", &[]), ""),
         RosterOptions {
@@ -856,7 +861,12 @@ async fn a_server_elicitation_is_decided_through_the_inbox() {
     use roster::inbox::{Inbox, InboxConfig};
     common::init_tracing();
     let dir = tempfile::tempdir().expect("tempdir");
-    let inbox = Arc::new(Inbox::open(InboxConfig::new(dir.path())).expect("inbox opens"));
+    let inbox = Arc::new(
+        Inbox::open(InboxConfig::new(roster::store::Stores::embedded(
+            dir.path(),
+        )))
+        .expect("inbox opens"),
+    );
     let roster = Roster::start_with(
         test_config(&dynamic_server_toml("el", "legacy", &[]), ""),
         RosterOptions {

@@ -211,7 +211,7 @@ fn the_shared_stores_tokens_keep_the_rules() {
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let stores = Stores::open(Some(&config), dir.path()).expect("connects");
-    assert!(stores.shared().is_some() && stores.state_dir().is_none());
+    assert!(stores.is_shared() && stores.state_dir().is_none());
     tokens_suite("postgres", &*stores.tokens());
     // A second replica (its own connection) sees the first one's writes.
     let replica = Stores::open(Some(&config), dir.path()).expect("connects");
@@ -326,13 +326,8 @@ fn inbox_suite(backend: &str, open: &dyn Fn() -> Inbox) {
 #[test]
 fn the_state_dirs_inbox_trail_keeps_the_rules() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let open = || {
-        Inbox::open(InboxConfig {
-            stores: Some(Stores::embedded(dir.path())),
-            ..InboxConfig::new(dir.path())
-        })
-        .expect("the inbox opens")
-    };
+    let open =
+        || Inbox::open(InboxConfig::new(Stores::embedded(dir.path()))).expect("the inbox opens");
     inbox_suite("state dir", &open);
     assert!(
         dir.path().join(roster::inbox::AUDIT_FILE).is_file(),
@@ -350,8 +345,7 @@ fn the_shared_stores_inbox_trail_keeps_the_rules() {
     let dir = tempfile::tempdir().expect("temp dir");
     let open = || {
         Inbox::open(InboxConfig {
-            stores: Some(Stores::open(Some(&config), dir.path()).expect("connects")),
-            ..InboxConfig::new(dir.path())
+            ..InboxConfig::new(Stores::open(Some(&config), dir.path()).expect("connects"))
         })
         .expect("the inbox opens")
     };

@@ -205,7 +205,9 @@ pub fn complete(
     let Ok(dir) = resolve_state_dir(state_dir, config_path) else {
         return Ok(true);
     };
-    let Ok(backend) = backend_for(&dir) else {
+    // The state dir's trail only: a completion does not wait for a database.
+    let stores = crate::store::Stores::embedded(&dir);
+    let Ok(backend) = backend_for(&dir, stores) else {
         return Ok(true);
     };
     let mut out = std::io::stdout().lock();

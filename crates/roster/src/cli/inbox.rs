@@ -3,11 +3,13 @@
 //! Every command goes through an [`InboxBackend`], picked by [`backend_for`]: [`AdminBackend`]
 //! when a gateway answers on the admin socket of the state directory (it owns the inbox, and
 //! only it can answer a server waiting on a confirm), else [`DirectBackend`], which works on the
-//! audit trail itself. Both end in the same [`Inbox`] calls, and the output is rendered here for
+//! audit trail the [`Stores`] keep (the state dir's, or the log replicas share). Both end in the same [`Inbox`] calls, and the output is rendered here for
 //! both.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+
+use crate::store::Stores;
 
 use super::state::{resolve_state_dir, stores_for};
 use crate::gateway::admin::{self, InboxRequest};
@@ -108,77 +110,34 @@ pub trait InboxBackend {
     fn confirm(&self, id: ConfirmId, yes: bool) -> anyhow::Result<ConfirmDecision>;
 }
 
-/// Works on the audit trail in the state directory. Reads need no lock, so they also show a
-/// running gateway's trail; changes take the inbox's lock, which a running gateway holds.
+/// Works on the audit trail the stores keep. Reads need no lock, so they also show a running
+/// gateway's trail; changes open the inbox: in a state dir that takes its lock, which a running
+/// gateway holds; the log replicas share has no owner, and a decision made here reaches the
+/// server request waiting for it on whichever replica that is.
 #[derive(Debug, Clone)]
 pub struct DirectBackend {
-    dir: PathBuf,
+    stores: Stores,
 }
 
 impl DirectBackend {
-    /// The backend for the state directory `dir`.
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        DirectBackend { dir: dir.into() }
+    /// The backend for the trail `stores` keep.
+    pub fn new(stores: Stores) -> Self {
+        DirectBackend { stores }
     }
 
     fn snapshot(&self) -> anyhow::Result<crate::inbox::InboxSnapshot> {
-        Ok(Inbox::snapshot(&self.dir, DEFAULT_CAPACITY)?)
+        Ok(Inbox::snapshot(&self.stores, DEFAULT_CAPACITY)?)
     }
 
     fn open(&self) -> anyhow::Result<Inbox> {
-        // A one-shot command: each change is synced before the process exits.
+        // A one-shot command: each change is synced before the process exits. It speaks for
+        // the person, whatever identities the trail holds.
         let config = InboxConfig {
             fsync: FsyncPolicy::Always,
-            ..InboxConfig::new(&self.dir)
+            max_identities: usize::MAX,
+            ..InboxConfig::new(self.stores.clone())
         };
         Ok(Inbox::open(config)?)
-    }
-}
-
-/// Works on the inbox replicas share (`[store]`): it is the same inbox every gateway shows, and
-/// a decision reaches the server request waiting for it on whichever replica that is.
-#[derive(Debug)]
-pub struct SharedBackend {
-    inbox: Inbox,
-}
-
-impl SharedBackend {
-    /// Opens the inbox replicas share (`stores` are `[store]`'s).
-    pub fn open(dir: &Path, stores: crate::store::Stores) -> anyhow::Result<Self> {
-        let config = InboxConfig {
-            stores: Some(stores),
-            max_identities: usize::MAX,
-            ..InboxConfig::new(dir)
-        };
-        Ok(SharedBackend {
-            inbox: Inbox::open(config)?,
-        })
-    }
-}
-
-impl InboxBackend for SharedBackend {
-    fn list(&self, channel: Option<&str>, limit: usize) -> anyhow::Result<Vec<Entry>> {
-        Ok(self.inbox.list(channel, limit))
-    }
-
-    fn unread(&self) -> anyhow::Result<Vec<Entry>> {
-        Ok(self.inbox.unread())
-    }
-
-    fn pending_confirms(&self) -> anyhow::Result<Vec<ConfirmEntry>> {
-        Ok(self.inbox.pending_confirms())
-    }
-
-    fn ack(&self, up_to: Option<Seq>) -> anyhow::Result<usize> {
-        Ok(self.inbox.ack(up_to))
-    }
-
-    fn clear(&self, all: bool) -> anyhow::Result<ClearReport> {
-        Ok(self.inbox.clear(all))
-    }
-
-    fn confirm(&self, id: ConfirmId, yes: bool) -> anyhow::Result<ConfirmDecision> {
-        Ok(self.inbox.confirm(id, yes)?)
     }
 }
 
@@ -204,8 +163,9 @@ impl InboxBackend for DirectBackend {
     }
 
     fn confirm(&self, id: ConfirmId, yes: bool) -> anyhow::Result<ConfirmDecision> {
-        // Owning the inbox means no gateway runs, so no server waits: opening expires what was
-        // pending, and the answer says so.
+        // Owning a state dir's inbox means no gateway runs, so no server waits: opening expires
+        // what was pending, and the answer says so. In the shared log, the replica whose server
+        // waits gets the decision.
         Ok(self.open()?.confirm(id, yes)?)
     }
 }
@@ -306,14 +266,16 @@ impl InboxBackend for AdminBackend {
     }
 }
 
-/// The backend for `dir`: the running gateway's, when one answers on the admin socket there;
-/// else the direct one (also when the socket file is a leftover of a gateway that died).
-pub fn backend_for(dir: &Path) -> anyhow::Result<Box<dyn InboxBackend>> {
+/// The backend for the trail `stores` keep: the running gateway's, when one answers on the
+/// admin socket of the state dir `dir` (it owns that trail); else the direct one (also when the
+/// socket file is a leftover of a gateway that died, and always for the log replicas share,
+/// which no gateway owns).
+pub fn backend_for(dir: &Path, stores: Stores) -> anyhow::Result<Box<dyn InboxBackend>> {
     let socket = admin::socket_path(dir);
-    if admin::answers(&socket) {
+    if !stores.is_shared() && admin::answers(&socket) {
         return Ok(Box::new(AdminBackend::new(socket)?));
     }
-    Ok(Box::new(DirectBackend::new(dir)))
+    Ok(Box::new(DirectBackend::new(stores)))
 }
 
 /// Runs one `roster inbox` command; `config_path` is the configuration `--config` names.
@@ -325,10 +287,7 @@ pub fn run(args: InboxArgs, config_path: &Path) -> anyhow::Result<()> {
         crate::inbox::export(&stores, &mut out)?;
         return Ok(());
     }
-    let backend: Box<dyn InboxBackend> = match stores.shared() {
-        Some(_) => Box::new(SharedBackend::open(&dir, stores)?),
-        None => backend_for(&dir)?,
-    };
+    let backend = backend_for(&dir, stores)?;
     match args.command {
         InboxCommand::Export => unreachable!("exported above"),
         InboxCommand::List {

@@ -147,7 +147,7 @@ fn bind(path: &Path) -> Result<(UnixListener, (u64, u64)), AdminError> {
         source,
     };
     if let Some(dir) = path.parent() {
-        crate::inbox::ensure_state_dir(dir).map_err(err)?;
+        crate::store::ensure_state_dir(dir).map_err(err)?;
     }
     // A socket left behind by a gateway that did not exit cleanly would make bind fail; one
     // that still answers belongs to a live gateway and must not be taken over. Anything that

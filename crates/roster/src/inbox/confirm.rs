@@ -7,12 +7,12 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::record::AuditRecord;
 use super::trail::Inner;
 use super::{
     ConfirmDecision, ConfirmEntry, ConfirmId, EntryState, Inbox, InboxError, Seq, now_rfc3339,
     rfc3339,
 };
+use crate::store::trail::AuditRecord;
 
 /// A server request that needs a person's decision.
 #[derive(Debug, Clone, PartialEq)]

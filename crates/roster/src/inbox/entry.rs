@@ -8,7 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Seq;
+use super::{ConfirmDecision, Seq};
 
 /// The state of an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -97,18 +97,6 @@ impl FromStr for ConfirmId {
     }
 }
 
-/// The answer a pending confirm gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ConfirmDecision {
-    /// A person said yes.
-    Confirmed,
-    /// A person said no, or cleared the inbox while it was pending.
-    Declined,
-    /// Nobody decided before the deadline (or roster restarted first).
-    Expired,
-}
-
 impl ConfirmDecision {
     /// The entry state this decision leaves the confirm in.
     pub fn state(self) -> EntryState {
@@ -117,12 +105,6 @@ impl ConfirmDecision {
             ConfirmDecision::Declined => EntryState::Declined,
             ConfirmDecision::Expired => EntryState::Expired,
         }
-    }
-}
-
-impl fmt::Display for ConfirmDecision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.state().fmt(f)
     }
 }
 

@@ -28,8 +28,10 @@
 //! warning and cut off before new lines are appended.
 //!
 //! One process owns a state directory at a time: [`Inbox::open`] takes an advisory lock on
-//! `inbox.lock` and fails with [`InboxError::Busy`] while another inbox holds it.
-//! [`Inbox::snapshot`] reads the trail without the lock and without writing.
+//! `inbox.lock` and fails with [`StoreError::Busy`](crate::store::StoreError::Busy) while
+//! another inbox holds it. [`Inbox::snapshot`] reads the trail without the lock and without
+//! writing. The trail itself — this file, the log replicas share, or nothing (in memory) — is
+//! the store's ([`crate::store::Stores::inbox_trail`]); the inbox keeps the view.
 //!
 //! # Whose notification
 //! The view (`list`, `unread`, `ack`) is per client identity: a `[[clients]]` token's name, or
@@ -46,60 +48,46 @@
 //! line its identity, so a replay rebuilds every identity's view.
 
 mod attribution;
-mod audit;
 mod confirm;
 mod entry;
-mod fsync;
 mod housekeeping;
-mod lock;
-mod record;
 mod render;
 mod replay;
 mod ring;
-mod shared;
 mod trail;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::File;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+pub use crate::store::postgres::inbox::{CHANNEL as STORE_CHANNEL, default_retain};
+pub use crate::store::{
+    AUDIT_BACKUP_FILE, AUDIT_FILE, ConfirmDecision, DEFAULT_FSYNC_INTERVAL, FsyncPolicy, LOCK_FILE,
+    ParseFsyncPolicyError, Seq,
+};
 pub use attribution::{Attribution, HeldRequest, current_client, on_behalf_of};
-pub use audit::{AUDIT_BACKUP_FILE, AUDIT_FILE};
 pub use confirm::{ConfirmRequest, PendingConfirm};
-pub use entry::{ConfirmDecision, ConfirmEntry, ConfirmId, Entry, EntryState};
-pub use fsync::{FsyncPolicy, ParseFsyncPolicyError};
-pub use lock::LOCK_FILE;
+pub use entry::{ConfirmEntry, ConfirmId, Entry, EntryState};
 pub use render::{
     DEFAULT_LIST_LIMIT, DEFAULT_MAX_CHARS, LINE_MAX_CHARS, MORE_PREFIX, NO_ENTRIES, Reader, render,
     render_for,
 };
 pub use replay::InboxSnapshot;
 
-use audit::AuditFile;
-use record::{AuditRecord, RecordedEntry, RecordedState};
-use replay::replay;
+use crate::store::Stores;
+use crate::store::trail::{
+    AuditRecord, RecordedEntry, RecordedState, TrailOptions, now_rfc3339, rfc3339,
+};
 use ring::View;
-use shared::SharedLog;
 use trail::{Inner, Shared};
-
-pub use shared::{CHANNEL as STORE_CHANNEL, default_retain};
-
-/// The position of an entry in the inbox; increases by one per recorded notification or
-/// pending confirm, across restarts.
-pub type Seq = u64;
 
 /// Ring capacity when the config does not say.
 pub const DEFAULT_CAPACITY: usize = 1000;
 /// Size of `audit.jsonl` at which it is rotated to `audit.jsonl.1`, when the config does not say.
 pub const DEFAULT_ROTATE_BYTES: u64 = 10 * 1024 * 1024;
-/// The interval of the default fsync policy.
-pub const DEFAULT_FSYNC_INTERVAL: Duration = Duration::from_secs(1);
 /// How many client identities (besides the local default) keep their own read state, when the
 /// config does not say.
 pub const DEFAULT_MAX_IDENTITIES: usize = 64;
@@ -107,21 +95,12 @@ pub const DEFAULT_MAX_IDENTITIES: usize = 64;
 /// are configured, and the person at `roster inbox`.
 pub const LOCAL_IDENTITY: &str = "";
 
-pub use crate::store::ensure_state_dir;
-
 /// Writes every record of the audit trail of `stores` as JSON lines, oldest first: the shared
 /// log (`[store]`), else `audit.jsonl.1` then `audit.jsonl` in the state dir, read without the
 /// lock (a running gateway keeps it); nothing in memory. Returns how many (`roster inbox
 /// export`).
-pub fn export(
-    stores: &crate::store::Stores,
-    out: &mut dyn std::io::Write,
-) -> Result<usize, InboxError> {
-    let records = match (stores.shared(), stores.state_dir()) {
-        (Some(pg), _) => shared::all(pg)?,
-        (None, Some(dir)) => audit::read_all(dir)?,
-        (None, None) => Vec::new(),
-    };
+pub fn export(stores: &Stores, out: &mut dyn std::io::Write) -> Result<usize, InboxError> {
+    let records = stores.inbox_history()?;
     for record in &records {
         let line = record
             .to_line()
@@ -135,9 +114,11 @@ pub fn export(
 /// Where the inbox keeps its audit trail and how big it may grow.
 #[derive(Debug, Clone)]
 pub struct InboxConfig {
-    /// The state directory (`audit.jsonl`, `audit.jsonl.1` and `inbox.lock` live here). Created
-    /// if missing.
-    pub dir: PathBuf,
+    /// Where roster's state lives, and so the audit trail: `audit.jsonl` (with `audit.jsonl.1`
+    /// and `inbox.lock`) in a state dir (made if missing); the log replicas share (`[store]`),
+    /// where every replica's inbox shows the same entries and read state; or nothing kept
+    /// beyond the inbox (in memory).
+    pub stores: Stores,
     /// Entries kept in the ring (and replayed on open); at least 1.
     pub capacity: usize,
     /// Size at which `audit.jsonl` is rotated to `audit.jsonl.1`.
@@ -150,23 +131,18 @@ pub struct InboxConfig {
     /// With shared `stores`: how many records its log holds before it is cut (a checkpoint, then what
     /// follows); the default is [`default_retain`] of the capacity.
     pub retain: usize,
-    /// Where roster's state lives: when these are the stores replicas share (`[store]`), the
-    /// audit trail is their log instead of `audit.jsonl`, and every replica's inbox shows the
-    /// same entries and read state. `None`: `audit.jsonl` in `dir`.
-    pub stores: Option<crate::store::Stores>,
 }
 
 impl InboxConfig {
-    /// The defaults (capacity 1000, rotation at 10 MiB, fsync every second) in `dir`.
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
+    /// The defaults (capacity 1000, rotation at 10 MiB, fsync every second), kept in `stores`.
+    pub fn new(stores: Stores) -> Self {
         InboxConfig {
-            dir: dir.into(),
+            stores,
             capacity: DEFAULT_CAPACITY,
             rotate_bytes: DEFAULT_ROTATE_BYTES,
             fsync: FsyncPolicy::default(),
             max_identities: DEFAULT_MAX_IDENTITIES,
-            retain: shared::default_retain(DEFAULT_CAPACITY),
-            stores: None,
+            retain: default_retain(DEFAULT_CAPACITY),
         }
     }
 }
@@ -175,47 +151,6 @@ impl InboxConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InboxError {
-    /// The state directory could not be created.
-    #[error("could not create the state directory {dir}: {source}")]
-    CreateDir {
-        /// The directory.
-        dir: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The audit file could not be opened for appending.
-    #[error("could not open the audit trail {path} for appending: {source}")]
-    OpenAudit {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The audit file exists but could not be read.
-    #[error("could not read the audit trail {path}: {source}")]
-    ReadAudit {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The lock file could not be opened or locked.
-    #[error("could not lock {path}: {source}")]
-    Lock {
-        /// The lock file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Another process (normally a running gateway) owns the inbox of this state directory.
-    #[error(
-        "another roster process owns the inbox in {dir} (a gateway is running with this state \
-         directory); talk to it, or stop it first"
-    )]
-    Busy {
-        /// The state directory.
-        dir: PathBuf,
-    },
     /// No pending confirm has this id.
     #[error("no pending confirm has id {id}; `roster inbox pending` lists the open ones")]
     UnknownConfirm {
@@ -244,8 +179,9 @@ pub enum InboxError {
     /// `roster inbox export` could not write.
     #[error("cannot export the audit trail: {0}")]
     Export(String),
-    /// The shared store could not be read (`[store]`).
-    #[error("the inbox's shared store: {0}")]
+    /// The trail could not be opened or read (the state dir's files, or the shared store);
+    /// [`StoreError::Busy`](crate::store::StoreError::Busy) while another process owns it.
+    #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     /// The decision was recorded, but the server that asked had stopped waiting for it.
     #[error(
@@ -272,14 +208,6 @@ pub struct ClearReport {
     pub partial_warning: Option<String>,
 }
 
-fn now_rfc3339() -> String {
-    rfc3339(SystemTime::now())
-}
-
-fn rfc3339(at: SystemTime) -> String {
-    humantime::format_rfc3339_millis(at).to_string()
-}
-
 /// Told when another replica recorded a `*/list_changed` of a server: `(server, method)`.
 pub type RemoteChangeHook = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
@@ -287,71 +215,48 @@ pub type RemoteChangeHook = Arc<dyn Fn(&str, &str) + Send + Sync>;
 pub struct Inbox {
     shared: Arc<Shared>,
     housekeeper: Option<JoinHandle<()>>,
-    dir: PathBuf,
-    /// Held for the inbox's lifetime; the advisory lock goes with the handle. None for a shared
-    /// inbox (no process owns it).
-    _lock: Option<File>,
+    stores: Stores,
 }
 
 impl fmt::Debug for Inbox {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Inbox")
-            .field("dir", &self.dir)
+            .field("stores", &self.stores)
             .finish_non_exhaustive()
     }
 }
 
 impl Inbox {
-    /// Opens (creating if needed) the inbox in `config.dir`, replays its audit trail, and
-    /// answers `Expired` on the trail for confirms a previous process left pending (nobody
-    /// waits for them any more).
+    /// Opens the inbox kept in `config.stores`, replays its audit trail, and answers `Expired`
+    /// on the trail for confirms a previous process left pending (nobody waits for them any
+    /// more). Replicas share their log: no process owns it, and a confirm another replica
+    /// waits on is not an orphan (one nobody waits on expires at its deadline).
     pub fn open(config: InboxConfig) -> Result<Inbox, InboxError> {
-        ensure_state_dir(&config.dir).map_err(|source| InboxError::CreateDir {
-            dir: config.dir.clone(),
-            source,
+        let opened = config.stores.inbox_trail(&TrailOptions {
+            rotate_bytes: config.rotate_bytes,
+            fsync: config.fsync,
+            retain: config.retain,
         })?;
-        let shared = config.stores.as_ref().and_then(|stores| stores.shared());
-        let (inner, lock) = match shared {
-            // Replicas share the log: no process owns it, and a confirm another replica waits
-            // on is not an orphan (one nobody waits on expires at its deadline).
-            Some(pg) => {
-                let (log, records) = SharedLog::open(pg.clone(), config.retain)?;
-                let mut view = View::new(config.capacity, config.max_identities);
-                records.into_iter().for_each(|r| view.apply(r));
-                view.settle();
-                let inner = Inner {
-                    view,
-                    attribution: Attribution::default(),
-                    trail: Box::new(log),
-                    waiters: HashMap::new(),
-                    remote_change: None,
-                };
-                (inner, None)
-            }
-            None => {
-                let lock = lock::take_lock(&config.dir)?;
-                let (view, valid_len) =
-                    replay(&config.dir, config.capacity, config.max_identities)?;
-                let audit =
-                    AuditFile::open(&config.dir, valid_len, config.rotate_bytes, config.fsync)?;
-                let mut inner = Inner {
-                    view,
-                    attribution: Attribution::default(),
-                    trail: Box::new(audit),
-                    waiters: HashMap::new(),
-                    remote_change: None,
-                };
-                let orphans: Vec<Seq> = inner.view.pending.keys().copied().collect();
-                for seq in orphans {
-                    inner.decide(
-                        seq,
-                        ConfirmDecision::Expired,
-                        "roster restarted before anyone decided",
-                    );
-                }
-                (inner, Some(lock))
-            }
+        let mut view = View::new(config.capacity, config.max_identities);
+        opened.records.into_iter().for_each(|r| view.apply(r));
+        view.settle();
+        let mut inner = Inner {
+            view,
+            attribution: Attribution::default(),
+            trail: opened.trail,
+            waiters: HashMap::new(),
+            remote_change: None,
         };
+        if !inner.shared() {
+            let orphans: Vec<Seq> = inner.view.pending.keys().copied().collect();
+            for seq in orphans {
+                inner.decide(
+                    seq,
+                    ConfirmDecision::Expired,
+                    "roster restarted before anyone decided",
+                );
+            }
+        }
         let tick = housekeeping::tick(inner.trail.interval());
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
@@ -362,8 +267,7 @@ impl Inbox {
         Ok(Inbox {
             shared,
             housekeeper,
-            dir: config.dir,
-            _lock: lock,
+            stores: config.stores,
         })
     }
 
@@ -398,9 +302,9 @@ impl Inbox {
         inner.catch_up();
     }
 
-    /// The state directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// Where its trail is kept.
+    pub fn stores(&self) -> &Stores {
+        &self.stores
     }
 
     /// Where the gateway says which client identities have requests in flight at a server, so

@@ -1,13 +1,29 @@
-//! Replay: reading the JSONL audit trail back (the backup, then the active file) into a
-//! [`View`], on [`Inbox::open`](super::Inbox::open) and for a read-only [`InboxSnapshot`].
+//! Replay: the trail's records, applied to a [`View`] in order, on
+//! [`Inbox::open`](super::Inbox::open) and for a read-only [`InboxSnapshot`].
 
-use std::path::Path;
 use std::time::SystemTime;
 
-use super::audit::{audit_path, backup_path, read_file};
-use super::record::AuditRecord;
 use super::ring::{PendingSlot, View};
 use super::{ConfirmEntry, ConfirmId, Entry, EntryState, Inbox, InboxError, LOCAL_IDENTITY, Seq};
+use crate::store::Stores;
+use crate::store::trail::{AuditRecord, RecordedEntry, RecordedState};
+
+impl From<RecordedEntry> for Entry {
+    fn from(recorded: RecordedEntry) -> Self {
+        Entry {
+            seq: recorded.seq,
+            at: recorded.at,
+            channel: recorded.channel,
+            method: recorded.method,
+            params: recorded.params,
+            state: match recorded.state {
+                RecordedState::Handled => EntryState::Handled,
+                RecordedState::Unread => EntryState::Unread,
+            },
+            owners: recorded.owners,
+        }
+    }
+}
 
 impl View {
     /// Replays one audit record.
@@ -86,35 +102,7 @@ impl View {
     }
 }
 
-/// Replays the backup then the active file. Returns the view and where the active file's last
-/// whole line ends.
-pub(super) fn replay(
-    dir: &Path,
-    capacity: usize,
-    max_identities: usize,
-) -> Result<(View, u64), InboxError> {
-    let mut view = View::new(capacity, max_identities);
-    let backup = backup_path(dir);
-    match read_file(&backup) {
-        Ok(read) => read.records.into_iter().for_each(|r| view.apply(r)),
-        // The backup is history: an unreadable one must not keep the inbox from opening.
-        Err(error) => tracing::warn!(
-            path = %backup.display(),
-            %error,
-            "skipping the unreadable audit backup"
-        ),
-    }
-    let active = audit_path(dir);
-    let read = read_file(&active).map_err(|source| InboxError::ReadAudit {
-        path: active.clone(),
-        source,
-    })?;
-    read.records.into_iter().for_each(|r| view.apply(r));
-    view.settle();
-    Ok((view, read.valid_len))
-}
-
-/// The inbox as the audit trail on disk shows it, read without taking ownership of it.
+/// The inbox as its trail shows it, read without taking ownership of it.
 pub struct InboxSnapshot {
     view: View,
 }
@@ -144,10 +132,15 @@ impl InboxSnapshot {
 }
 
 impl Inbox {
-    /// Reads the audit trail in `dir` as a replay would, without the lock and without writing:
-    /// what `roster inbox list` shows when it may not own the trail.
-    pub fn snapshot(dir: &Path, capacity: usize) -> Result<InboxSnapshot, InboxError> {
-        let (view, _) = replay(dir, capacity, usize::MAX)?;
+    /// Reads the audit trail kept in `stores` as a replay would, without the lock and without
+    /// writing: what `roster inbox list` shows when it may not own the trail.
+    pub fn snapshot(stores: &Stores, capacity: usize) -> Result<InboxSnapshot, InboxError> {
+        let mut view = View::new(capacity, usize::MAX);
+        stores
+            .inbox_history()?
+            .into_iter()
+            .for_each(|r| view.apply(r));
+        view.settle();
         Ok(InboxSnapshot { view })
     }
 }

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::SystemTime;
 
-use super::record::{AuditRecord, RecordedEntry, RecordedState};
 use super::{ConfirmEntry, Entry, EntryState, InboxError, LOCAL_IDENTITY, Seq, now_rfc3339};
+use crate::store::trail::{AuditRecord, RecordedEntry, RecordedState};
 
 /// A pending confirm as the view keeps it: what the person sees, and when it expires.
 pub(super) struct PendingSlot {

@@ -1,6 +1,7 @@
 use super::*;
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::time::SystemTime;
 
 /// A notification of `files` as the trail records it, owned by `owners` (none: everyone's).
 fn record_of(seq: Seq, state: RecordedState, owners: &[&str]) -> AuditRecord {
@@ -26,27 +27,6 @@ fn replayed(capacity: usize, seqs: std::ops::RangeInclusive<Seq>) -> View {
         view.apply(entry_record(seq, RecordedState::Unread));
     }
     view
-}
-
-#[test]
-fn fsync_policy_parses_its_words() {
-    assert_eq!("always".parse(), Ok(FsyncPolicy::Always));
-    assert_eq!("never".parse(), Ok(FsyncPolicy::Never));
-    assert_eq!(
-        "interval".parse(),
-        Ok(FsyncPolicy::Interval(Duration::from_secs(1)))
-    );
-    assert_eq!(
-        "interval:250ms".parse(),
-        Ok(FsyncPolicy::Interval(Duration::from_millis(250)))
-    );
-    assert!("interval:0s".parse::<FsyncPolicy>().is_err());
-    assert!("sometimes".parse::<FsyncPolicy>().is_err());
-    let shown = FsyncPolicy::Interval(Duration::from_millis(250)).to_string();
-    assert_eq!(
-        shown.parse(),
-        Ok(FsyncPolicy::Interval(Duration::from_millis(250)))
-    );
 }
 
 #[test]
@@ -165,17 +145,6 @@ fn records_are_single_lines_of_json() {
 }
 
 #[test]
-fn fsync_policy_reads_from_config_text() {
-    let policy: FsyncPolicy = serde_json::from_value(json!("interval:500ms")).expect("parses");
-    assert_eq!(policy, FsyncPolicy::Interval(Duration::from_millis(500)));
-    assert_eq!(
-        serde_json::to_value(FsyncPolicy::Always).expect("encodes"),
-        json!("always")
-    );
-    assert!(serde_json::from_value::<FsyncPolicy>(json!("often")).is_err());
-}
-
-#[test]
 fn a_stale_copy_of_an_entry_is_not_replayed_twice() {
     let mut view = View::new(10, DEFAULT_MAX_IDENTITIES);
     view.apply(entry_record(1, RecordedState::Unread));
@@ -255,7 +224,7 @@ fn read_state_is_kept_for_a_bounded_number_of_identities() {
 #[test]
 fn a_notification_during_a_request_belongs_to_its_client_and_list_changed_to_everyone() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let inbox = Inbox::open(InboxConfig::new(dir.path())).expect("open");
+    let inbox = Inbox::open(InboxConfig::new(Stores::embedded(dir.path()))).expect("open");
     let attribution = inbox.attribution();
     let held = attribution.hold("files", "alice");
     inbox.record("files", "notifications/message", json!({"n": 1}), false);
@@ -275,7 +244,7 @@ fn a_notification_during_a_request_belongs_to_its_client_and_list_changed_to_eve
     drop(inbox);
 
     // A restart rebuilds both views from the one trail.
-    let inbox = Inbox::open(InboxConfig::new(dir.path())).expect("reopen");
+    let inbox = Inbox::open(InboxConfig::new(Stores::embedded(dir.path()))).expect("reopen");
     assert_eq!(seqs(inbox.unread_for("alice")), [1, 2, 3, 4]);
     assert!(inbox.unread_for("bob").is_empty());
     assert_eq!(inbox.list_for("bob", None, 10).len(), 3);
@@ -286,7 +255,7 @@ fn each_identitys_read_state_is_replayed_across_a_rotation() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = InboxConfig {
         rotate_bytes: 4096,
-        ..InboxConfig::new(dir.path())
+        ..InboxConfig::new(Stores::embedded(dir.path()))
     };
     let inbox = Inbox::open(config.clone()).expect("open");
     for n in 1..=5 {

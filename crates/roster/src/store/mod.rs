@@ -7,8 +7,8 @@
 //! replicas) can replace the embedded SQLite one.
 //!
 //! [`Stores`] is the seam: made once from `[store]` or the state dir and passed down, one trait
-//! per concern (the OAuth [`Tokens`], the tool pins of [`PinStore`]), one folder per backend
-//! (`embedded/`, `postgres/`).
+//! per concern (the OAuth [`Tokens`], the tool pins of [`PinStore`], the inbox's [`trail`]),
+//! one folder per backend (`embedded/`, `postgres/`).
 
 mod dir;
 mod embedded;
@@ -18,6 +18,7 @@ pub mod postgres;
 mod stores;
 pub mod tls;
 mod tokens;
+pub(crate) mod trail;
 
 use roster_core::catalog::Catalog;
 use roster_core::skills::{InvalidSkill, SkillSource, load};
@@ -25,8 +26,8 @@ use roster_core::skills::{InvalidSkill, SkillSource, load};
 pub use dir::{
     DEFAULT_MAX_SKILL_FILE_SIZE, SkillDirScan, UnreadableSkill, read_skill_file, scan_skills_dir,
 };
-pub use embedded::STORE_FILE;
 pub use embedded::SqliteStore;
+pub use embedded::{AUDIT_BACKUP_FILE, AUDIT_FILE, LOCK_FILE, STORE_FILE};
 pub use owner_only::ensure_state_dir;
 pub use pins::{
     DecidedBy, Decision, PinBook, PinRecord, PinStore, PinWrite, ReviewEntry, ReviewRecord,
@@ -36,6 +37,7 @@ pub use postgres::sessions::{self, SharedSessions};
 pub use postgres::tasks::{self, SharedTasks, TaskOp};
 pub use stores::Stores;
 pub use tokens::{TOKENS_FILE, TokenRecord, Tokens, tokens_path};
+pub use trail::{ConfirmDecision, DEFAULT_FSYNC_INTERVAL, FsyncPolicy, ParseFsyncPolicyError, Seq};
 
 /// Where skill sources are kept between runs.
 pub trait CatalogStore {
@@ -127,6 +129,39 @@ pub enum StoreError {
         path: std::path::PathBuf,
         /// The I/O error.
         source: std::io::Error,
+    },
+    /// The inbox's audit trail could not be opened for appending.
+    #[error("could not open the audit trail {path} for appending: {source}")]
+    OpenTrail {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The inbox's audit trail exists but could not be read.
+    #[error("could not read the audit trail {path}: {source}")]
+    ReadTrail {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The inbox's lock file could not be opened or locked.
+    #[error("could not lock {path}: {source}")]
+    Lock {
+        /// The lock file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Another process (normally a running gateway) owns the inbox of this state directory.
+    #[error(
+        "another roster process owns the inbox in {dir} (a gateway is running with this state \
+         directory); talk to it, or stop it first"
+    )]
+    Busy {
+        /// The state directory.
+        dir: std::path::PathBuf,
     },
     /// The state directory could not be made.
     #[error("cannot make the state directory {path}: {source}")]

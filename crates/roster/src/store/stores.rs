@@ -6,9 +6,8 @@
 //! One trait per concern, one folder per backend ([`super::embedded`], [`super::postgres`]); a
 //! new backend is a folder and an arm of [`Stores::open`]. Behind the seam: the OAuth
 //! [`Tokens`], the tool pins ([`PinStore`]), the sessions and tasks replicas share, and the
-//! notices they send each other ([`Stores::follow`], [`Stores::tell`]). The inbox takes
-//! `Stores` and picks its trail from [`Stores::shared`] or [`Stores::state_dir`] (its two
-//! trails live in `inbox/`, beside the records they write).
+//! notices they send each other ([`Stores::follow`], [`Stores::tell`]), the inbox's trail
+//! ([`Stores::inbox_trail`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,6 +19,8 @@ use super::postgres::sessions::SharedSessions;
 use super::postgres::tasks::SharedTasks;
 use super::postgres::{Pg, PgPins, PgTokens};
 use super::tokens::{Tokens, tokens_path};
+use super::trail::{AuditRecord, MemoryTrail, OpenTrail, TrailOptions};
+use super::{embedded, postgres};
 use crate::config::StoreConfig;
 
 /// Where roster's state lives, one handle per concern. Cheap to clone; clones share
@@ -120,6 +121,31 @@ impl Stores {
         }
     }
 
+    /// The inbox's trail, opened for the one inbox that writes it, with what it holds (to
+    /// replay): `audit.jsonl` in the state dir (made now; [`StoreError::Busy`] while another
+    /// process owns it), the log replicas share (every replica writes it), or nothing kept
+    /// beyond the inbox (in memory).
+    pub(crate) fn inbox_trail(&self, options: &TrailOptions) -> Result<OpenTrail, StoreError> {
+        match &self.backend {
+            Backend::Embedded(Some(dir)) => embedded::trail::open(dir, options),
+            Backend::Embedded(None) => Ok(OpenTrail {
+                trail: Box::new(MemoryTrail),
+                records: Vec::new(),
+            }),
+            Backend::Postgres(pg) => postgres::inbox::open(pg, options),
+        }
+    }
+
+    /// Every record of the inbox's trail, oldest first, read without owning it (a running
+    /// gateway may): `roster inbox export`, and the inbox as a read-only replay shows it.
+    pub(crate) fn inbox_history(&self) -> Result<Vec<AuditRecord>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(Some(dir)) => embedded::trail::history(dir),
+            Backend::Embedded(None) => Ok(Vec::new()),
+            Backend::Postgres(pg) => postgres::inbox::history(pg),
+        }
+    }
+
     /// Initialize-era HTTP sessions every replica serves, when these are the stores replicas
     /// share (else a session lives in the process that made it); they expire after `idle`.
     pub fn shared_sessions(&self, idle: std::time::Duration) -> Option<SharedSessions> {
@@ -165,9 +191,14 @@ impl Stores {
         matches!(self.backend, Backend::Embedded(None))
     }
 
-    /// The shared database, when these are `[store]`'s: for the concerns not behind a trait
-    /// of the seam yet.
-    pub fn shared(&self) -> Option<&Pg> {
+    /// Whether these are the stores replicas share (`[store]`): what they keep, every replica
+    /// sees, and no one process owns it.
+    pub fn is_shared(&self) -> bool {
+        self.shared().is_some()
+    }
+
+    /// The shared database, when these are `[store]`'s.
+    fn shared(&self) -> Option<&Pg> {
         match &self.backend {
             Backend::Postgres(pg) => Some(pg),
             Backend::Embedded(_) => None,

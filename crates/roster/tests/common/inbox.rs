@@ -12,7 +12,7 @@ use serde_json::Value;
 pub fn config(dir: &Path) -> InboxConfig {
     InboxConfig {
         fsync: FsyncPolicy::Never,
-        ..InboxConfig::new(dir)
+        ..InboxConfig::new(roster::store::Stores::embedded(dir))
     }
 }
 

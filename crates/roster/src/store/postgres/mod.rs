@@ -12,7 +12,7 @@
 //! so replicas starting together do not race; the applied ones are in `roster_schema`.
 //!
 //! The concerns behind the seam ([`super::Stores`]) have their PostgreSQL side here, one file
-//! each: [`tokens`], [`pins`], [`sessions`], [`tasks`].
+//! each: [`tokens`], [`pins`], [`sessions`], [`tasks`], the [`inbox`]'s trail.
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -27,6 +27,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use super::StoreError;
 use crate::config::StoreConfig;
 
+pub mod inbox;
 mod pins;
 pub mod sessions;
 pub mod tasks;

@@ -1,7 +1,8 @@
-//! The inbox of several replicas: its audit records in one PostgreSQL table, in one order.
+//! The inbox's trail of several replicas: its audit records in one PostgreSQL table, in one
+//! order.
 //!
 //! Every change is an [`AuditRecord`] appended to `roster_inbox_log` at the next position; each
-//! replica applies the log to its own [`View`](super::ring::View) in position order, so all
+//! replica applies the log to its own view of the inbox in position order, so all
 //! replicas show the same inbox. An append takes the one row of `roster_inbox_head` (its
 //! position, and the entry's seq for a notification or confirm) in the same statement that
 //! inserts the record, so appends from several replicas are serialized by that row's lock and
@@ -14,15 +15,18 @@
 //! [`CHANNEL`] after each append lets a replica catch up without waiting for a read: that is how
 //! a decision made on one replica reaches the server request waiting on another.
 //!
-//! The log is bounded: past [`InboxConfig::retain`](super::InboxConfig::retain) records, [`SharedLog::compact`] writes the state a replay
+//! The log is bounded: past `retain` records ([`default_retain`]), [`SharedLog::compact`] writes the state a replay
 //! needs (a checkpoint and the confirms still pending, as at the head of a rotated file) and
 //! deletes what is before it.
 
 use std::collections::VecDeque;
 
-use super::record::AuditRecord;
+use super::Pg;
 use crate::store::StoreError;
-use crate::store::postgres::Pg;
+use crate::store::trail::{
+    AuditRecord, Flushed, InboxTrail, OpenTrail, RecordedEntry, RecordedState, Seq, TrailOptions,
+    now_rfc3339, set_seq, takes_seq,
+};
 
 /// The `NOTIFY` channel of inbox appends; the payload is the new position.
 pub const CHANNEL: &str = "roster_inbox";
@@ -45,19 +49,8 @@ pub fn default_retain(capacity: usize) -> usize {
     capacity.saturating_mul(20).max(20_000)
 }
 
-/// What a flush of the backlog did.
-#[derive(Default)]
-pub(super) struct Flushed {
-    /// The seq the last record appended took (when it took one and everything was appended).
-    pub(super) seq: Option<u64>,
-    /// Records appended right after the last applied one, in order: to be applied as they are.
-    pub(super) ready: Vec<AuditRecord>,
-    /// Others appended in between: a catch-up is due to apply the rest.
-    pub(super) behind: bool,
-}
-
 /// The shared log as one replica sees it: the store, and how far this replica has applied it.
-pub(super) struct SharedLog {
+struct SharedLog {
     pg: Pg,
     /// The last position applied to this replica's view.
     applied: i64,
@@ -72,19 +65,6 @@ pub(super) struct SharedLog {
     /// Positions of records this replica appended and has not applied yet: what it applies
     /// from elsewhere is told apart from its own.
     own: std::collections::HashSet<i64>,
-}
-
-/// Whether the record takes the next seq (a notification or a confirm).
-pub(super) fn takes_seq(record: &AuditRecord) -> bool {
-    matches!(record, AuditRecord::Entry(_) | AuditRecord::Confirm { .. })
-}
-
-pub(super) fn set_seq(record: &mut AuditRecord, to: u64) {
-    match record {
-        AuditRecord::Entry(entry) => entry.seq = to,
-        AuditRecord::Confirm { seq, .. } => *seq = to,
-        _ => {}
-    }
 }
 
 fn decode(pos: i64, seq: Option<i64>, text: &str) -> Option<AuditRecord> {
@@ -104,7 +84,7 @@ fn decode(pos: i64, seq: Option<i64>, text: &str) -> Option<AuditRecord> {
 
 impl SharedLog {
     /// The log from its start (what a replay applies), and this replica's place in it.
-    pub(super) fn open(pg: Pg, retain: usize) -> Result<(SharedLog, Vec<AuditRecord>), StoreError> {
+    fn open(pg: Pg, retain: usize) -> Result<(SharedLog, Vec<AuditRecord>), StoreError> {
         let mut log = SharedLog {
             pg,
             applied: 0,
@@ -121,7 +101,7 @@ impl SharedLog {
 
     /// The records past the last applied one, in order, each with whether another replica
     /// appended it; they count as applied.
-    pub(super) fn since(&mut self) -> Result<Vec<(AuditRecord, bool)>, StoreError> {
+    fn since(&mut self) -> Result<Vec<(AuditRecord, bool)>, StoreError> {
         let after = self.applied;
         let rows = self.pg.run(move |client| {
             client.query(
@@ -143,7 +123,7 @@ impl SharedLog {
 
     /// Appends `record` (after any records still waiting for the store). A record the store
     /// cannot take now waits in the backlog and goes first at the next append or catch-up.
-    pub(super) fn append(&mut self, record: AuditRecord) -> Flushed {
+    fn append(&mut self, record: AuditRecord) -> Flushed {
         self.backlog.push_back(record);
         let flushed = self.flush();
         // Still failing: the oldest of what waits goes, past the bound.
@@ -155,7 +135,7 @@ impl SharedLog {
                     "inbox: the store has been unreachable for {BACKLOG} records; dropping the \
                      oldest (an entry in the log will say how many, once it is back)"
                 );
-                self.lost_since = Some(super::now_rfc3339());
+                self.lost_since = Some(now_rfc3339());
             }
             self.lost += 1;
         }
@@ -165,10 +145,10 @@ impl SharedLog {
     /// The entry that says how many records were lost, and since when.
     fn lost_entry(&self) -> AuditRecord {
         let lost = self.lost;
-        let since = self.lost_since.clone().unwrap_or_else(super::now_rfc3339);
-        AuditRecord::Entry(super::record::RecordedEntry {
+        let since = self.lost_since.clone().unwrap_or_else(now_rfc3339);
+        AuditRecord::Entry(RecordedEntry {
             seq: 0,
-            at: super::now_rfc3339(),
+            at: now_rfc3339(),
             channel: LOST_CHANNEL.to_owned(),
             method: LOST_METHOD.to_owned(),
             params: serde_json::json!({
@@ -179,13 +159,13 @@ impl SharedLog {
                      wait: the {lost} oldest of them, from {since} on, were lost"
                 ),
             }),
-            state: super::record::RecordedState::Unread,
+            state: RecordedState::Unread,
             owners: Vec::new(),
         })
     }
 
     /// Appends what waits in the backlog, in order, until one fails.
-    pub(super) fn flush(&mut self) -> Flushed {
+    fn flush(&mut self) -> Flushed {
         let mut flushed = Flushed::default();
         while self.lost > 0 || !self.backlog.is_empty() {
             // What was lost is said first, where it would have been.
@@ -268,17 +248,17 @@ impl SharedLog {
     }
 
     /// The last position applied to this replica's view.
-    pub(super) fn applied(&self) -> i64 {
+    fn applied(&self) -> i64 {
         self.applied
     }
 
     /// The last store error while appends are failing.
-    pub(super) fn failing(&self) -> Option<&str> {
+    fn failing(&self) -> Option<&str> {
         self.failing.as_deref()
     }
 
     /// Whether the log holds more than it keeps; cheap (one query), for the housekeeper.
-    pub(super) fn needs_compaction(&self) -> bool {
+    fn needs_compaction(&self) -> bool {
         let retain = self.retain;
         self.pg
             .run(move |client| {
@@ -295,7 +275,7 @@ impl SharedLog {
     /// the next positions (it must be the state after every record so far: the caller catches
     /// up inside `prepare`) and every record before it deleted. `prepare` gets the records
     /// this replica had not applied yet and returns the head to write.
-    pub(super) fn compact(
+    fn compact(
         &mut self,
         prepare: impl FnOnce(Vec<AuditRecord>) -> Vec<AuditRecord>,
     ) -> Result<bool, StoreError> {
@@ -367,8 +347,8 @@ impl SharedLog {
     }
 }
 
-/// Every record in the log, oldest first (`roster inbox export`).
-pub(super) fn all(pg: &Pg) -> Result<Vec<AuditRecord>, StoreError> {
+/// Every record in the log, oldest first (`roster inbox export`, a read-only replay).
+pub(crate) fn history(pg: &Pg) -> Result<Vec<AuditRecord>, StoreError> {
     let rows = pg.run(|client| {
         client.query(
             "SELECT pos, seq, record FROM roster_inbox_log ORDER BY pos",
@@ -379,4 +359,52 @@ pub(super) fn all(pg: &Pg) -> Result<Vec<AuditRecord>, StoreError> {
         .iter()
         .filter_map(|row| decode(row.get(0), row.get(1), row.get(2)))
         .collect())
+}
+
+/// Opens the shared log for one replica's inbox: every record from its start, to replay.
+pub(crate) fn open(pg: &Pg, options: &TrailOptions) -> Result<OpenTrail, StoreError> {
+    let (log, records) = SharedLog::open(pg.clone(), options.retain)?;
+    Ok(OpenTrail {
+        trail: Box::new(log),
+        records,
+    })
+}
+
+impl InboxTrail for SharedLog {
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn failing(&self) -> Option<&str> {
+        SharedLog::failing(self)
+    }
+
+    fn append(
+        &mut self,
+        record: AuditRecord,
+        _next_seq: Seq,
+        _head: &dyn Fn() -> Vec<AuditRecord>,
+    ) -> Flushed {
+        SharedLog::append(self, record)
+    }
+
+    fn catch_up(&mut self) -> (Flushed, Result<Vec<(AuditRecord, bool)>, StoreError>) {
+        let flushed = self.flush();
+        (flushed, self.since())
+    }
+
+    fn applied(&self) -> Option<i64> {
+        Some(SharedLog::applied(self))
+    }
+
+    fn needs_compaction(&self) -> bool {
+        SharedLog::needs_compaction(self)
+    }
+
+    fn compact(
+        &mut self,
+        prepare: &mut dyn FnMut(Vec<AuditRecord>) -> Vec<AuditRecord>,
+    ) -> Result<bool, StoreError> {
+        SharedLog::compact(self, prepare)
+    }
 }

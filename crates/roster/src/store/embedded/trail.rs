@@ -1,5 +1,6 @@
-//! The audit trail on disk: `audit.jsonl` (active, append-only) and `audit.jsonl.1` (the one
-//! rotated backup). Writing happens under the inbox's mutex; reading is replay.
+//! The inbox's trail in the state dir: `audit.jsonl` (active, append-only) and
+//! `audit.jsonl.1` (the one rotated backup), owned by one process at a time through the
+//! advisory lock on `inbox.lock`. Writing happens under the inbox's mutex; reading is replay.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
@@ -7,24 +8,29 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::record::AuditRecord;
-use super::{FsyncPolicy, InboxError};
+use crate::store::StoreError;
+use crate::store::owner_only;
+use crate::store::trail::{
+    AuditRecord, Flushed, FsyncPolicy, InboxTrail, OpenTrail, Seq, TrailOptions, set_seq, takes_seq,
+};
 
 /// File name of the active audit trail inside the state directory.
 pub const AUDIT_FILE: &str = "audit.jsonl";
 /// File name of the single rotated backup.
 pub const AUDIT_BACKUP_FILE: &str = "audit.jsonl.1";
 
-pub(crate) fn audit_path(dir: &Path) -> PathBuf {
+fn audit_path(dir: &Path) -> PathBuf {
     dir.join(AUDIT_FILE)
 }
 
-pub(crate) fn backup_path(dir: &Path) -> PathBuf {
+fn backup_path(dir: &Path) -> PathBuf {
     dir.join(AUDIT_BACKUP_FILE)
 }
 
 /// The write side: the open append handle and what the fsync policy needs to know.
-pub(crate) struct AuditFile {
+struct AuditFile {
+    /// The advisory lock on `inbox.lock`, held as long as the file is written.
+    _lock: File,
     path: PathBuf,
     backup: PathBuf,
     /// Shared so the background flusher can fsync without holding the inbox's lock.
@@ -41,34 +47,90 @@ pub(crate) struct AuditFile {
 }
 
 /// Opens (creating it owner-only) an audit file for appending.
-pub(crate) fn open_append(path: &Path) -> Result<File, InboxError> {
-    crate::store::owner_only::open(path, OpenOptions::new().create(true).append(true)).map_err(
-        |source| InboxError::OpenAudit {
+fn open_append(path: &Path) -> Result<File, StoreError> {
+    owner_only::open(path, OpenOptions::new().create(true).append(true)).map_err(|source| {
+        StoreError::OpenTrail {
             path: path.to_path_buf(),
             source,
-        },
-    )
+        }
+    })
+}
+
+/// Opens the trail of the state dir `dir` for the one process that writes it: makes the dir,
+/// takes the lock ([`StoreError::Busy`] while another process holds it), reads the backup
+/// then the active file back (an unreadable backup is skipped: it is history) and opens the
+/// active file for appending, cutting a torn last line off.
+pub(crate) fn open(dir: &Path, options: &TrailOptions) -> Result<OpenTrail, StoreError> {
+    owner_only::ensure_state_dir(dir).map_err(|source| StoreError::StateDir {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let lock = take_lock(dir)?;
+    let mut records = read_backup(dir);
+    let active = audit_path(dir);
+    let read = read_file(&active).map_err(|source| StoreError::ReadTrail {
+        path: active,
+        source,
+    })?;
+    records.extend(read.records);
+    let file = AuditFile::open(
+        dir,
+        lock,
+        read.valid_len,
+        options.rotate_bytes,
+        options.fsync,
+    )?;
+    Ok(OpenTrail {
+        trail: Box::new(file),
+        records,
+    })
+}
+
+/// The records of the trail in `dir`, the backup's then the active file's, read without the
+/// lock (a running gateway holds it) and without writing; nothing where nothing was kept.
+pub(crate) fn history(dir: &Path) -> Result<Vec<AuditRecord>, StoreError> {
+    let mut records = read_backup(dir);
+    let active = audit_path(dir);
+    let read = read_file(&active).map_err(|source| StoreError::ReadTrail {
+        path: active,
+        source,
+    })?;
+    records.extend(read.records);
+    Ok(records)
+}
+
+/// The backup's records; an unreadable backup is history and is skipped, with a warning.
+fn read_backup(dir: &Path) -> Vec<AuditRecord> {
+    let backup = backup_path(dir);
+    match read_file(&backup) {
+        Ok(read) => read.records,
+        Err(error) => {
+            tracing::warn!(path = %backup.display(), %error, "skipping the unreadable audit backup");
+            Vec::new()
+        }
+    }
 }
 
 impl AuditFile {
     /// Opens the active file for appending; `valid_len` is where the last whole line ends, and
     /// anything after it (a torn write from a crash) is cut off so new lines start clean.
-    pub(crate) fn open(
+    fn open(
         dir: &Path,
+        lock: File,
         valid_len: u64,
         rotate_bytes: u64,
         fsync: FsyncPolicy,
-    ) -> Result<Self, InboxError> {
+    ) -> Result<Self, StoreError> {
         let path = audit_path(dir);
         let file = open_append(&path)?;
         let backup = backup_path(dir);
         // A backup an older roster rotated keeps its mode; it holds the same records.
-        if let Err(error) = crate::store::owner_only::existing(&backup) {
+        if let Err(error) = owner_only::existing(&backup) {
             tracing::warn!(path = %backup.display(), %error, "cannot make the audit backup owner-only");
         }
         let len = file
             .metadata()
-            .map_err(|source| InboxError::OpenAudit {
+            .map_err(|source| StoreError::OpenTrail {
                 path: path.clone(),
                 source,
             })?
@@ -92,6 +154,7 @@ impl AuditFile {
             }
         }
         Ok(AuditFile {
+            _lock: lock,
             backup,
             path,
             file: Arc::new(file),
@@ -106,14 +169,14 @@ impl AuditFile {
     }
 
     /// True when `line_len` more bytes would pass the rotation limit of a non-empty file.
-    pub(crate) fn wants_rotation(&self, line_len: usize) -> bool {
+    fn wants_rotation(&self, line_len: usize) -> bool {
         self.size > 0 && self.size + line_len as u64 > self.next_rotation_at.max(self.rotate_bytes)
     }
 
     /// Moves the active file to the backup and starts a fresh one, whose first lines are
     /// `head` (a checkpoint and what is still pending, so the fresh file alone still knows the
     /// seq, the ack state and the open confirms).
-    pub(crate) fn rotate(&mut self, head: &[AuditRecord]) {
+    fn rotate(&mut self, head: &[AuditRecord]) {
         if let Err(error) = self.file.sync_all() {
             tracing::warn!(path = %self.path.display(), %error, "fsync before rotation failed");
         }
@@ -151,7 +214,7 @@ impl AuditFile {
 
     /// Appends one record as one line, never rotating (checkpoints go here). Disk errors are logged, never returned: the ring is the
     /// live truth and a full disk must not stop notifications from being kept in memory.
-    pub(crate) fn append(&mut self, record: &AuditRecord) {
+    fn append(&mut self, record: &AuditRecord) {
         let line = match record.to_line() {
             Ok(line) => line,
             Err(error) => {
@@ -164,11 +227,7 @@ impl AuditFile {
 
     /// Appends `record`, rotating first (with `head()` as the fresh file's first lines) when the
     /// line would pass the size limit.
-    pub(crate) fn append_rotating(
-        &mut self,
-        record: &AuditRecord,
-        head: impl FnOnce() -> Vec<AuditRecord>,
-    ) {
+    fn append_rotating(&mut self, record: &AuditRecord, head: impl FnOnce() -> Vec<AuditRecord>) {
         let line = match record.to_line() {
             Ok(line) => line,
             Err(error) => {
@@ -217,7 +276,7 @@ impl AuditFile {
     }
 
     /// fsyncs now (data only: the size change of an append is part of the data).
-    pub(crate) fn sync(&mut self) {
+    fn sync(&mut self) {
         if let Err(error) = self.file.sync_data() {
             self.fail("fsync", error);
         }
@@ -227,7 +286,7 @@ impl AuditFile {
 
     /// For the background flusher: when the interval policy says a sync is due, hands out the
     /// file to sync outside the lock and marks the data as synced.
-    pub(crate) fn take_due_sync(&mut self) -> Option<Arc<File>> {
+    fn take_due_sync(&mut self) -> Option<Arc<File>> {
         let FsyncPolicy::Interval(every) = self.fsync else {
             return None;
         };
@@ -240,7 +299,7 @@ impl AuditFile {
     }
 
     /// The interval of the interval policy, if that is the policy.
-    pub(crate) fn interval(&self) -> Option<Duration> {
+    fn interval(&self) -> Option<Duration> {
         match self.fsync {
             FsyncPolicy::Interval(every) => Some(every),
             FsyncPolicy::Always | FsyncPolicy::Never => None,
@@ -250,7 +309,7 @@ impl AuditFile {
     /// Empties the active file through the open handle and removes the backup; returns what
     /// could not be done, in words. The handle is opened with `O_APPEND`, so the next write
     /// lands at offset 0 with no reopen and no window for another writer.
-    pub(crate) fn purge(&mut self) -> Vec<String> {
+    fn purge(&mut self) -> Vec<String> {
         let mut problems = Vec::new();
         match self.file.set_len(0) {
             Ok(()) => {
@@ -274,31 +333,21 @@ impl AuditFile {
     }
 
     /// The last disk error, if writes are failing now.
-    pub(crate) fn failing(&self) -> Option<&str> {
+    fn failing(&self) -> Option<&str> {
         self.failing.as_deref()
     }
 }
 
 /// What one file of the audit trail holds, read line by line.
-pub(crate) struct FileRead {
-    pub(crate) records: Vec<AuditRecord>,
+struct FileRead {
+    records: Vec<AuditRecord>,
     /// Byte offset just past the last whole line.
-    pub(crate) valid_len: u64,
+    valid_len: u64,
 }
 
 /// Reads every whole, parseable line of `path`. A missing file is empty. Unparseable lines are
 /// skipped with a warning; a last line without its newline is a torn write and is skipped too.
-/// The backup then the active file's records, in order (`roster inbox export`).
-pub(crate) fn read_all(dir: &Path) -> Result<Vec<AuditRecord>, InboxError> {
-    let mut records = Vec::new();
-    for path in [backup_path(dir), audit_path(dir)] {
-        let read = read_file(&path).map_err(|source| InboxError::ReadAudit { path, source })?;
-        records.extend(read.records);
-    }
-    Ok(records)
-}
-
-pub(crate) fn read_file(path: &Path) -> Result<FileRead, io::Error> {
+fn read_file(path: &Path) -> Result<FileRead, io::Error> {
     let file = match File::open(path) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
@@ -345,4 +394,71 @@ pub(crate) fn read_file(path: &Path) -> Result<FileRead, io::Error> {
         records,
         valid_len: offset,
     })
+}
+
+/// File name of the lock that makes one process the owner of a state directory's inbox.
+pub const LOCK_FILE: &str = "inbox.lock";
+
+/// Takes the advisory lock on `dir`'s [`LOCK_FILE`]; [`StoreError::Busy`] while another
+/// process holds it. The lock lasts as long as the returned handle.
+fn take_lock(dir: &Path) -> Result<File, StoreError> {
+    let path = dir.join(LOCK_FILE);
+    let file = owner_only::open(
+        &path,
+        OpenOptions::new().create(true).truncate(false).write(true),
+    )
+    .map_err(|source| StoreError::Lock {
+        path: path.clone(),
+        source,
+    })?;
+    match fs4::FileExt::try_lock(&file) {
+        Ok(()) => Ok(file),
+        Err(fs4::TryLockError::WouldBlock) => Err(StoreError::Busy {
+            dir: dir.to_path_buf(),
+        }),
+        Err(fs4::TryLockError::Error(source)) => Err(StoreError::Lock { path, source }),
+    }
+}
+
+impl InboxTrail for AuditFile {
+    fn interval(&self) -> Option<Duration> {
+        AuditFile::interval(self)
+    }
+
+    fn sync(&mut self) {
+        AuditFile::sync(self);
+    }
+
+    fn take_due_sync(&mut self) -> Option<Arc<File>> {
+        AuditFile::take_due_sync(self)
+    }
+
+    fn failing(&self) -> Option<&str> {
+        AuditFile::failing(self)
+    }
+
+    fn append(
+        &mut self,
+        mut record: AuditRecord,
+        next_seq: Seq,
+        head: &dyn Fn() -> Vec<AuditRecord>,
+    ) -> Flushed {
+        set_seq(&mut record, next_seq);
+        self.append_rotating(&record, head);
+        Flushed {
+            seq: takes_seq(&record).then_some(next_seq),
+            ready: vec![record],
+            behind: false,
+        }
+    }
+
+    fn purge(&mut self, checkpoint: &AuditRecord) -> Vec<String> {
+        let mut problems = AuditFile::purge(self);
+        AuditFile::append(self, checkpoint);
+        AuditFile::sync(self);
+        if let Some(failing) = AuditFile::failing(self) {
+            problems.push(format!("could not record the purge: {failing}"));
+        }
+        problems
+    }
 }
