@@ -740,9 +740,10 @@ async fn reconcile_hook_sees_every_delta_and_can_read_live_tools() {
     );
 }
 
-#[tokio::test]
-async fn notifications_land_in_the_inbox_and_its_audit_trail() {
-    use roster::inbox::{EntryState, Inbox, InboxConfig};
+/// A roster of the `dynamic` fixture server `name` whose notifications go to an inbox in a
+/// state dir of its own.
+async fn roster_with_inbox(name: &str) -> (tempfile::TempDir, Arc<roster::inbox::Inbox>, Roster) {
+    use roster::inbox::{Inbox, InboxConfig};
     common::init_tracing();
     let dir = tempfile::tempdir().expect("tempdir");
     let inbox = Arc::new(
@@ -752,7 +753,7 @@ async fn notifications_land_in_the_inbox_and_its_audit_trail() {
         .expect("inbox opens"),
     );
     let roster = Roster::start_with(
-        test_config(&dynamic_server_toml("on", "legacy", &[]), ""),
+        test_config(&dynamic_server_toml(name, "legacy", &[]), ""),
         RosterOptions {
             sink: inbox.clone(),
             ..RosterOptions::default()
@@ -760,6 +761,13 @@ async fn notifications_land_in_the_inbox_and_its_audit_trail() {
     )
     .await
     .expect("starts");
+    (dir, inbox, roster)
+}
+
+#[tokio::test]
+async fn notifications_land_in_the_inbox_and_its_audit_trail() {
+    use roster::inbox::EntryState;
+    let (dir, inbox, roster) = roster_with_inbox("on").await;
     roster
         .call("on__add_tool", args(json!({"name": "fresh"})))
         .await
@@ -858,24 +866,7 @@ async fn tools_come_in_config_order_then_each_servers_own_order() {
 
 #[tokio::test]
 async fn a_server_elicitation_is_decided_through_the_inbox() {
-    use roster::inbox::{Inbox, InboxConfig};
-    common::init_tracing();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let inbox = Arc::new(
-        Inbox::open(InboxConfig::new(roster::store::Stores::embedded(
-            dir.path(),
-        )))
-        .expect("inbox opens"),
-    );
-    let roster = Roster::start_with(
-        test_config(&dynamic_server_toml("el", "legacy", &[]), ""),
-        RosterOptions {
-            sink: inbox.clone(),
-            ..RosterOptions::default()
-        },
-    )
-    .await
-    .expect("starts");
+    let (_dir, inbox, roster) = roster_with_inbox("el").await;
     for (yes, expected) in [(true, "accept confirm=True"), (false, "decline")] {
         let call = {
             let roster = roster.clone();

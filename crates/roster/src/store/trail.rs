@@ -231,6 +231,24 @@ pub(crate) struct Flushed {
     pub(crate) behind: bool,
 }
 
+impl Flushed {
+    /// A trail only this process appends to: `record` takes `next_seq` (when it takes one),
+    /// is handed to `write`, and is ready to apply as it is.
+    pub(crate) fn local(
+        mut record: AuditRecord,
+        next_seq: Seq,
+        write: impl FnOnce(&AuditRecord),
+    ) -> Flushed {
+        set_seq(&mut record, next_seq);
+        write(&record);
+        Flushed {
+            seq: takes_seq(&record).then_some(next_seq),
+            ready: vec![record],
+            behind: false,
+        }
+    }
+}
+
 /// How the inbox wants its trail kept.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TrailOptions {
@@ -324,16 +342,11 @@ pub(crate) struct MemoryTrail;
 impl InboxTrail for MemoryTrail {
     fn append(
         &mut self,
-        mut record: AuditRecord,
+        record: AuditRecord,
         next_seq: Seq,
         _head: &dyn Fn() -> Vec<AuditRecord>,
     ) -> Flushed {
-        set_seq(&mut record, next_seq);
-        Flushed {
-            seq: takes_seq(&record).then_some(next_seq),
-            ready: vec![record],
-            behind: false,
-        }
+        Flushed::local(record, next_seq, |_| {})
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::store::StoreError;
 use crate::store::owner_only;
 use crate::store::trail::{
-    AuditRecord, Flushed, FsyncPolicy, InboxTrail, OpenTrail, Seq, TrailOptions, set_seq, takes_seq,
+    AuditRecord, Flushed, FsyncPolicy, InboxTrail, OpenTrail, Seq, TrailOptions,
 };
 
 /// File name of the active audit trail inside the state directory.
@@ -66,20 +66,8 @@ pub(crate) fn open(dir: &Path, options: &TrailOptions) -> Result<OpenTrail, Stor
         source,
     })?;
     let lock = take_lock(dir)?;
-    let mut records = read_backup(dir);
-    let active = audit_path(dir);
-    let read = read_file(&active).map_err(|source| StoreError::ReadTrail {
-        path: active,
-        source,
-    })?;
-    records.extend(read.records);
-    let file = AuditFile::open(
-        dir,
-        lock,
-        read.valid_len,
-        options.rotate_bytes,
-        options.fsync,
-    )?;
+    let (records, valid_len) = read_all(dir)?;
+    let file = AuditFile::open(dir, lock, valid_len, options.rotate_bytes, options.fsync)?;
     Ok(OpenTrail {
         trail: Box::new(file),
         records,
@@ -89,26 +77,27 @@ pub(crate) fn open(dir: &Path, options: &TrailOptions) -> Result<OpenTrail, Stor
 /// The records of the trail in `dir`, the backup's then the active file's, read without the
 /// lock (a running gateway holds it) and without writing; nothing where nothing was kept.
 pub(crate) fn history(dir: &Path) -> Result<Vec<AuditRecord>, StoreError> {
-    let mut records = read_backup(dir);
+    read_all(dir).map(|(records, _)| records)
+}
+
+/// The backup's records then the active file's, and where the active file's last whole line
+/// ends. An unreadable backup is history: skipped, with a warning.
+fn read_all(dir: &Path) -> Result<(Vec<AuditRecord>, u64), StoreError> {
+    let backup = backup_path(dir);
+    let mut records = match read_file(&backup) {
+        Ok(read) => read.records,
+        Err(error) => {
+            tracing::warn!(path = %backup.display(), %error, "skipping the unreadable audit backup");
+            Vec::new()
+        }
+    };
     let active = audit_path(dir);
     let read = read_file(&active).map_err(|source| StoreError::ReadTrail {
         path: active,
         source,
     })?;
     records.extend(read.records);
-    Ok(records)
-}
-
-/// The backup's records; an unreadable backup is history and is skipped, with a warning.
-fn read_backup(dir: &Path) -> Vec<AuditRecord> {
-    let backup = backup_path(dir);
-    match read_file(&backup) {
-        Ok(read) => read.records,
-        Err(error) => {
-            tracing::warn!(path = %backup.display(), %error, "skipping the unreadable audit backup");
-            Vec::new()
-        }
-    }
+    Ok((records, read.valid_len))
 }
 
 impl AuditFile {
@@ -439,17 +428,13 @@ impl InboxTrail for AuditFile {
 
     fn append(
         &mut self,
-        mut record: AuditRecord,
+        record: AuditRecord,
         next_seq: Seq,
         head: &dyn Fn() -> Vec<AuditRecord>,
     ) -> Flushed {
-        set_seq(&mut record, next_seq);
-        self.append_rotating(&record, head);
-        Flushed {
-            seq: takes_seq(&record).then_some(next_seq),
-            ready: vec![record],
-            behind: false,
-        }
+        Flushed::local(record, next_seq, |record| {
+            self.append_rotating(record, head)
+        })
     }
 
     fn purge(&mut self, checkpoint: &AuditRecord) -> Vec<String> {
