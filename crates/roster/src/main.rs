@@ -168,6 +168,13 @@ fn runtime_for(command: Option<&Command>) -> std::io::Result<tokio::runtime::Run
 }
 
 fn main() -> anyhow::Result<ExitCode> {
+    // `roster __sandbox SPEC -- COMMAND ARGS…`: the launcher of a sandboxed stdio server,
+    // which roster starts in the server's place. First, before anything could start a thread:
+    // a user namespace takes a single-threaded process.
+    #[cfg(target_os = "linux")]
+    if let Some(code) = sandbox_launcher() {
+        return Ok(code);
+    }
     roster::i18n::init_cli();
     let cli = Cli::parse();
     match cli.command {
@@ -654,6 +661,19 @@ fn print_config(config: &serde_json::Value) {
         ));
     }
     println!("{line}");
+}
+
+/// Runs the sandbox launcher when this process was started as one; `None` otherwise.
+#[cfg(target_os = "linux")]
+fn sandbox_launcher() -> Option<ExitCode> {
+    use roster::servers::sandbox;
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != sandbox::SUBCOMMAND {
+        return None;
+    }
+    let spec = args.next().unwrap_or_default();
+    let command: Vec<std::ffi::OsString> = args.skip_while(|a| a != "--").skip(1).collect();
+    Some(sandbox::launch::run(&spec.to_string_lossy(), &command))
 }
 
 fn print_status(answer: &serde_json::Value) {

@@ -43,6 +43,7 @@ const INHERITED: &[&str] = &[
     "server_limits",
     "pin",
     "new_tools",
+    "sandbox",
 ];
 
 /// `[gateway]` keys the gateway puts in force at a reload (see `Gateway::apply`); `[[clients]]`
@@ -127,6 +128,7 @@ fn gateway_keys(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
         dynamic_tools,
         subscriptions,
         state_dir,
+        sandbox,
         admin_max_line,
         call_timeout,
         connect_timeout,

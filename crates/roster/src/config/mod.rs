@@ -147,6 +147,7 @@ mod raw;
 mod raw_gateway;
 mod raw_server;
 mod redact;
+mod sandbox;
 mod state_dir;
 pub mod store_tls;
 
@@ -163,6 +164,7 @@ pub use env::EnvLookup;
 pub use filter::{AlwaysListed, Permissions, TaskPolicy, TaskSupport, ToolFilter, ToolsMode};
 pub use metrics::MetricsConfig;
 pub use redact::{redact_url, redact_url_in, redact_urls};
+pub use sandbox::{Network, Sandbox};
 pub use state_dir::state_dir_for;
 
 use env::process_env;
@@ -422,6 +424,9 @@ pub enum TransportConfig {
         env: BTreeMap<String, String>,
         /// Working directory (relative paths are resolved against the config file's folder).
         cwd: Option<PathBuf>,
+        /// What it may touch when it runs sandboxed (`[servers.NAME.sandbox]`, else
+        /// `[gateway] sandbox`); `None`: it runs as roster's plain child.
+        sandbox: Option<Box<Sandbox>>,
     },
     /// A URL speaking MCP streamable HTTP.
     StreamableHttp {
@@ -497,6 +502,9 @@ pub struct GatewayConfig {
     pub subscriptions: Vec<String>,
     /// Audit trail, catalog database, admin socket.
     pub state_dir: PathBuf,
+    /// The sandbox of every stdio server that does not say (`sandbox = true` or a table);
+    /// `None`: unsandboxed unless a server asks.
+    pub sandbox: Option<Sandbox>,
     /// The longest request line the admin socket reads, in bytes.
     pub admin_max_line: usize,
     /// Default per-call timeout for `tools/call`.
@@ -623,6 +631,7 @@ impl GatewayConfig {
             dynamic_tools: env("ROSTER_DYNAMIC_TOOLS").as_deref() != Some("0"),
             subscriptions: Vec::new(),
             state_dir: state_dir::resolve(env, None),
+            sandbox: None,
             admin_max_line: DEFAULT_ADMIN_MAX_LINE,
             call_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(30),
@@ -736,6 +745,7 @@ impl ServerConfig {
                 args,
                 env: BTreeMap::new(),
                 cwd: None,
+                sandbox: None,
             },
             enabled: true,
             tools: ToolFilter::default(),

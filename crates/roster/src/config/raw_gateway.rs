@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::ctx::{Ctx, RawDuration};
 use super::filter::AlwaysListed;
+use super::sandbox::{self, RawSandboxSetting};
 use super::state_dir;
 use super::{ConfigError, GatewayConfig, NamingMode, ServerLimits, ToolsMode};
 use roster_core::pin::{NewTools, PinPolicy};
@@ -24,6 +25,7 @@ pub(super) struct RawGateway {
     dynamic_tools: Option<bool>,
     subscriptions: Option<Vec<String>>,
     state_dir: Option<String>,
+    sandbox: Option<RawSandboxSetting>,
     admin_max_line: Option<usize>,
     call_timeout: Option<RawDuration>,
     connect_timeout: Option<RawDuration>,
@@ -277,6 +279,9 @@ pub(super) fn build_gateway(ctx: &Ctx<'_>, raw: RawGateway) -> Result<GatewayCon
         super::MetricsConfig::from_keys(raw.metrics, raw.metrics_listen, raw.metrics_tool_labels)
             .map_err(|expected| ctx.invalid("gateway.metrics_listen", expected))?;
     g.state_dir = state_dir::resolve(ctx.env, raw.state_dir.map(|dir| ctx.resolve(&dir)));
+    if let Some(setting) = raw.sandbox {
+        g.sandbox = sandbox::build(ctx, "gateway.sandbox", setting, None)?;
+    }
     if let Some(max) = raw.admin_max_line {
         if max < 1024 {
             return Err(ctx.invalid(

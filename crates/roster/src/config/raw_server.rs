@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::ctx::{Ctx, RawDuration, RawToolFilter};
+use super::sandbox::{self, RawSandboxSetting};
 use super::{
     ConfigError, Era, GatewayConfig, OAuthConfig, OAuthGrant, ServerConfig, SkillSync, TaskPolicy,
     ToolFilter, TransportConfig,
@@ -43,6 +44,7 @@ pub(super) struct RawServer {
     pub(super) auth: Option<String>,
     pub(super) oauth: Option<RawOAuth>,
     pub(super) skills: Option<RawSkillSync>,
+    pub(super) sandbox: Option<RawSandboxSetting>,
 }
 
 /// `skills = true | false`, or a table.
@@ -151,11 +153,21 @@ pub(super) fn build_server_keyed(
             if !raw.headers.is_empty() {
                 return Err(ctx.invalid(format!("{key}.headers"), "headers only with `url`"));
             }
+            let sandbox = match raw.sandbox {
+                Some(setting) => sandbox::build(
+                    ctx,
+                    &format!("{key}.sandbox"),
+                    setting,
+                    gateway.sandbox.as_ref(),
+                )?,
+                None => gateway.sandbox.clone(),
+            };
             TransportConfig::Stdio {
                 command,
                 args: raw.args,
                 env: ctx.expand_map(&format!("{key}.env"), raw.env)?,
                 cwd: raw.cwd.as_deref().map(|c| ctx.resolve(c)),
+                sandbox: sandbox.map(|s| Box::new(s.for_server(&gateway.state_dir, name))),
             }
         }
         (None, Some(url)) => {
@@ -164,6 +176,16 @@ pub(super) fn build_server_keyed(
                 return Err(ctx.invalid(
                     key,
                     "`args`, `env` and `cwd` only with `command`, not with `url`",
+                ));
+            }
+            if raw
+                .sandbox
+                .as_ref()
+                .is_some_and(|s| !matches!(s, RawSandboxSetting::On(false)))
+            {
+                return Err(ctx.invalid(
+                    format!("{key}.sandbox"),
+                    "a sandbox only for a `command` server (roster runs it; a `url` server runs elsewhere)",
                 ));
             }
             let headers = ctx.expand_map(&format!("{key}.headers"), raw.headers)?;

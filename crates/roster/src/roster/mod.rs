@@ -368,7 +368,7 @@ impl Roster {
     pub(crate) fn servers_json(&self) -> Value {
         let transport = |name: &str| {
             let slot = self.rt.slot(name)?;
-            Some(crate::servers::status::transport_name(
+            Some(crate::servers::status::Transport::of(
                 &slot.config.transport,
             ))
         };

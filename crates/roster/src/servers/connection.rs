@@ -187,13 +187,14 @@ impl Connection {
             }
             TransportConfig::Stdio { .. } => None,
         };
-        let handshake = |e: rmcp::service::ClientInitializeError| {
+        let handshake_text = |e: rmcp::service::ClientInitializeError| {
             let text = e.to_string();
-            ConnectError::Handshake(match url {
+            match url {
                 Some(url) => crate::config::redact_url_in(&text, url),
                 None => text,
-            })
+            }
         };
+        let handshake = |e| ConnectError::Handshake(handshake_text(e));
         // Cancelled when the server asks for more scope (step-up): the connection then ends,
         // and the next one waits for the login.
         let step_up = CancellationToken::new();
@@ -212,6 +213,7 @@ impl Connection {
                     args,
                     env,
                     cwd,
+                    sandbox,
                 } => {
                     let (transport, child) = super::stdio::spawn(
                         super::stdio::Spawn {
@@ -220,14 +222,22 @@ impl Connection {
                             args,
                             env,
                             cwd: cwd.as_ref(),
+                            sandbox: sandbox.as_deref(),
                             limits: &config.limits,
                         },
                         raw.clone(),
                         gate,
                     )?;
-                    let (running, direct) = serve_wire(client, transport, mode)
-                        .await
-                        .map_err(handshake)?;
+                    let (running, direct) = match serve_wire(client, transport, mode).await {
+                        Ok(served) => served,
+                        Err(error) => {
+                            let text = handshake_text(error);
+                            return Err(ConnectError::Handshake(match sandbox {
+                                None => text,
+                                Some(rules) => sandboxed_failure(server, rules, &child, text).await,
+                            }));
+                        }
+                    };
                     (running, Guard::Child(child), DirectPath::Wire(direct))
                 }
                 TransportConfig::Sse { url, headers } => {
@@ -705,6 +715,24 @@ impl Connection {
 }
 
 /// A step-up waiting for a login is a login like any other to supervision.
+/// The error of a sandboxed server that did not start: `text`, what its launcher said (once
+/// its stderr has ended, for at most a second), and which keys loosen the sandbox.
+async fn sandboxed_failure(
+    server: &str,
+    rules: &crate::config::Sandbox,
+    child: &super::stdio::ChildGuard,
+    text: String,
+) -> String {
+    let said = child
+        .launcher_said(std::time::Duration::from_secs(1))
+        .await
+        .map_or_else(String::new, |said| format!(" ({said})"));
+    format!(
+        "{text}{said}; {}",
+        super::sandbox::failure_hint(server, rules)
+    )
+}
+
 fn needs_scope(server: &str, error: crate::oauth::OAuthError) -> ConnectError {
     match error {
         crate::oauth::OAuthError::NeedsScope { challenge, .. } => ConnectError::NeedsLogin {

@@ -165,6 +165,11 @@ impl NotificationGate {
         }
     }
 
+    /// Where this server's notifications go (what roster says about the server, too).
+    pub(crate) fn notifications(&self) -> Arc<Notifications> {
+        self.notifications.clone()
+    }
+
     /// Handles what passes this gate with `deliver`, on the reader, in the server's order.
     pub(crate) fn deliver_to(&mut self, deliver: Deliver) {
         self.deliver = Some(deliver);

@@ -61,6 +61,7 @@ pub(crate) mod pinning;
 mod refresh;
 pub mod relay;
 pub(crate) mod runtime;
+pub mod sandbox;
 mod sink;
 pub(crate) mod skills;
 pub(crate) mod sse;

@@ -93,10 +93,11 @@ pub(crate) fn transport_name(transport: &TransportConfig) -> &'static str {
 }
 
 /// Every server's status as a JSON array, instants made relative to `now` in milliseconds.
-/// `transport` names each server's transport (`None`: unknown to the caller).
-pub(crate) fn servers_json<'a>(
+/// `transport` gives each server's transport (`None`: unknown to the caller): its name, and a
+/// stdio server's sandbox (`null` when it runs unsandboxed).
+pub(crate) fn servers_json(
     servers: &[ServerStatus],
-    transport: impl Fn(&str) -> Option<&'a str>,
+    transport: impl Fn(&str) -> Option<Transport>,
     now: Instant,
 ) -> Value {
     Value::Array(
@@ -107,7 +108,33 @@ pub(crate) fn servers_json<'a>(
     )
 }
 
-fn server_json(s: &ServerStatus, transport: Option<&str>, now: Instant) -> Value {
+/// A server's transport as status shows it: its name, and a stdio server's sandbox (`null`
+/// when it runs unsandboxed).
+pub(crate) struct Transport {
+    name: &'static str,
+    sandbox: Value,
+}
+
+impl Transport {
+    pub(crate) fn of(config: &TransportConfig) -> Transport {
+        Transport {
+            name: transport_name(config),
+            sandbox: match config {
+                TransportConfig::Stdio {
+                    sandbox: Some(rules),
+                    ..
+                } => super::sandbox::status_json(rules),
+                _ => Value::Null,
+            },
+        }
+    }
+}
+
+fn server_json(s: &ServerStatus, transport: Option<Transport>, now: Instant) -> Value {
+    let (transport, sandbox) = match transport {
+        Some(t) => (Some(t.name), t.sandbox),
+        None => (None, Value::Null),
+    };
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let ago = |t: Instant| ms(now.saturating_duration_since(t));
     let until = |t: Instant| ms(t.saturating_duration_since(now));
@@ -139,5 +166,6 @@ fn server_json(s: &ServerStatus, transport: Option<&str>, now: Instant) -> Value
         "logins_asked": s.logins_asked,
         "pid": s.pid,
         "refresh_count": s.refresh_count,
+        "sandbox": sandbox,
     })
 }

@@ -23,7 +23,7 @@ use tokio_util::codec::{Decoder, FramedRead};
 
 use super::gate::NotificationGate;
 use super::wire::{Outgoing, RawResults, Received, WireTransport, log_line, parse_line};
-use crate::config::ServerLimits;
+use crate::config::{Sandbox, ServerLimits};
 
 /// The longest line read from a server's stdout or stderr (64 MiB); a longer one is dropped as
 /// garbage rather than buffered without bound.
@@ -170,9 +170,19 @@ pub struct ChildGuard {
     kill: Option<oneshot::Sender<()>>,
     exit: watch::Receiver<ChildExit>,
     pid: Option<u32>,
+    /// What a sandboxed server's launcher said last, and whether its stderr has ended.
+    launcher: watch::Receiver<(Option<String>, bool)>,
 }
 
 impl ChildGuard {
+    /// The last line a sandbox launcher wrote (why it did not start the server), once the
+    /// server's stderr has ended or `wait` has passed; `None` when it said nothing.
+    pub(crate) async fn launcher_said(&self, wait: std::time::Duration) -> Option<String> {
+        let mut launcher = self.launcher.clone();
+        let _ = tokio::time::timeout(wait, launcher.wait_for(|(_, ended)| *ended)).await;
+        launcher.borrow().0.clone()
+    }
+
     /// The child's process id while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.pid
@@ -336,6 +346,7 @@ pub(crate) struct Spawn<'a> {
     pub(crate) args: &'a [String],
     pub(crate) env: &'a BTreeMap<String, String>,
     pub(crate) cwd: Option<&'a PathBuf>,
+    pub(crate) sandbox: Option<&'a Sandbox>,
     pub(crate) limits: &'a ServerLimits,
 }
 
@@ -350,12 +361,24 @@ pub(crate) fn spawn(
         args,
         env,
         cwd,
+        sandbox,
         limits,
     } = spec;
-    let mut cmd = Command::new(command);
-    cmd.args(args)
-        .envs(env)
-        .stdin(Stdio::piped())
+    let mut cmd =
+        match sandbox {
+            None => {
+                let mut cmd = Command::new(command);
+                cmd.args(args).envs(env);
+                cmd
+            }
+            // The launcher in its place: it applies the rules, then becomes the server.
+            Some(rules) => super::sandbox::command(&server, rules, command, args, env, cwd)
+                .map_err(|source| SpawnError {
+                    command: command.to_owned(),
+                    source,
+                })?,
+        };
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Belt and braces: the waiter ends the group on guard drop, and tokio kills the child
@@ -400,6 +423,10 @@ pub(crate) fn spawn(
 
     let name = server.clone();
     let max_log_line = limits.max_log_line;
+    // A sandbox launcher's lines are warnings (kept in the inbox too) and the last one is kept
+    // for the error of a start that failed.
+    let launcher = sandbox.map(|_| gate.notifications());
+    let (said_tx, said_rx) = watch::channel((None, false));
     tokio::spawn(async move {
         // Drained to its end whatever it holds: a child whose stderr pipe fills up blocks.
         // A small buffer (a longer line still reads whole): fifty servers keep fifty of them.
@@ -407,10 +434,25 @@ pub(crate) fn spawn(
         let mut line = Vec::new();
         while let Ok(Some(text)) = read_line(&mut reader, &mut line).await {
             let text = log_line(text.trim_end_matches(['\n', '\r']), max_log_line);
-            tracing::info!(target: "roster::server_stderr", server = %name, "{text}");
+            match (&launcher, text.strip_prefix(super::sandbox::STDERR_PREFIX)) {
+                (Some(notifications), Some(said)) => {
+                    tracing::warn!(server = %name, "{said}");
+                    notifications.dispatch_notification(
+                        "notifications/message",
+                        &serde_json::json!({
+                            "level": "warning",
+                            "logger": "roster.sandbox",
+                            "data": said,
+                        }),
+                    );
+                    said_tx.send_modify(|(last, _)| *last = Some(said.to_owned()));
+                }
+                _ => tracing::info!(target: "roster::server_stderr", server = %name, "{text}"),
+            }
             // A server that only writes to stderr must not keep this worker to itself.
             tokio::task::coop::consume_budget().await;
         }
+        said_tx.send_modify(|(_, ended)| *ended = true);
     });
 
     let (kill_tx, kill_rx) = oneshot::channel::<()>();
@@ -461,6 +503,7 @@ pub(crate) fn spawn(
             kill: Some(kill_tx),
             exit: exit_rx,
             pid,
+            launcher: said_rx,
         },
     ))
 }

@@ -1,0 +1,240 @@
+//! `[servers.NAME.sandbox]` and `[gateway] sandbox`: what a stdio server may touch when roster
+//! runs it least-privileged (Landlock file and TCP rules, a network namespace, a cleared
+//! environment, resource limits). The rules as written, paths resolved; the launcher that
+//! applies them is `servers::sandbox`.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
+use super::ctx::Ctx;
+
+/// What a sandboxed stdio server may touch, besides what any program needs to run (the system
+/// directories, `/dev/null` and friends, `/proc`), its command's install directory and its
+/// `cwd`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sandbox {
+    /// Readable (and executable) paths, with what is beneath them.
+    pub read: Vec<PathBuf>,
+    /// Writable paths, with what is beneath them.
+    pub write: Vec<PathBuf>,
+    /// Whether it may reach the network.
+    pub network: Network,
+    /// TCP ports it may connect to (Landlock's TCP rules; no network namespace then).
+    pub connect: Vec<u16>,
+    /// Variables passed from roster's environment (besides the entry's own `env`, `PATH`,
+    /// `LANG`, and its private `HOME` and `TMPDIR`).
+    pub env: Vec<String>,
+    /// Its data segment at most, in bytes (`RLIMIT_DATA`: what it allocates, not the address
+    /// space a runtime reserves).
+    pub memory: Option<u64>,
+    /// Processes and threads at most, counted in its own user namespace (`RLIMIT_NPROC`).
+    pub processes: Option<u64>,
+    /// Open files at most (`RLIMIT_NOFILE`).
+    pub open_files: Option<u64>,
+    /// A kernel that cannot enforce it is an error (`true`), or a warning and the server runs
+    /// without what is missing (`false`).
+    pub required: bool,
+    /// Its private `HOME` and `TMPDIR` live here: `<state_dir>/sandbox/<server>` (set per
+    /// server; empty in `[gateway] sandbox`).
+    #[serde(skip)]
+    pub private_dir: PathBuf,
+}
+
+/// `network = "none" | "all"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// No network: its own empty network namespace (or only `connect`'s TCP ports).
+    None,
+    /// The network roster has.
+    All,
+}
+
+impl Sandbox {
+    /// The sandbox of `sandbox = true`: nothing beyond what any program needs.
+    fn default_rules() -> Sandbox {
+        Sandbox {
+            read: Vec::new(),
+            write: Vec::new(),
+            network: Network::None,
+            connect: Vec::new(),
+            env: Vec::new(),
+            memory: None,
+            processes: None,
+            open_files: None,
+            required: true,
+            private_dir: PathBuf::new(),
+        }
+    }
+
+    /// These rules for the server `name` whose state is in `state_dir`.
+    pub(super) fn for_server(mut self, state_dir: &std::path::Path, name: &str) -> Sandbox {
+        self.private_dir = state_dir.join("sandbox").join(name);
+        self
+    }
+}
+
+/// `sandbox = true | false`, or a table.
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+pub(super) enum RawSandboxSetting {
+    On(bool),
+    Table(RawSandbox),
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSandbox {
+    #[serde(default)]
+    read: Vec<String>,
+    #[serde(default)]
+    write: Vec<String>,
+    network: Option<Network>,
+    #[serde(default)]
+    connect: Vec<u16>,
+    #[serde(default)]
+    env: Vec<String>,
+    memory: Option<RawSize>,
+    processes: Option<u64>,
+    open_files: Option<u64>,
+    required: Option<bool>,
+}
+
+/// A size as written: bytes, or text with a unit (`"512MiB"`, `"1G"`).
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum RawSize {
+    Bytes(u64),
+    Text(String),
+}
+
+/// Builds `setting` (at `key`); `None` for `false`. `sandbox = true` takes `default` (the
+/// gateway's) when there is one.
+pub(super) fn build(
+    ctx: &Ctx<'_>,
+    key: &str,
+    setting: RawSandboxSetting,
+    default: Option<&Sandbox>,
+) -> Result<Option<Sandbox>, ConfigError> {
+    let raw = match setting {
+        RawSandboxSetting::On(false) => return Ok(None),
+        RawSandboxSetting::On(true) => {
+            return Ok(Some(
+                default.cloned().unwrap_or_else(Sandbox::default_rules),
+            ));
+        }
+        RawSandboxSetting::Table(raw) => raw,
+    };
+    let paths = |what: &str, raw: Vec<String>| {
+        raw.iter()
+            .enumerate()
+            .map(|(i, p)| path(ctx, &format!("{key}.{what}[{i}]"), p))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    for (i, name) in raw.env.iter().enumerate() {
+        if name.is_empty() || name.contains('=') {
+            return Err(ctx.invalid(
+                format!("{key}.env[{i}]"),
+                "the name of an environment variable",
+            ));
+        }
+    }
+    if raw.connect.contains(&0) {
+        return Err(ctx.invalid(format!("{key}.connect"), "TCP ports from 1 to 65535"));
+    }
+    let network = raw.network.unwrap_or(Network::None);
+    if network == Network::All && !raw.connect.is_empty() {
+        return Err(ctx.invalid(
+            format!("{key}.connect"),
+            "ports only with network = \"none\" (with \"all\" every port is open)",
+        ));
+    }
+    let count = |what: &str, value: Option<u64>| match value {
+        Some(0) => Err(ctx.invalid(format!("{key}.{what}"), "a number above 0")),
+        other => Ok(other),
+    };
+    Ok(Some(Sandbox {
+        read: paths("read", raw.read)?,
+        write: paths("write", raw.write)?,
+        network,
+        connect: raw.connect,
+        env: raw.env,
+        memory: match raw.memory {
+            None => None,
+            Some(size) => Some(bytes(&size).ok_or_else(|| {
+                ctx.invalid(
+                    format!("{key}.memory"),
+                    "a size above 0: bytes, or a number with KiB, MiB, GiB (or K, M, G, KB, MB, GB)",
+                )
+            })?),
+        },
+        processes: count("processes", raw.processes)?,
+        open_files: count("open_files", raw.open_files)?,
+        required: raw.required.unwrap_or(true),
+        private_dir: PathBuf::new(),
+    }))
+}
+
+/// A path as written: `${VAR}` expanded, a leading `~` made `$HOME`, relative to the config
+/// file's folder.
+fn path(ctx: &Ctx<'_>, key: &str, raw: &str) -> Result<PathBuf, ConfigError> {
+    let expanded = ctx.expand(key, raw)?;
+    if expanded.is_empty() {
+        return Err(ctx.invalid(key, "a path"));
+    }
+    let expanded = match expanded.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            let Some(home) = (ctx.env)("HOME").filter(|h| !h.is_empty()) else {
+                return Err(ctx.invalid(key, "a path (`~` needs HOME, which is not set)"));
+            };
+            format!("{home}{rest}")
+        }
+        _ => expanded,
+    };
+    Ok(ctx.resolve(&expanded))
+}
+
+/// `size` in bytes; `None` when it is 0 or not a size.
+fn bytes(size: &RawSize) -> Option<u64> {
+    let value = match size {
+        RawSize::Bytes(n) => *n,
+        RawSize::Text(text) => {
+            let text = text.trim();
+            let split = text
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(text.len());
+            let (number, unit) = text.split_at(split);
+            let number: u64 = number.parse().ok()?;
+            let scale: u64 = match unit.trim() {
+                "" | "B" => 1,
+                "K" | "KB" | "KiB" => 1 << 10,
+                "M" | "MB" | "MiB" => 1 << 20,
+                "G" | "GB" | "GiB" => 1 << 30,
+                _ => return None,
+            };
+            number.checked_mul(scale)?
+        }
+    };
+    (value > 0).then_some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_bytes() {
+        let text = |s: &str| bytes(&RawSize::Text(s.to_owned()));
+        assert_eq!(text("512MiB"), Some(512 << 20));
+        assert_eq!(text("1G"), Some(1 << 30));
+        assert_eq!(text("64 KB"), Some(64 << 10));
+        assert_eq!(text("100"), Some(100));
+        assert_eq!(bytes(&RawSize::Bytes(4096)), Some(4096));
+        assert_eq!(text("0MiB"), None);
+        assert_eq!(text("lots"), None);
+        assert_eq!(text("1TiB"), None);
+        assert_eq!(text("99999999999999G"), None);
+    }
+}
