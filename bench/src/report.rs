@@ -76,6 +76,7 @@ fn baseline_of(transport: &str) -> &'static str {
 fn is_peer(label: &str) -> bool {
     ![
         "roster",
+        "roster-sandbox",
         "roster-stdio",
         "roster-remote",
         "direct",
@@ -216,9 +217,10 @@ impl Run {
             "direct-http" => 1,
             "everything-http" => 2,
             "roster" => 3,
-            "roster-stdio" => 4,
-            "roster-remote" => 5,
-            _ => 6,
+            "roster-sandbox" => 4,
+            "roster-stdio" => 5,
+            "roster-remote" => 6,
+            _ => 7,
         };
         run.calls.sort_by_key(|(l, r)| (r.sessions, rank(l)));
         run.client_calls.sort_by(|(a, x), (b, y)| {
@@ -432,6 +434,13 @@ fn calls_section(md: &mut String, run: &Run, plot: Option<&str>) {
                     line,
                     "; roster's forwarding behind it (roster − direct-http) {:+.0} µs",
                     r - h
+                );
+            }
+            if let (Some(r), Some(b)) = (p50("roster"), p50("roster-sandbox")) {
+                let _ = write!(
+                    line,
+                    "; the echo server sandboxed behind it (roster-sandbox − roster) {:+.0} µs",
+                    b - r
                 );
             }
             if let Some(s) = p50("roster-stdio") {

@@ -684,6 +684,12 @@ fn print_status(answer: &serde_json::Value) {
             Some(other) => other.to_string(),
         }
     };
+    // A sandboxed stdio server says so beside its transport (its rules: `--json`).
+    let transport = |s: &serde_json::Value| match (field(s, "transport"), s["sandbox"].is_object())
+    {
+        (name, true) => format!("{name}+sandbox"),
+        (name, false) => name,
+    };
     // The columns, each at least as wide as its header in the terminal's language.
     let columns = [
         ("server", 16),
@@ -697,6 +703,16 @@ fn print_status(answer: &serde_json::Value) {
     .map(|(column, width)| {
         let header = text(&format!("cli.status.header.{column}"), &[]);
         let width = width.max(header.chars().count());
+        // `stdio+sandbox` widens its column only where a server runs sandboxed.
+        let width = match column {
+            "transport" => answer
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| transport(s).chars().count())
+                .fold(width, usize::max),
+            _ => width,
+        };
         (header, width)
     });
     let [w0, w1, w2, w3, w4, w5, w6] = columns.each_ref().map(|(_, width)| *width);
@@ -714,7 +730,7 @@ fn print_status(answer: &serde_json::Value) {
         println!(
             "{:<w0$} {:<w1$} {:<w2$} {:<w3$} {:>w4$} {:>w5$} {:>w6$}  {}",
             field(s, "name"),
-            field(s, "transport"),
+            transport(s),
             field(s, "connection"),
             field(s, "listing"),
             field(s, "tools"),

@@ -18,6 +18,7 @@
 //! dynamic_tools = true         # ROSTER_DYNAMIC_TOOLS=0 turns re-listing on list_changed off
 //! subscriptions = ["eng"]      # default subscriptions of stdio clients
 //! state_dir = "state"          # $ROSTER_STATE_DIR wins; default $XDG_STATE_HOME/roster
+//! sandbox = false              # true or a table: the sandbox of every stdio server that does not say
 //! admin_max_line = 65536       # longest request line the admin socket reads (bytes)
 //! call_timeout = "60s"         # per tools/call; notifications/cancelled on expiry
 //! connect_timeout = "30s"      # spawn/open + handshake
@@ -83,6 +84,13 @@
 //!                               #   (execution.taskSupport), else as tasks when slow
 //! # call_timeout, connect_timeout, list_timeout, ping_interval, min_ttl, pin, new_tools override
 //! # [gateway] per server
+//! [servers.fs.sandbox]         # least privilege (or `sandbox = true`; `false`: none)
+//! read = ["docs"]              # readable besides system dirs, its install dir and cwd
+//! write = ["work"]             # writable besides its private HOME and TMPDIR
+//! network = "none"             # or "all"; connect = [443] opens TCP ports with "none"
+//! env = ["FS_LICENSE"]         # passed from roster's environment
+//! memory = "512MiB"            # processes, open_files: limits too
+//! required = true              # false: run with what the kernel enforces, warning
 //!
 //! [servers.web]                # an HTTP server
 //! url = "https://example.com/mcp?key=${WEB_KEY}"   # ${VAR} here too

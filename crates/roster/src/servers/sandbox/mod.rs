@@ -105,11 +105,22 @@ pub(crate) fn command(
         without_landlock: std::env::var_os(WITHOUT_LANDLOCK_VAR).is_some(),
     };
     let spec = serde_json::to_string(&spec).map_err(std::io::Error::other)?;
+    // A relative path names the program where it would be found unsandboxed: in `cwd`, else
+    // in roster's own directory (the server itself starts in its private HOME).
+    let program = Path::new(command);
+    let program = if program.is_relative() && program.components().count() > 1 {
+        match cwd {
+            Some(cwd) => cwd.join(program),
+            None => std::env::current_dir()?.join(program),
+        }
+    } else {
+        program.to_owned()
+    };
     let mut cmd = Command::new(launcher()?);
     cmd.arg(SUBCOMMAND)
         .arg(spec)
         .arg("--")
-        .arg(command)
+        .arg(program)
         .args(args)
         .env_clear()
         .envs(passed(&rules.env))

@@ -14,6 +14,39 @@ fn era(view: &View<'_>, version: Option<&str>) -> String {
     }
 }
 
+/// A stdio server's sandbox beside its transport: the word, its rules on hover.
+fn sandbox_cell(view: &View<'_>, sandbox: &serde_json::Value) -> String {
+    if !sandbox.is_object() {
+        return String::new();
+    }
+    let list = |key: &str| {
+        sandbox[key]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .filter(|text| !text.is_empty())
+            .unwrap_or_else(|| "—".to_owned())
+    };
+    let rules = format!(
+        "read: {}; write: {}; network: {}; connect: {}; env: {}",
+        list("read"),
+        list("write"),
+        sandbox["network"].as_str().unwrap_or("—"),
+        list("connect"),
+        list("env"),
+    );
+    format!(
+        " · <span class=\"sandbox\" title=\"{}\">{}</span>",
+        esc(&rules),
+        esc(&view.t("ui.servers.sandboxed"))
+    )
+}
+
 /// Servers: transport, era, state, tools, last and next listing, restarts, last error; refresh
 /// and restart.
 pub(in crate::gateway::ui) fn servers(view: &View<'_>) -> (String, String) {
@@ -66,12 +99,13 @@ pub(in crate::gateway::ui) fn servers(view: &View<'_>) -> (String, String) {
             });
         let _ = write!(
             out,
-            "<tr data-server=\"{n}\"><td class=\"name\">{n}</td><td>{transport}</td><td>{era}</td>\
+            "<tr data-server=\"{n}\"><td class=\"name\">{n}</td><td>{transport}{sandbox}</td><td>{era}</td>\
              <td><span class=\"state {cclass}\">{connection}</span> · {listing}</td>\
              <td class=\"num\">{tools}</td><td>{last}</td><td>{next}</td><td class=\"num\">{restarts}</td>\
              <td class=\"error\">{error}</td><td>{refresh}{restart}</td></tr>",
             n = esc(name),
             transport = esc(server["transport"].as_str().unwrap_or("—")),
+            sandbox = sandbox_cell(view, &server["sandbox"]),
             era = esc(&era(view, server["protocol_version"].as_str())),
             cclass = esc(connection),
             connection = esc(&state_word(view, "state", connection)),
