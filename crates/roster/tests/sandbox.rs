@@ -65,6 +65,9 @@ async fn a_sandboxed_server_reaches_only_what_its_entry_gives_and_the_control_re
     std::fs::write(shared.join("readme.txt"), "for the server").expect("write");
     // A port that answers on 127.0.0.1: the control reaches it, the sandbox has no network.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    // A local daemon's socket (as docker.sock), in a directory the sandbox may read.
+    let daemon_socket = shared.join("daemon.sock");
+    let daemon = std::os::unix::net::UnixListener::bind(&daemon_socket).expect("listen");
     let port = listener.local_addr().expect("addr").port();
 
     let (probe_dir, shared_s, drop_s) = (
@@ -113,6 +116,7 @@ async fn a_sandboxed_server_reaches_only_what_its_entry_gives_and_the_control_re
         ("getenv", json!({"name": "GIVEN"})),
         ("allocate", json!({"mib": 512})),
         ("signal_parent", json!({})),
+        ("connect_unix", json!({"path": daemon_socket})),
     ];
     let boxed = probe(&gateway, "boxed", &calls);
     assert_refused("read a file outside `read`", &boxed[0]);
@@ -126,6 +130,7 @@ async fn a_sandboxed_server_reaches_only_what_its_entry_gives_and_the_control_re
     assert_refused("allocate past `memory`", &boxed[8]);
     assert!(boxed[8].contains("MemoryError"), "{}", boxed[8]);
     assert_refused("signal roster", &boxed[9]);
+    assert_refused("connect to a local daemon's socket", &boxed[10]);
     assert!(
         !outside.path().join("escaped.txt").exists(),
         "the sandbox wrote outside"
@@ -156,7 +161,7 @@ async fn a_sandboxed_server_reaches_only_what_its_entry_gives_and_the_control_re
     assert_eq!(of("boxed")["sandbox"]["memory"], 256 * 1024 * 1024);
     assert_eq!(of("boxed")["sandbox"]["write"], json!([drop_s]));
     assert!(of("open")["sandbox"].is_null(), "{health}");
-    drop(listener);
+    drop((listener, daemon));
 }
 
 /// `processes` holds for a user: a fork past it fails. The kernel never holds root to it, so

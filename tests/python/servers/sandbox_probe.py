@@ -2,7 +2,8 @@
 tool answers `ok: ...` when the attempt worked and `refused: <error>` when it did not. Run
 sandboxed and not (the control) by crates/roster/tests/sandbox.rs.
 
-Tools: read_file(path), write_file(path), connect(host, port), getenv(name), spawn(count)
+Tools: read_file(path), write_file(path), connect(host, port), connect_unix(path) (a UNIX
+socket, as a local daemon's), getenv(name), spawn(count)
 (starts `count` sleeping child processes at once), allocate(mib) (allocates and touches that
 much memory), signal_parent() (sends signal 0 to its parent process).
 
@@ -53,6 +54,18 @@ def connect(host: str, port: int) -> str:
     def dial() -> str:
         with socket.create_connection((host, port), timeout=5):
             return f"{host}:{port}"
+
+    return attempt(dial)
+
+
+@mcp.tool()
+def connect_unix(path: str) -> str:
+    """Connects to a UNIX socket."""
+
+    def dial() -> str:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(path)
+            return path
 
     return attempt(dial)
 

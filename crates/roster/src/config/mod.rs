@@ -88,6 +88,7 @@
 //! read = ["docs"]              # readable besides system dirs, its install dir and cwd
 //! write = ["work"]             # writable besides its private HOME and TMPDIR
 //! network = "none"             # or "all"; connect = [443] opens TCP ports with "none"
+//! unix_sockets = false         # true: it may open UNIX sockets (a local daemon's)
 //! env = ["FS_LICENSE"]         # passed from roster's environment
 //! memory = "512MiB"            # processes, open_files: limits too
 //! required = true              # false: run with what the kernel enforces, warning

@@ -23,6 +23,9 @@ pub struct Sandbox {
     pub network: Network,
     /// TCP ports it may connect to (Landlock's TCP rules; no network namespace then).
     pub connect: Vec<u16>,
+    /// Whether it may open UNIX sockets (`socket(AF_UNIX)`), and so reach local daemons
+    /// (`docker.sock`, D-Bus) where their files let it; `socketpair` works either way.
+    pub unix_sockets: bool,
     /// Variables passed from roster's environment (besides the entry's own `env`, `PATH`,
     /// `LANG`, and its private `HOME` and `TMPDIR`).
     pub env: Vec<String>,
@@ -60,6 +63,7 @@ impl Sandbox {
             write: Vec::new(),
             network: Network::None,
             connect: Vec::new(),
+            unix_sockets: false,
             env: Vec::new(),
             memory: None,
             processes: None,
@@ -94,6 +98,7 @@ pub(super) struct RawSandbox {
     network: Option<Network>,
     #[serde(default)]
     connect: Vec<u16>,
+    unix_sockets: Option<bool>,
     #[serde(default)]
     env: Vec<String>,
     memory: Option<RawSize>,
@@ -160,6 +165,7 @@ pub(super) fn build(
         write: paths("write", raw.write)?,
         network,
         connect: raw.connect,
+        unix_sockets: raw.unix_sockets.unwrap_or(false),
         env: raw.env,
         memory: match raw.memory {
             None => None,

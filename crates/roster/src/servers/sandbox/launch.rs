@@ -11,7 +11,10 @@
 //!    private `HOME` and `TMPDIR`; with `connect`, TCP only to those ports; no signals to
 //!    processes outside, no abstract UNIX sockets outside (where the kernel scopes them);
 //!    `no_new_privs` set;
-//! 4. `exec` of the server, which keeps the launcher's pid.
+//! 4. unless `unix_sockets`, a seccomp filter that answers `socket(AF_UNIX, …)` with `EACCES`:
+//!    a server cannot reach local daemons through their sockets (`docker.sock`, D-Bus), which
+//!    neither a network namespace nor (before Linux 7.1) Landlock rules; `socketpair` works;
+//! 5. `exec` of the server, which keeps the launcher's pid.
 //!
 //! What the kernel cannot enforce is an error with `required = true` (the server does not
 //! start) and a warning otherwise; both are lines on stderr starting with
@@ -158,7 +161,47 @@ fn apply(spec: &LaunchSpec, program: &OsString) -> Result<Vec<String>, String> {
         )?,
         Err(error) => unenforced(&mut warnings, error)?,
     }
+    if !spec.unix_sockets
+        && let Err(error) = no_unix_sockets()
+    {
+        unenforced(
+            &mut warnings,
+            format!(
+                "the kernel refused the seccomp filter that keeps it from UNIX sockets ({error})"
+            ),
+        )?;
+    }
     Ok(warnings)
+}
+
+/// A seccomp filter: `socket(AF_UNIX, …)` fails with `EACCES`, every other call is allowed.
+fn no_unix_sockets() -> Result<(), String> {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let unix = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        nix::libc::AF_UNIX as u64,
+    )
+    .map_err(|e| e.to_string())?;
+    let rule = SeccompRule::new(vec![unix]).map_err(|e| e.to_string())?;
+    let filter = SeccompFilter::new(
+        [(nix::libc::SYS_socket, vec![rule])].into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(nix::libc::EACCES as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    let program: BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+    // Landlock set it already; without Landlock the filter needs it too.
+    nix::sys::prctl::set_no_new_privs().map_err(|e| e.to_string())?;
+    seccompiler::apply_filter(&program).map_err(|e| e.to_string())
 }
 
 /// A user namespace of its own, the same uid and gid inside, and with `no_network` an empty

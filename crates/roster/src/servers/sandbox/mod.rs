@@ -50,6 +50,8 @@ pub struct LaunchSpec {
     pub network: Network,
     /// `sandbox.connect`.
     pub connect: Vec<u16>,
+    /// `sandbox.unix_sockets`.
+    pub unix_sockets: bool,
     /// `sandbox.memory`, bytes.
     pub memory: Option<u64>,
     /// `sandbox.processes`.
@@ -95,6 +97,7 @@ pub(crate) fn command(
         write: rules.write.clone(),
         network: rules.network,
         connect: rules.connect.clone(),
+        unix_sockets: rules.unix_sockets,
         memory: rules.memory,
         processes: rules.processes,
         open_files: rules.open_files,
@@ -172,6 +175,7 @@ pub(crate) fn status_json(rules: &Sandbox) -> Value {
         "write": rules.write,
         "network": rules.network,
         "connect": rules.connect,
+        "unix_sockets": rules.unix_sockets,
         "env": rules.env,
         "memory": rules.memory,
         "processes": rules.processes,
