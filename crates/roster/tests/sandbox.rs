@@ -45,6 +45,24 @@ fn gateway_header(dir: &Path) -> String {
     )
 }
 
+/// The directory of the Python fixtures, which a probe's sandbox must let it read.
+fn probe_dir() -> String {
+    common::python_fixture("sandbox_probe.py")
+        .parent()
+        .expect("the fixtures' dir")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Server `name` in `health` (`/healthz` as the admin token sees it).
+fn server_of(health: &Value, name: &str) -> Value {
+    health["servers"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} in {health}"))
+}
+
 fn assert_ok(what: &str, answer: &str) {
     assert!(answer.starts_with("ok: "), "{what}: {answer}");
 }
@@ -71,11 +89,7 @@ async fn a_sandboxed_server_reaches_only_what_its_entry_gives_and_the_control_re
     let port = listener.local_addr().expect("addr").port();
 
     let (probe_dir, shared_s, drop_s) = (
-        common::python_fixture("sandbox_probe.py")
-            .parent()
-            .expect("the fixtures' dir")
-            .to_string_lossy()
-            .into_owned(),
+        probe_dir(),
         shared.to_string_lossy().into_owned(),
         drop_box.to_string_lossy().into_owned(),
     );
@@ -150,13 +164,7 @@ async fn a_sandboxed_server_reaches_only_what_its_entry_gives_and_the_control_re
     // `roster status --json`'s shape (here /healthz for the admin token): which servers are
     // sandboxed, with their rules.
     let health = gateway.started(ADMIN).await;
-    let servers = health["servers"].as_array().expect("servers");
-    let of = |name: &str| {
-        servers
-            .iter()
-            .find(|s| s["name"] == name)
-            .unwrap_or_else(|| panic!("{name} in {health}"))
-    };
+    let of = |name: &str| server_of(&health, name);
     assert_eq!(of("boxed")["sandbox"]["network"], "none", "{health}");
     assert_eq!(of("boxed")["sandbox"]["memory"], 256 * 1024 * 1024);
     assert_eq!(of("boxed")["sandbox"]["write"], json!([drop_s]));
@@ -169,11 +177,7 @@ async fn a_sandboxed_server_reaches_only_what_its_entry_gives_and_the_control_re
 /// and no limit without.
 #[tokio::test]
 async fn a_process_limit_holds_or_the_launcher_says_why_it_cannot() {
-    let probe_dir = common::python_fixture("sandbox_probe.py")
-        .parent()
-        .expect("the fixtures' dir")
-        .to_string_lossy()
-        .into_owned();
+    let probe_dir = probe_dir();
     let rules = |required: bool| {
         format!(
             "read = [{}]\nprocesses = 24\nrequired = {required}\n",
@@ -198,13 +202,7 @@ async fn a_process_limit_holds_or_the_launcher_says_why_it_cannot() {
         &[("ROSTER_TEST_ADMIN", ADMIN)],
     );
     let health = gateway.started(ADMIN).await;
-    let server = |name: &str| {
-        health["servers"]
-            .as_array()
-            .and_then(|s| s.iter().find(|s| s["name"] == name))
-            .cloned()
-            .unwrap_or_else(|| panic!("{name} in {health}"))
-    };
+    let server = |name: &str| server_of(&health, name);
     let root = nix::unistd::getuid().is_root();
     if root {
         let strict = server("strict");
@@ -247,11 +245,7 @@ async fn a_process_limit_holds_or_the_launcher_says_why_it_cannot() {
 
 #[tokio::test]
 async fn a_kernel_without_landlock_is_an_error_unless_the_sandbox_is_not_required() {
-    let probe_dir = common::python_fixture("sandbox_probe.py")
-        .parent()
-        .expect("the fixtures' dir")
-        .to_string_lossy()
-        .into_owned();
+    let probe_dir = probe_dir();
     let read = format!("read = [{}]\n", common::toml_str(&probe_dir));
     let gateway = Gateway::start_at_once(
         |dir| {
@@ -271,13 +265,7 @@ async fn a_kernel_without_landlock_is_an_error_unless_the_sandbox_is_not_require
         ],
     );
     let health = gateway.started(ADMIN).await;
-    let server = |name: &str| {
-        health["servers"]
-            .as_array()
-            .and_then(|s| s.iter().find(|s| s["name"] == name))
-            .cloned()
-            .unwrap_or_else(|| panic!("{name} in {health}"))
-    };
+    let server = |name: &str| server_of(&health, name);
     let strict = server("strict");
     let error = strict["last_error"].as_str().unwrap_or_default();
     assert_ne!(strict["connection"], "connected", "{strict}");

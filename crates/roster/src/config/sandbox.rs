@@ -13,7 +13,7 @@ use super::ctx::Ctx;
 /// What a sandboxed stdio server may touch, besides what any program needs to run (the system
 /// directories, `/dev/null` and friends, `/proc`), its command's install directory and its
 /// `cwd`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sandbox {
     /// Readable (and executable) paths, with what is beneath them.
     pub read: Vec<PathBuf>,

@@ -98,16 +98,16 @@ fn apply(spec: &LaunchSpec, program: &OsString) -> Result<Vec<String>, String> {
     let mut warnings = Vec::new();
     // What the kernel cannot enforce: refused with `required`, else said.
     let unenforced = |warnings: &mut Vec<String>, what: String| -> Result<(), String> {
-        if spec.required {
+        if spec.rules.required {
             Err(what)
         } else {
             warnings.push(what);
             Ok(())
         }
     };
-    let no_network = spec.network == Network::None && spec.connect.is_empty();
+    let no_network = spec.rules.network == Network::None && spec.rules.connect.is_empty();
     // Without a network namespace, Landlock's TCP rules (no port allowed) keep what they can.
-    let mut tcp_rules = !spec.connect.is_empty();
+    let mut tcp_rules = !spec.rules.connect.is_empty();
     if let Err(error) = own_namespaces(no_network) {
         let what = if no_network {
             tcp_rules = true;
@@ -120,7 +120,7 @@ fn apply(spec: &LaunchSpec, program: &OsString) -> Result<Vec<String>, String> {
             format!("the kernel refused a user namespace ({error}), needed for {what}"),
         )?;
     }
-    if spec.processes.is_some() && nix::unistd::getuid().is_root() {
+    if spec.rules.processes.is_some() && nix::unistd::getuid().is_root() {
         unenforced(
             &mut warnings,
             "the kernel does not hold root (uid 0) to a process limit, so `processes` does \
@@ -132,10 +132,10 @@ fn apply(spec: &LaunchSpec, program: &OsString) -> Result<Vec<String>, String> {
     let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
     read.extend(install_dirs(program));
     read.extend(spec.cwd.iter().cloned());
-    read.extend(spec.read.iter().cloned());
-    let mut write = spec.write.clone();
+    read.extend(spec.rules.read.iter().cloned());
+    let mut write = spec.rules.write.clone();
     write.extend([spec.home.clone(), spec.tmp.clone()]);
-    for path in spec.read.iter().chain(&spec.write) {
+    for path in spec.rules.read.iter().chain(&spec.rules.write) {
         if !path.exists() {
             return Err(format!(
                 "`{}` (in its `read` or `write`) does not exist",
@@ -161,7 +161,7 @@ fn apply(spec: &LaunchSpec, program: &OsString) -> Result<Vec<String>, String> {
         )?,
         Err(error) => unenforced(&mut warnings, error)?,
     }
-    if !spec.unix_sockets
+    if !spec.rules.unix_sockets
         && let Err(error) = no_unix_sockets()
     {
         unenforced(
@@ -227,9 +227,9 @@ fn limits(spec: &LaunchSpec) -> Result<(), String> {
         None => Ok(()),
         Some(n) => setrlimit(resource, n, n).map_err(|e| format!("cannot set `{key}` to {n}: {e}")),
     };
-    set(Resource::RLIMIT_DATA, spec.memory, "memory")?;
-    set(Resource::RLIMIT_NPROC, spec.processes, "processes")?;
-    set(Resource::RLIMIT_NOFILE, spec.open_files, "open_files")
+    set(Resource::RLIMIT_DATA, spec.rules.memory, "memory")?;
+    set(Resource::RLIMIT_NPROC, spec.rules.processes, "processes")?;
+    set(Resource::RLIMIT_NOFILE, spec.rules.open_files, "open_files")
 }
 
 /// The directories a program needs to read to run: where it is (through `PATH` when it is
@@ -312,7 +312,7 @@ fn landlock(
     if tcp_rules {
         // The ports are the network's only rule here: without TCP rules the server would
         // have the whole network, which `required` refuses.
-        let level = if spec.required {
+        let level = if spec.rules.required {
             CompatLevel::HardRequirement
         } else {
             CompatLevel::BestEffort
@@ -343,7 +343,7 @@ fn landlock(
     {
         created = created.add_rule(rule).map_err(error)?;
     }
-    for port in &spec.connect {
+    for port in &spec.rules.connect {
         created = created
             .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
             .map_err(error)?;

@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::process::Command;
 
 use crate::config::{Network, Sandbox};
@@ -42,27 +42,11 @@ pub const STDERR_PREFIX: &str = "roster sandbox: ";
 pub struct LaunchSpec {
     /// The server's name, for messages.
     pub server: String,
-    /// Readable paths (`sandbox.read`).
-    pub read: Vec<PathBuf>,
-    /// Writable paths (`sandbox.write`).
-    pub write: Vec<PathBuf>,
-    /// `sandbox.network`.
-    pub network: Network,
-    /// `sandbox.connect`.
-    pub connect: Vec<u16>,
-    /// `sandbox.unix_sockets`.
-    pub unix_sockets: bool,
-    /// `sandbox.memory`, bytes.
-    pub memory: Option<u64>,
-    /// `sandbox.processes`.
-    pub processes: Option<u64>,
-    /// `sandbox.open_files`.
-    pub open_files: Option<u64>,
-    /// `sandbox.required`.
-    pub required: bool,
-    /// The private `HOME` and `TMPDIR`, writable.
+    /// Its `[servers.NAME.sandbox]`.
+    pub rules: Sandbox,
+    /// The private `HOME`, writable.
     pub home: PathBuf,
-    /// The private temporary directory.
+    /// The private temporary directory, writable.
     pub tmp: PathBuf,
     /// The entry's `cwd`, readable (without one the server starts in its private `HOME`).
     pub cwd: Option<PathBuf>,
@@ -86,6 +70,13 @@ pub(crate) fn command(
     env: &BTreeMap<String, String>,
     cwd: Option<&PathBuf>,
 ) -> std::io::Result<Command> {
+    // The launcher is Linux's (Landlock, namespaces, seccomp): elsewhere there is none to run.
+    if cfg!(not(target_os = "linux")) {
+        return Err(std::io::Error::other(
+            "a sandbox needs Linux (Landlock, namespaces, seccomp); remove `sandbox` from this \
+             server's entry to run it unsandboxed here",
+        ));
+    }
     let home = rules.private_dir.join("home");
     let tmp = rules.private_dir.join("tmp");
     for dir in [&home, &tmp] {
@@ -93,15 +84,7 @@ pub(crate) fn command(
     }
     let spec = LaunchSpec {
         server: server.to_owned(),
-        read: rules.read.clone(),
-        write: rules.write.clone(),
-        network: rules.network,
-        connect: rules.connect.clone(),
-        unix_sockets: rules.unix_sockets,
-        memory: rules.memory,
-        processes: rules.processes,
-        open_files: rules.open_files,
-        required: rules.required,
+        rules: rules.clone(),
         home: home.clone(),
         tmp: tmp.clone(),
         cwd: cwd.cloned(),
@@ -168,20 +151,10 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
-/// A sandbox as status shows it (`roster status --json`, `/healthz`, the dashboard).
+/// A sandbox as status shows it (`roster status --json`, `/healthz`, the dashboard): its rules
+/// as the configuration gives them.
 pub(crate) fn status_json(rules: &Sandbox) -> Value {
-    json!({
-        "read": rules.read,
-        "write": rules.write,
-        "network": rules.network,
-        "connect": rules.connect,
-        "unix_sockets": rules.unix_sockets,
-        "env": rules.env,
-        "memory": rules.memory,
-        "processes": rules.processes,
-        "open_files": rules.open_files,
-        "required": rules.required,
-    })
+    serde_json::to_value(rules).unwrap_or(Value::Null)
 }
 
 /// What a start that failed under `rules` may have been refused, to add to its error: the
