@@ -1,6 +1,7 @@
 //! What reading any table of the file needs besides its values: the file (every error names
 //! it and the key; relative paths resolve against its folder) and the environment (`${VAR}`),
-//! held in [`Ctx`]; and the value shapes several tables share, durations and allow/deny lists.
+//! held in [`Ctx`]; and the value shapes several tables share, durations, sizes and allow/deny
+//! lists.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,38 @@ impl RawToolFilter {
     pub(super) fn into_parts(self) -> (Vec<String>, Vec<String>) {
         (self.allow, self.deny)
     }
+}
+
+/// A size as written: a number of bytes, or `"512KiB"`, `"1MiB"`, `"1MB"`.
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+pub(super) enum RawSize {
+    Bytes(u64),
+    Text(String),
+}
+
+/// `raw` in bytes (`KiB` 1,024, `KB` 1,000); `None` when it is not a size.
+pub(super) fn parse_size(raw: &RawSize) -> Option<u64> {
+    let text = match raw {
+        RawSize::Bytes(n) => return Some(*n),
+        RawSize::Text(text) => text.trim(),
+    };
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let unit: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        _ => return None,
+    };
+    number.checked_mul(unit)
 }
 
 /// A duration as written: text [`parse_duration`] reads (`"500ms"`, `"30s"`, `"2m"`, `"1h"`),

@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 use super::auth::{RawAuth, RawPermissions, build_auth, build_permissions};
-use super::ctx::{Ctx, RawToolFilter};
+use super::ctx::{Ctx, RawSize, RawToolFilter, parse_size};
 use super::env::EnvLookup;
 use super::raw_gateway::{RawGateway, always_listed, build_gateway};
 use super::raw_server::{RawServer, build_server};
@@ -64,37 +64,6 @@ struct RawSkills {
     #[serde(default)]
     paths: Vec<String>,
     max_file_size: Option<RawSize>,
-}
-
-/// A size as written: a number of bytes, or `"512KiB"`, `"1MiB"`, `"1MB"`.
-#[derive(Deserialize, Clone)]
-#[serde(untagged)]
-enum RawSize {
-    Bytes(u64),
-    Text(String),
-}
-
-fn parse_size(raw: &RawSize) -> Option<u64> {
-    let text = match raw {
-        RawSize::Bytes(n) => return Some(*n),
-        RawSize::Text(text) => text.trim(),
-    };
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    let unit: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "KB" | "kB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        _ => return None,
-    };
-    number.checked_mul(unit)
 }
 
 /// `[store]`: a PostgreSQL URL (checked here, connected at start) and where its password is.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
-use super::ctx::Ctx;
+use super::ctx::{Ctx, RawSize, parse_size};
 
 /// What a sandboxed stdio server may touch, besides what any program needs to run (the system
 /// directories, `/dev/null` and friends, `/proc`), its command's install directory and its
@@ -107,14 +107,6 @@ pub(super) struct RawSandbox {
     required: Option<bool>,
 }
 
-/// A size as written: bytes, or text with a unit (`"512MiB"`, `"1G"`).
-#[derive(Deserialize, Clone)]
-#[serde(untagged)]
-enum RawSize {
-    Bytes(u64),
-    Text(String),
-}
-
 /// Builds `setting` (at `key`); `None` for `false`. `sandbox = true` takes `default` (the
 /// gateway's) when there is one.
 pub(super) fn build(
@@ -169,10 +161,10 @@ pub(super) fn build(
         env: raw.env,
         memory: match raw.memory {
             None => None,
-            Some(size) => Some(bytes(&size).ok_or_else(|| {
+            Some(size) => Some(parse_size(&size).filter(|b| *b > 0).ok_or_else(|| {
                 ctx.invalid(
                     format!("{key}.memory"),
-                    "a size above 0: bytes, or a number with KiB, MiB, GiB (or K, M, G, KB, MB, GB)",
+                    "a size above 0: bytes, or a number with KiB, MiB, GiB (or KB, MB, GB)",
                 )
             })?),
         },
@@ -200,47 +192,4 @@ fn path(ctx: &Ctx<'_>, key: &str, raw: &str) -> Result<PathBuf, ConfigError> {
         _ => expanded,
     };
     Ok(ctx.resolve(&expanded))
-}
-
-/// `size` in bytes; `None` when it is 0 or not a size.
-fn bytes(size: &RawSize) -> Option<u64> {
-    let value = match size {
-        RawSize::Bytes(n) => *n,
-        RawSize::Text(text) => {
-            let text = text.trim();
-            let split = text
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(text.len());
-            let (number, unit) = text.split_at(split);
-            let number: u64 = number.parse().ok()?;
-            let scale: u64 = match unit.trim() {
-                "" | "B" => 1,
-                "K" | "KB" | "KiB" => 1 << 10,
-                "M" | "MB" | "MiB" => 1 << 20,
-                "G" | "GB" | "GiB" => 1 << 30,
-                _ => return None,
-            };
-            number.checked_mul(scale)?
-        }
-    };
-    (value > 0).then_some(value)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_read_as_bytes() {
-        let text = |s: &str| bytes(&RawSize::Text(s.to_owned()));
-        assert_eq!(text("512MiB"), Some(512 << 20));
-        assert_eq!(text("1G"), Some(1 << 30));
-        assert_eq!(text("64 KB"), Some(64 << 10));
-        assert_eq!(text("100"), Some(100));
-        assert_eq!(bytes(&RawSize::Bytes(4096)), Some(4096));
-        assert_eq!(text("0MiB"), None);
-        assert_eq!(text("lots"), None);
-        assert_eq!(text("1TiB"), None);
-        assert_eq!(text("99999999999999G"), None);
-    }
 }
