@@ -1,8 +1,9 @@
 //! The launcher: `roster __sandbox SPEC -- COMMAND ARGS…`. It runs single-threaded, before
 //! anything else in the process, and in this order:
 //!
-//! 1. a user namespace of its own (the same uid and gid inside), and with `network = "none"`
-//!    (and no `connect` ports) a network namespace with nothing in it;
+//! 1. with `network = "none"` (and no `connect` ports) or `processes`, a user namespace of its
+//!    own (the same uid and gid inside), and for the former a network namespace with nothing
+//!    in it;
 //! 2. its resource limits: `memory` as `RLIMIT_DATA`, `processes` as `RLIMIT_NPROC` (counted in
 //!    the new user namespace, so only the server's own processes count), `open_files` as
 //!    `RLIMIT_NOFILE`;
@@ -108,7 +109,10 @@ fn apply(spec: &LaunchSpec, program: &OsString) -> Result<Vec<String>, String> {
     let no_network = spec.rules.network == Network::None && spec.rules.connect.is_empty();
     // Without a network namespace, Landlock's TCP rules (no port allowed) keep what they can.
     let mut tcp_rules = !spec.rules.connect.is_empty();
-    if let Err(error) = own_namespaces(no_network) {
+    // A user namespace only where it is needed: for an empty network namespace, and so that
+    // `processes` counts only the server's own.
+    let needs_namespace = no_network || spec.rules.processes.is_some();
+    if needs_namespace && let Err(error) = own_namespaces(no_network) {
         let what = if no_network {
             tcp_rules = true;
             "no network (only TCP is kept from it, where Landlock has TCP rules)"
