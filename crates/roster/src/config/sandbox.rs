@@ -193,3 +193,102 @@ fn path(ctx: &Ctx<'_>, key: &str, raw: &str) -> Result<PathBuf, ConfigError> {
     };
     Ok(ctx.resolve(&expanded))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::{Config, TransportConfig};
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    /// `text` read as the file at `path`, with only `pairs` in the environment.
+    fn parse(text: &str, path: &str, pairs: &'static [(&'static str, &'static str)]) -> Config {
+        Config::from_toml(text, Path::new(path), &env(pairs)).expect("valid")
+    }
+
+    /// The sandbox of server `name` in `config`.
+    fn sandbox_of<'a>(config: &'a Config, name: &str) -> Option<&'a Sandbox> {
+        match &config.servers[name].transport {
+            TransportConfig::Stdio { sandbox, .. } => sandbox.as_deref(),
+            _ => panic!("{name} is stdio"),
+        }
+    }
+
+    #[test]
+    fn a_sandbox_table_resolves_its_paths_and_sizes_and_the_gateways_is_the_default() {
+        let config = parse(
+            "[gateway]\nstate_dir = \"/var/roster\"\nsandbox = true\n\n\
+             [servers.a]\ncommand = \"a\"\n\n\
+             [servers.b]\ncommand = \"b\"\nsandbox = false\n\n\
+             [servers.c]\ncommand = \"c\"\n[servers.c.sandbox]\nread = [\"docs\", \"~/notes\", \"${DATA}/x\"]\n\
+             write = [\"/tmp/out\"]\nmemory = \"64MiB\"\nprocesses = 8\nenv = [\"KEY\"]\nrequired = false\n\n\
+             [servers.web]\nurl = \"https://example.com/mcp\"\n",
+            "/etc/roster/roster.toml",
+            &[("HOME", "/home/ann"), ("DATA", "/data")],
+        );
+        let a = sandbox_of(&config, "a").expect("the gateway's default");
+        assert_eq!(a.network, Network::None);
+        assert!(a.required && a.read.is_empty() && a.memory.is_none());
+        assert_eq!(a.private_dir, Path::new("/var/roster/sandbox/a"));
+        assert!(sandbox_of(&config, "b").is_none(), "sandbox = false wins");
+        let c = sandbox_of(&config, "c").expect("its own table");
+        assert_eq!(
+            c.read,
+            [
+                Path::new("/etc/roster/docs"),
+                Path::new("/home/ann/notes"),
+                Path::new("/data/x")
+            ]
+        );
+        assert_eq!(c.write, [Path::new("/tmp/out")]);
+        assert_eq!(c.memory, Some(64 << 20));
+        assert_eq!(c.processes, Some(8));
+        assert_eq!(c.env, ["KEY"]);
+        assert!(!c.required);
+        assert_eq!(c.private_dir, Path::new("/var/roster/sandbox/c"));
+    }
+
+    #[test]
+    fn a_bad_sandbox_is_an_error_naming_its_key() {
+        for (text, key) in [
+            (
+                "[servers.web]\nurl = \"https://example.com/mcp\"\nsandbox = true\n",
+                "servers.web.sandbox",
+            ),
+            (
+                "[servers.a]\ncommand = \"a\"\n[servers.a.sandbox]\nmemory = \"lots\"\n",
+                "servers.a.sandbox.memory",
+            ),
+            (
+                "[servers.a]\ncommand = \"a\"\n[servers.a.sandbox]\nprocesses = 0\n",
+                "servers.a.sandbox.processes",
+            ),
+            (
+                "[servers.a]\ncommand = \"a\"\n[servers.a.sandbox]\nnetwork = \"all\"\nconnect = [443]\n",
+                "servers.a.sandbox.connect",
+            ),
+            (
+                "[servers.a]\ncommand = \"a\"\n[servers.a.sandbox]\nread = [\"~/x\"]\n",
+                "servers.a.sandbox.read[0]",
+            ),
+            (
+                "[servers.a]\ncommand = \"a\"\n[servers.a.sandbox]\nread = [\"${NOPE}\"]\n",
+                "servers.a.sandbox.read[0]",
+            ),
+        ] {
+            let error = Config::from_toml(text, Path::new("/c/roster.toml"), &env(&[]))
+                .expect_err(text)
+                .to_string();
+            assert!(error.contains(key), "{key} in: {error}");
+        }
+    }
+}
