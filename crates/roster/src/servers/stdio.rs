@@ -29,6 +29,9 @@ use crate::config::{Sandbox, ServerLimits};
 /// garbage rather than buffered without bound.
 const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// A sandbox launcher's lines taken as its own (warnings, the inbox) at most, per start.
+const MAX_LAUNCHER_LINES: usize = 8;
+
 /// The read buffer of a server's stderr (its log lines).
 const STDERR_BUFFER: usize = 2 * 1024;
 
@@ -432,10 +435,15 @@ pub(crate) fn spawn(
         // A small buffer (a longer line still reads whole): fifty servers keep fifty of them.
         let mut reader = BufReader::with_capacity(STDERR_BUFFER, stderr);
         let mut line = Vec::new();
+        let mut launcher_lines = 0;
         while let Ok(Some(text)) = read_line(&mut reader, &mut line).await {
             let text = log_line(text.trim_end_matches(['\n', '\r']), max_log_line);
             match (&launcher, text.strip_prefix(super::sandbox::STDERR_PREFIX)) {
-                (Some(notifications), Some(said)) => {
+                // The launcher says a few lines before the server runs; past that, what looks
+                // like one is the server's own text and goes to the log only, so a server
+                // cannot fill the inbox past its notification rate this way.
+                (Some(notifications), Some(said)) if launcher_lines < MAX_LAUNCHER_LINES => {
+                    launcher_lines += 1;
                     tracing::warn!(server = %name, "{said}");
                     notifications.dispatch_notification(
                         "notifications/message",
